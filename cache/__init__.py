@@ -1,0 +1,1 @@
+"""Model runtime and the edit-consistent KV cache."""

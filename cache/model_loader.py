@@ -1,0 +1,124 @@
+"""Load any local Hugging Face causal LM directory offline (safetensors, no remote code)."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Callable
+
+from .errors import ModelError
+from .fim import KNOWN_FORMATS, detect_format
+
+# Families whose attention uses rotary position embeddings in the half-split layout.
+ROTARY_MODEL_TYPES = frozenset({
+    "llama", "qwen2", "qwen3", "mistral", "mixtral", "starcoder2", "gemma", "gemma2",
+    "qwen2_moe", "qwen3_moe", "olmo", "olmo2", "granite", "phi3", "cohere", "stablelm",
+})
+# Families known to have learned, ALiBi or no positional encoding at all.
+NON_ROTARY_MODEL_TYPES = frozenset({
+    "gpt2", "gpt_bigcode", "bloom", "mpt", "opt", "gpt_neo", "bert", "roberta", "falcon_alibi",
+    "codegen", "t5", "xglm",
+})
+
+Progress = Callable[[str, float], None]
+
+
+def _read_config(path: Path) -> dict:
+    cfg_path = path / "config.json"
+    if not cfg_path.is_file():
+        raise ModelError(f"model path {path} has no config.json (is it a Hugging Face model folder?)")
+    try:
+        return json.loads(cfg_path.read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ModelError(f"model config {cfg_path} cannot be read: {exc}") from None
+
+
+def check_model_dir(path: Path) -> dict:
+    """Everything that can be checked without importing torch; returns config.json."""
+    if not path.exists():
+        raise ModelError(f"model path {path} does not exist")
+    if not path.is_dir():
+        raise ModelError(f"model path {path} is not a folder")
+    cfg = _read_config(path)
+    model_type = cfg.get("model_type", "?")
+    has_rope_fields = any(k in cfg for k in ("rope_theta", "rope_parameters", "rope_scaling"))
+    if model_type in NON_ROTARY_MODEL_TYPES or cfg.get("alibi") or (
+            model_type not in ROTARY_MODEL_TYPES and not has_rope_fields):
+        raise ModelError(
+            f"model {path} (model_type {model_type!r}) has no rotary position embeddings; "
+            "inkling needs a RoPE model (Llama, Qwen2, Mistral, StarCoder2, DeepSeek-Coder families)")
+    if cfg.get("auto_map"):
+        raise ModelError(f"model {path} needs remote code (auto_map in config.json); "
+                         "inkling does not run code shipped with a model")
+    if not any(path.glob("*.safetensors")):
+        raise ModelError(f"model {path} has no .safetensors weights "
+                         "(inkling loads safetensors only, never pickled .bin files)")
+    if not (path / "tokenizer.json").is_file():
+        raise ModelError(f"model {path} has no tokenizer.json (a fast tokenizer is required)")
+    return cfg
+
+
+def _pick_device(name: str):
+    import torch
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelError(f"device {name!r} was asked for but CUDA is not available")
+    return torch.device(name)
+
+
+def _pick_dtype(name: str, device):
+    import torch
+    if name == "auto":
+        if device.type == "cuda":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[name]
+
+
+def _inkling_meta(path: Path) -> dict:
+    meta = path / "inkling.json"
+    return json.loads(meta.read_text()) if meta.is_file() else {}
+
+
+def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
+                 progress: Progress | None = None):
+    """Load a model folder into a :class:`ModelRuntime`; raises ModelError with the reason."""
+    path = Path(path).expanduser().resolve()
+    report = progress or (lambda stage, fraction: None)
+    report("checking model folder", 0.0)
+    cfg = check_model_dir(path)
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    report("importing torch", 0.1)
+    import torch
+    from tokenizers import Tokenizer
+    report("importing transformers", 0.3)
+    from transformers import AutoModelForCausalLM
+    from transformers.utils import logging as hf_logging
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    from .runtime import ModelRuntime
+    dev = _pick_device(device)
+    dt = _pick_dtype(dtype, dev)
+    report("reading weights", 0.7)
+    try:
+        model = AutoModelForCausalLM.from_pretrained(
+            path, dtype=dt, local_files_only=True, use_safetensors=True, trust_remote_code=False,
+            attn_implementation="sdpa")
+    except (OSError, ValueError, KeyError) as exc:
+        raise ModelError(f"model {path} cannot be loaded: {str(exc).splitlines()[0]}") from None
+    model.to(dev).eval()
+    tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+    meta = _inkling_meta(path)
+    fim = detect_format(tokenizer.get_vocab(with_added_tokens=True), meta.get("fim_family"))
+    order = meta.get("fim_order") or (fim.orders[0] if fim else "none")
+    stop_names = {t for f in KNOWN_FORMATS for t in (*f.end, f.prefix, f.suffix, f.middle)}
+    stop_ids = {tokenizer.token_to_id(t) for t in stop_names} - {None}
+    eos = cfg.get("eos_token_id")
+    stop_ids.update(eos if isinstance(eos, list) else [eos] if isinstance(eos, int) else [])
+    context = int(meta.get("trained_context") or cfg.get("max_position_embeddings") or 2048)
+    report("ready", 1.0)
+    return ModelRuntime(path=path, model=model, tokenizer=tokenizer, fim=fim, fim_order=order,
+                        stop_ids=frozenset(stop_ids), context_limit=min(context, 8192),
+                        device=dev, dtype=dt)

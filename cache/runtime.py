@@ -1,0 +1,62 @@
+"""A loaded causal LM with its tokenizer and fill-in-the-middle format."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+from tokenizers import Tokenizer
+
+from .fim import FimFormat
+
+
+@dataclass
+class ForwardStats:
+    """Model forward passes and the time spent in them (for model_ms in the replay)."""
+    forwards: int = 0
+    tokens: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class ModelRuntime:
+    path: Path
+    model: torch.nn.Module
+    tokenizer: Tokenizer
+    fim: FimFormat | None
+    fim_order: str
+    stop_ids: frozenset[int]
+    context_limit: int
+    device: torch.device
+    dtype: torch.dtype
+    stats: ForwardStats = field(default_factory=ForwardStats)
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.model.config.vocab_size)
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.encode(text, add_special_tokens=False).ids if text else []
+
+    def decode(self, ids: list[int]) -> str:
+        return self.tokenizer.decode(ids, skip_special_tokens=False)
+
+    def token_id(self, token: str) -> int:
+        tid = self.tokenizer.token_to_id(token)
+        if tid is None:
+            raise KeyError(token)
+        return tid
+
+    @torch.inference_mode()
+    def forward(self, input_ids: torch.Tensor, past, position_ids: torch.Tensor | None = None,
+                attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """input_ids: [1, n] -> logits [1, n, vocab] (float32); ``past`` is updated in place."""
+        t0 = time.perf_counter()
+        out = self.model(input_ids=input_ids.to(self.device), past_key_values=past,
+                         position_ids=position_ids, attention_mask=attention_mask, use_cache=True)
+        logits = out.logits.float()
+        self.stats.forwards += 1
+        self.stats.tokens += input_ids.shape[1]
+        self.stats.seconds += time.perf_counter() - t0
+        return logits

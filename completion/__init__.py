@@ -1,0 +1,1 @@
+"""The Engine: documents -> prompts -> drafts -> decoded suggestions."""

@@ -1,0 +1,61 @@
+"""Greedy decoding over a prompt cache, with stop rules and cancellation."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from inkling.cache.prompt_cache import PromptCache
+
+from .stop_rules import StopRule
+
+
+class Cancelled(Exception):
+    """The request was cancelled; decoding stopped between forward passes."""
+
+
+@dataclass
+class Decoded:
+    text: str
+    token_ids: list[int]
+    logprob: float            # sum of the chosen tokens' log-probabilities
+    forwards: int             # decoding forward passes (the prompt's are not counted)
+    stopped_by: str           # "stop-rule" | "end-of-text" | "max-tokens"
+
+
+def _pick(logits: torch.Tensor) -> tuple[int, float]:
+    """logits: [vocab] -> (argmax token, its log-probability)."""
+    tok = int(torch.argmax(logits))
+    return tok, float(torch.log_softmax(logits, -1)[tok])
+
+
+def greedy_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule, max_new_tokens: int,
+                  stop_ids: frozenset[int], decode: Callable[[list[int]], str],
+                  cancelled: Callable[[], bool] = lambda: False) -> Decoded:
+    """Decode from ``logits`` ([vocab], the prompt's last position) until a stop."""
+    ids: list[int] = []
+    logprob, forwards = 0.0, 0
+    while True:
+        tok, lp = _pick(logits)
+        if tok in stop_ids:
+            return _final(ids, logprob, forwards, stop, decode, "end-of-text")
+        ids.append(tok)
+        logprob += lp
+        text = decode(ids)
+        cut = stop.cut(text) if not text.endswith("\ufffd") else None
+        if cut is not None:
+            return Decoded(text[:cut], ids, logprob, forwards, "stop-rule")
+        if len(ids) >= max_new_tokens:
+            return _final(ids, logprob, forwards, stop, decode, "max-tokens")
+        if cancelled():
+            raise Cancelled()
+        logits = cache.extend([tok])[-1]                     # [vocab]
+        forwards += 1
+
+
+def _final(ids, logprob, forwards, stop: StopRule, decode, why: str) -> Decoded:
+    text = decode(ids).rstrip("\ufffd")
+    cut = stop.cut(text, final=True)
+    return Decoded(text[:cut], ids, logprob, forwards, why)
+

@@ -1,0 +1,179 @@
+"""The Engine: the one object the LSP server and the replay drive."""
+from __future__ import annotations
+
+import itertools
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .document import Document, Position, TextChange
+from .errors import DocumentError, NotImplementedYet
+from .options import InklingOptions
+
+Progress = Callable[[str, float], None]
+
+
+@dataclass(frozen=True)
+class Draft:
+    id: str
+    text: str
+    logprob: float
+    tokens: int
+
+
+@dataclass
+class Completion:
+    uri: str
+    position: Position
+    drafts: list[Draft]
+    trigger: str
+    first_token_ms: float = 0.0     # prompt built and cache brought up to date
+    latency_ms: float = 0.0         # drafts ready
+    model_ms: float = 0.0           # time inside model forward passes
+    forwards: int = 0               # decoding forward passes
+    tokens: int = 0                 # tokens emitted into drafts
+    prefill_tokens: int = 0
+    reused_tokens: int = 0
+    stopped_by: str = ""
+    block: bool = False
+
+
+@dataclass
+class EngineStats:
+    completions: int = 0
+    accepted: int = 0
+    accepted_chars: int = 0
+
+
+class Engine:
+    def __init__(self, options: InklingOptions | None = None, runtime=None,
+                 max_cached_documents: int = 8):
+        self.options = options or InklingOptions()
+        self.options.validate()
+        self._runtime = runtime
+        self._documents: dict[str, Document] = {}
+        self._caches: OrderedDict[str, object] = OrderedDict()
+        self._max_cached = max_cached_documents
+        self._drafts: OrderedDict[str, Draft] = OrderedDict()
+        self._ids = itertools.count(1)
+        self.stats = EngineStats()
+
+    # ----------------------------------------------------------- configuration
+    def configure(self, changes: dict) -> InklingOptions:
+        """Apply option changes; raises OptionError and keeps the old options on a bad value."""
+        new = self.options.merged(changes)
+        if new.model != self.options.model:
+            self._runtime = None
+            self._caches.clear()
+        self.options = new
+        return new
+
+    @property
+    def model_loaded(self) -> bool:
+        return self._runtime is not None
+
+    def load_model(self, progress: Progress | None = None):
+        if self._runtime is None:
+            from inkling.cache.model_loader import load_runtime
+            m = self.options.model
+            self._runtime = load_runtime(resolve_model_path(m.path), m.device, m.dtype, progress)
+        return self._runtime
+
+    # --------------------------------------------------------------- documents
+    def open(self, uri: str, text: str, version: int = 0, language_id: str = "python") -> None:
+        self._documents[uri] = Document(uri, text, version, language_id)
+
+    def apply_change(self, uri: str, changes: list[TextChange], version: int | None = None) -> None:
+        self.document(uri).apply(changes, version)
+
+    def close(self, uri: str) -> None:
+        self.document(uri)
+        del self._documents[uri]
+
+    def document(self, uri: str) -> Document:
+        try:
+            return self._documents[uri]
+        except KeyError:
+            raise DocumentError(f"unknown document {uri} (it was never opened, or was closed)") \
+                from None
+
+    def documents(self) -> list[str]:
+        return list(self._documents)
+
+    # -------------------------------------------------------------- completion
+    def complete(self, uri: str, position: Position, k: int | None = None,
+                 trigger: str = "automatic", cancelled: Callable[[], bool] = lambda: False
+                 ) -> Completion:
+        from inkling.cache.prompt_cache import PromptCache
+
+        from .decoding import greedy_decode
+        from .prompt import budgets, build_prompt
+        from .stop_rules import stop_rule_for, trim_repeated_suffix
+
+        t0 = time.perf_counter()
+        doc = self.document(uri)
+        offset = doc.offset_at(position)
+        c = self.options.completion
+        k = k if k is not None else (c.drafts if trigger == "invoked" else c.automatic_drafts)
+        if k > 1:
+            raise NotImplementedYet(f"{k} drafts need the multi-draft decoders (branches, "
+                                    "superposed), which are not implemented yet; ask for 1")
+        runtime = self.load_model()
+        model_s0 = runtime.stats.seconds
+        text = doc.text
+        order = c.fim_order if c.fim_order != "auto" else runtime.fim_order
+        pre_budget, suf_budget = budgets(runtime, c.prefix_tokens, c.suffix_tokens,
+                                         c.max_block_tokens)
+        prompt = build_prompt(runtime, text[:offset], text[offset:], pre_budget, suf_budget, order)
+        stop = stop_rule_for(prompt.line_prefix, prompt.prefix, prompt.line_suffix, prompt.suffix)
+        cache = self._cache_for(uri, runtime, PromptCache)
+        synced = cache.sync(prompt.ids)
+        first_ms = (time.perf_counter() - t0) * 1000
+        out = greedy_decode(cache, synced.logits, stop,
+                            c.max_block_tokens if stop.block else c.max_new_tokens,
+                            runtime.stop_ids, runtime.decode, cancelled)
+        suggestion = trim_repeated_suffix(out.text, prompt.line_suffix, prompt.suffix)
+        if doc.eol != "\n":
+            suggestion = suggestion.replace("\n", doc.eol)
+        drafts = [self._remember(Draft(f"d{next(self._ids)}", suggestion, out.logprob,
+                                       len(out.token_ids)))]
+        self.stats.completions += 1
+        return Completion(uri, position, drafts, trigger, first_token_ms=first_ms,
+                          latency_ms=(time.perf_counter() - t0) * 1000,
+                          model_ms=(runtime.stats.seconds - model_s0) * 1000,
+                          forwards=out.forwards + 1, tokens=len(out.token_ids),
+                          prefill_tokens=synced.prefilled, reused_tokens=synced.reused,
+                          stopped_by=out.stopped_by, block=stop.block)
+
+    def accept(self, draft_id: str) -> Draft:
+        """Record that the user accepted a draft (feeds the drafting history later)."""
+        try:
+            draft = self._drafts[draft_id]
+        except KeyError:
+            raise DocumentError(f"unknown draft id {draft_id!r} (too old, or never offered)") \
+                from None
+        self.stats.accepted += 1
+        self.stats.accepted_chars += len(draft.text)
+        return draft
+
+    def _remember(self, draft: Draft) -> Draft:
+        self._drafts[draft.id] = draft
+        while len(self._drafts) > 256:
+            self._drafts.popitem(last=False)
+        return draft
+
+    def _cache_for(self, uri: str, runtime, factory):
+        cache = self._caches.pop(uri, None) or factory(runtime)
+        self._caches[uri] = cache
+        while len(self._caches) > self._max_cached:
+            self._caches.popitem(last=False)
+        return cache
+
+
+def resolve_model_path(path: str) -> Path:
+    if path:
+        return Path(path)
+    from inkling.models import BUNDLED_MODEL_DIR
+    return BUNDLED_MODEL_DIR

@@ -1,0 +1,17 @@
+"""Errors the Engine raises; each names its culprit so adapters can show it as is."""
+
+
+class InklingError(Exception):
+    """Base class: a problem the user can act on (printed as one line)."""
+
+
+class DocumentError(InklingError):
+    """An unknown document, or a position or range that does not fit it."""
+
+
+class NotImplementedYet(InklingError):
+    """A feature that was asked for but is not built yet (never a silent fallback)."""
+
+
+class OptionError(InklingError):
+    """An option value that is not valid."""

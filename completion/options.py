@@ -1,0 +1,114 @@
+"""The one options tree: the same object comes from the CLI, the replay's flags and
+LSP ``initializationOptions`` / ``workspace/didChangeConfiguration``.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from typing import Any
+
+from .errors import NotImplementedYet, OptionError
+
+DEVICES = ("auto", "cpu", "cuda")
+DTYPES = ("auto", "float32", "float16", "bfloat16")
+FIM_ORDERS = ("auto", "psm", "spm")
+DECODERS = ("greedy", "branches", "superposed", "sequential")
+CACHE_MODES = ("full", "pie", "naive")
+DRAFT_MODES = ("none", "prompt-lookup", "suffix")
+MONITOR_MODES = ("off", "on")
+
+# What this build implements; anything else in the choices above is refused clearly.
+IMPLEMENTED = {"decoder": ("greedy",), "cache": ("full",), "draft": ("none",),
+               "monitor": ("off",)}
+
+
+@dataclass
+class ModelOptions:
+    path: str = ""              # empty: the bundled model
+    device: str = "auto"        # auto | cpu | cuda | cuda:N
+    dtype: str = "auto"         # auto | float32 | float16 | bfloat16
+
+
+@dataclass
+class CompletionOptions:
+    drafts: int = 3             # drafts for invoked completions
+    automatic_drafts: int = 1   # drafts for automatic (as-you-type) completions
+    max_new_tokens: int = 48    # a line completion
+    max_block_tokens: int = 160  # a block completion
+    prefix_tokens: int = 0      # prompt budget before the cursor (0: from the model's context)
+    suffix_tokens: int = 0      # prompt budget after the cursor (0: from the model's context)
+    fim_order: str = "auto"     # auto | psm | spm
+    decoder: str = "greedy"
+    draft: str = "none"
+    monitor: str = "off"
+
+
+@dataclass
+class CacheOptions:
+    mode: str = "full"
+
+
+@dataclass
+class InklingOptions:
+    model: ModelOptions = field(default_factory=ModelOptions)
+    completion: CompletionOptions = field(default_factory=CompletionOptions)
+    cache: CacheOptions = field(default_factory=CacheOptions)
+
+    def validate(self) -> None:
+        _choice("model.device", self.model.device.split(":")[0], DEVICES)
+        _choice("model.dtype", self.model.dtype, DTYPES)
+        c = self.completion
+        _choice("completion.fim_order", c.fim_order, FIM_ORDERS)
+        for name, value, low in (("completion.drafts", c.drafts, 1),
+                                 ("completion.automatic_drafts", c.automatic_drafts, 1),
+                                 ("completion.max_new_tokens", c.max_new_tokens, 1),
+                                 ("completion.max_block_tokens", c.max_block_tokens, 1),
+                                 ("completion.prefix_tokens", c.prefix_tokens, 0),
+                                 ("completion.suffix_tokens", c.suffix_tokens, 0)):
+            if value < low:
+                raise OptionError(f"{name} must be at least {low}, got {value}")
+        for key, value, choices in (("decoder", c.decoder, DECODERS), ("draft", c.draft, DRAFT_MODES),
+                                    ("monitor", c.monitor, MONITOR_MODES),
+                                    ("cache", self.cache.mode, CACHE_MODES)):
+            _choice(f"{'cache.mode' if key == 'cache' else 'completion.' + key}", value, choices)
+            if value not in IMPLEMENTED[key]:
+                raise NotImplementedYet(
+                    f"{key} {value!r} is not implemented yet (this build has "
+                    f"{', '.join(IMPLEMENTED[key])})")
+
+    def merged(self, changes: dict[str, Any]) -> "InklingOptions":
+        """A validated copy with ``changes`` (a nested dict, camelCase or snake_case keys)."""
+        new = _merge(self, changes, "")
+        new.validate()
+        return new
+
+
+def _choice(name: str, value: str, choices: tuple[str, ...]) -> None:
+    if value not in choices:
+        raise OptionError(f"{name} must be one of {', '.join(choices)}; got {value!r}")
+
+
+def _snake(key: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in key)
+
+
+def _merge(obj, changes: dict[str, Any], where: str):
+    if not isinstance(changes, dict):
+        raise OptionError(f"{where or 'options'} must be an object, got {changes!r}")
+    fields = {f.name: f for f in dataclasses.fields(obj)}
+    updates = {}
+    for raw_key, value in changes.items():
+        key = _snake(raw_key)
+        name = f"{where}.{key}" if where else key
+        if key not in fields:
+            raise OptionError(f"unknown option {name!r}")
+        current = getattr(obj, key)
+        if dataclasses.is_dataclass(current):
+            updates[key] = _merge(current, value, name)
+        elif type(current) is int and (isinstance(value, bool) or not isinstance(value, int)):
+            raise OptionError(f"{name} must be an integer, got {value!r}")
+        elif type(current) is str and not isinstance(value, str):
+            raise OptionError(f"{name} must be a string, got {value!r}")
+        else:
+            updates[key] = value
+    return dataclasses.replace(obj, **updates)

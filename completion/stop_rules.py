@@ -1,0 +1,95 @@
+"""Where a suggestion ends: one line by default, a whole block when the cursor opens
+an empty block (it ends at the dedent), and trimming of text that merely repeats
+what already follows the cursor.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+BLOCK_OPENERS = (":", "{", "(", "[")
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _next_nonblank(text: str) -> str | None:
+    for line in text.split("\n"):
+        if line.strip():
+            return line
+    return None
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """``block``: the completion may span lines until a line dedents below ``indent``."""
+    block: bool
+    line_prefix: str          # the cursor line's text before the cursor
+    indent: int = 0           # the block body's minimum indentation
+
+    def cut(self, text: str, final: bool = False) -> int | None:
+        """Where ``text`` (the suggestion so far) must end, or None to go on decoding.
+
+        With ``final`` the text is complete (end of text or token budget): trailing
+        blank lines of a block are dropped.
+        """
+        if not self.block:
+            nl = text.find("\n")
+            return nl if nl >= 0 else (len(text) if final else None)
+        full = self.line_prefix + text
+        offset = -len(self.line_prefix)
+        lines = full.split("\n")
+        for i, line in enumerate(lines):
+            if i > 0 and line.strip() and _indent(line) < self.indent:
+                return _rstrip_blank(text, max(0, offset))
+            offset += len(line) + 1
+        return _rstrip_blank(text, len(text)) if final else None
+
+
+def _rstrip_blank(text: str, end: int) -> int:
+    """Drop trailing blank lines (and the last line break) before ``end``."""
+    kept = text[:end].rstrip(" \t\n")
+    return len(kept)
+
+
+def stop_rule_for(line_prefix: str, prefix: str, line_suffix: str, suffix: str) -> StopRule:
+    """Block mode when the cursor opens an empty block; line mode otherwise."""
+    if line_suffix.strip():
+        return StopRule(False, line_prefix)
+    after_lines = suffix.split("\n", 1)[1] if "\n" in suffix else ""
+    following = _next_nonblank(after_lines)
+    if line_prefix.rstrip().endswith(BLOCK_OPENERS) and line_prefix.strip():
+        header_indent = _indent(line_prefix)
+    elif not line_prefix.strip():
+        before = prefix[:len(prefix) - len(line_prefix)].rstrip("\n").split("\n")
+        header = next((ln for ln in reversed(before) if ln.strip()), "")
+        if not header.rstrip().endswith(BLOCK_OPENERS):
+            return StopRule(False, line_prefix)
+        header_indent = _indent(header)
+    else:
+        return StopRule(False, line_prefix)
+    if following is not None and _indent(following) > header_indent:
+        return StopRule(False, line_prefix)   # the block already has a body
+    return StopRule(True, line_prefix, header_indent + 1)
+
+
+def trim_repeated_suffix(text: str, line_suffix: str, suffix: str) -> str:
+    """Drop what merely repeats the text after the cursor.
+
+    * the end of a one-line suggestion that overlaps the rest of the cursor line
+      (``foo(x))`` before ``)``) loses the overlap;
+    * a suggestion whose lines are the lines that already follow is dropped.
+    """
+    tail = line_suffix.rstrip()
+    if tail and "\n" not in text:
+        for k in range(min(len(text), len(tail)), 0, -1):
+            if text.endswith(tail[:k]) and (k == len(tail) or not tail[:k].isalnum()):
+                return text[:-k]
+        return text
+    if not line_suffix.strip():
+        after = suffix.split("\n", 1)[1] if "\n" in suffix else ""
+        ours = [ln.rstrip() for ln in text.strip("\n").split("\n") if ln.strip()]
+        theirs = [ln.rstrip() for ln in after.split("\n") if ln.strip()][:len(ours)]
+        if ours and [o.strip() for o in ours] == [t.strip() for t in theirs]:
+            return ""
+    return text

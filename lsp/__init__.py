@@ -1,0 +1,1 @@
+"""The pygls server, the `inkling` command line, headless replay and trace tools."""

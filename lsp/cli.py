@@ -1,0 +1,161 @@
+"""The `inkling` command line. Each command imports only what it needs."""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+
+
+class CliError(Exception):
+    """A problem with the user's input: printed as one line, exit status 2."""
+
+
+def _add_dataclass_flags(p: argparse.ArgumentParser, cls) -> None:
+    for f in dataclasses.fields(cls):
+        flag = "--" + f.name.replace("_", "-")
+        p.add_argument(flag, type=type(f.default), default=f.default, dest=f.name,
+                       help=f"(default: {f.default})")
+
+
+def _cmd_train(args) -> int:
+    from inkling.models.train_options import TrainOptions
+    from inkling.models.training import train
+    opts = TrainOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(TrainOptions)})
+    train(opts)
+    return 0
+
+
+def _read_source(path_arg: str) -> str:
+    from pathlib import Path
+    path = Path(path_arg)
+    if not path.exists():
+        raise CliError(f"{path_arg}: no such file")
+    if not path.is_file():
+        raise CliError(f"{path_arg}: not a regular file")
+    data = path.read_bytes()
+    if b"\0" in data[:8192]:
+        raise CliError(f"{path_arg}: looks like a binary file (it contains NUL bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path_arg}: not UTF-8 text (byte {exc.start} cannot be decoded)") from None
+
+
+def _cli_position(doc, line: int, col: int):
+    """1-based line and column (in characters, as editors show them) -> LSP Position."""
+    from inkling.completion.document import Position, utf16_len
+    if not 1 <= line <= doc.line_count:
+        raise CliError(f"{doc.uri}: line {line} is out of range (the file has "
+                       f"{doc.line_count} lines)")
+    text = doc.line_text(line - 1)
+    if not 1 <= col <= len(text) + 1:
+        raise CliError(f"{doc.uri}: column {col} is out of range (line {line} has "
+                       f"{len(text)} characters, so columns 1 to {len(text) + 1})")
+    return Position(line - 1, utf16_len(text[:col - 1]))
+
+
+def _load_progress():
+    """A progress bar on standard error (only on a terminal) for model loading."""
+    from tqdm import tqdm
+    bar = tqdm(total=100, desc="loading model", unit="%", file=sys.stderr, disable=None,
+               leave=False, bar_format="{desc}: {bar} {n:.0f}%")
+
+    def report(stage: str, fraction: float) -> None:
+        bar.set_description(stage)
+        bar.n = round(fraction * 100)
+        bar.refresh()
+        if fraction >= 1.0:
+            bar.close()
+    return report
+
+
+def _options_from_args(args):
+    from inkling.completion.options import InklingOptions
+    opts = InklingOptions()
+    changes = {"model": {"path": args.model or "", "device": args.device, "dtype": args.dtype},
+               "completion": {"fim_order": args.fim_order}}
+    if args.max_new_tokens:
+        changes["completion"]["max_new_tokens"] = args.max_new_tokens
+    return opts.merged(changes)
+
+
+def _cmd_complete(args) -> int:
+    import json
+    from pathlib import Path
+
+    from inkling.completion.engine import Engine
+    text = _read_source(args.file)
+    engine = Engine(_options_from_args(args))
+    uri = Path(args.file).resolve().as_uri()
+    engine.open(uri, text)
+    position = _cli_position(engine.document(uri), args.line, args.col)
+    engine.load_model(_load_progress())
+    result = engine.complete(uri, position, k=args.drafts, trigger="invoked")
+    if args.json:
+        print(json.dumps({
+            "file": args.file, "line": args.line, "col": args.col,
+            "drafts": [{"id": d.id, "text": d.text, "logprob": round(d.logprob, 4)}
+                       for d in result.drafts],
+            "block": result.block, "stopped_by": result.stopped_by,
+            "latency_ms": round(result.latency_ms, 1),
+            "first_token_ms": round(result.first_token_ms, 1),
+            "forwards": result.forwards, "prefill_tokens": result.prefill_tokens}, indent=2))
+    else:
+        for i, d in enumerate(result.drafts):
+            if len(result.drafts) > 1:
+                print(f"--- draft {i + 1}")
+            print(d.text)
+    return 0
+
+
+def _add_model_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--model", metavar="PATH", help="a local Hugging Face model folder "
+                   "(default: the bundled model)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
+    p.add_argument("--dtype", default="auto",
+                   help="auto, float32, float16 or bfloat16 (default: auto)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="inkling", description="Code completion with a local language model.")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    p = sub.add_parser("complete", help="print the suggestion at a position in a file",
+                       description="Complete code at LINE:COL of FILE (both count from 1).")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--line", type=int, required=True, help="line, from 1")
+    p.add_argument("--col", type=int, required=True, help="column in characters, from 1")
+    p.add_argument("--drafts", type=int, default=1, metavar="K", help="number of drafts")
+    p.add_argument("--max-new-tokens", type=int, default=0, metavar="N")
+    p.add_argument("--fim-order", default="auto", choices=("auto", "psm", "spm"))
+    p.add_argument("--json", action="store_true", help="print JSON with the drafts and timings")
+    _add_model_flags(p)
+    p.set_defaults(func=_cmd_complete)
+
+    p = sub.add_parser("train", help="train the bundled model from the standard library",
+                       description="Reproduce the bundled model: tokenizer, fill-in-the-middle "
+                       "samples, a small Llama, loss log and loss curve.")
+    from inkling.models.train_options import TrainOptions
+    _add_dataclass_flags(p, TrainOptions)
+    p.set_defaults(func=_cmd_train)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except CliError as exc:
+        print(f"inkling: error: {exc}", file=sys.stderr)
+        return 2
+    except Exception as exc:  # errors of the Engine and the runtime name their culprit
+        from inkling.cache.errors import ModelError
+        from inkling.completion.errors import InklingError
+        if isinstance(exc, (ModelError, InklingError)):
+            print(f"inkling: error: {exc}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())
