@@ -53,8 +53,10 @@ class PromptCache:
             self.ids = self.ids[:n]
             if n == 0:
                 self.past = None
-            else:
-                self.past.crop(n)
+                return
+            for layer in self.past.layers:                 # keys, values: [b, kv_heads, seq, d]
+                layer.keys = layer.keys[..., :n, :]
+                layer.values = layer.values[..., :n, :]
 
     def sync(self, prompt_ids: list[int]) -> SyncResult:
         if not prompt_ids:

@@ -40,6 +40,8 @@ def _head_cut(text: str, budget_chars: int) -> str:
     """The end of ``text``, at most ``budget_chars`` long, starting at a line start."""
     if len(text) <= budget_chars:
         return text
+    if budget_chars <= 0:
+        return ""
     start = len(text) - budget_chars
     nl = text.find("\n", start)
     return text[nl + 1:] if 0 <= nl < len(text) - 1 else text[start:]
@@ -50,33 +52,35 @@ def _tail_cut(text: str, budget_chars: int) -> str:
     if len(text) <= budget_chars:
         return text
     nl = text.rfind("\n", 0, budget_chars)
-    return text[:nl + 1] if nl > 0 else text[:budget_chars]
+    return text[:nl + 1] if nl >= 0 else text[:budget_chars]
+
+
+def _fit(runtime: ModelRuntime, text: str, budget: int, cut) -> tuple[str, list[int]]:
+    """The longest line-aligned window ``cut(text, chars)`` whose tokens fit ``budget``."""
+    chars = budget * CHARS_PER_TOKEN_WINDOW
+    best: tuple[str, list[int]] | None = None
+    for _ in range(8):
+        window = cut(text, max(1, chars))
+        ids = runtime.encode(window)
+        if len(ids) <= budget:
+            if best is None or len(ids) > len(best[1]):
+                best = (window, ids)
+            if len(ids) >= budget * 0.9 or len(window) >= len(text):
+                return best
+            chars = int(len(window) * budget / max(1, len(ids)) * 0.97) + 1
+        else:
+            chars = int(len(window) * budget / len(ids) * 0.95)
+    return best or (cut(text, 0), [])
 
 
 def fit_prefix(runtime: ModelRuntime, text: str, budget: int) -> tuple[str, list[int]]:
     """The longest line-aligned tail of ``text`` whose tokens fit ``budget``."""
-    window = _head_cut(text, budget * CHARS_PER_TOKEN_WINDOW)
-    for _ in range(8):
-        ids = runtime.encode(window)
-        if len(ids) <= budget:
-            return window, ids
-        excess_chars = int((len(ids) - budget) * len(window) / len(ids) * 1.1) + 1
-        window = _head_cut(window, len(window) - excess_chars)
-    ids = runtime.encode(window)[-budget:]
-    return runtime.decode(ids), ids
+    return _fit(runtime, text, budget, _head_cut)
 
 
 def fit_suffix(runtime: ModelRuntime, text: str, budget: int) -> tuple[str, list[int]]:
     """The longest line-aligned head of ``text`` whose tokens fit ``budget``."""
-    window = _tail_cut(text, budget * CHARS_PER_TOKEN_WINDOW)
-    for _ in range(8):
-        ids = runtime.encode(window)
-        if len(ids) <= budget:
-            return window, ids
-        excess_chars = int((len(ids) - budget) * len(window) / len(ids) * 1.1) + 1
-        window = _tail_cut(window, len(window) - excess_chars)
-    ids = runtime.encode(window)[:budget]
-    return runtime.decode(ids), ids
+    return _fit(runtime, text, budget, _tail_cut)
 
 
 def budgets(runtime: ModelRuntime, prefix_tokens: int, suffix_tokens: int,
@@ -93,11 +97,11 @@ def budgets(runtime: ModelRuntime, prefix_tokens: int, suffix_tokens: int,
 def build_prompt(runtime: ModelRuntime, before: str, after: str, prefix_budget: int,
                  suffix_budget: int, order: str) -> Prompt:
     """``before`` / ``after``: the document's text on each side of the cursor."""
-    prefix, prefix_ids = fit_prefix(runtime, normalise_eol(before[-prefix_budget * 8:]),
+    prefix, prefix_ids = fit_prefix(runtime, normalise_eol(before[-prefix_budget * 24:]),
                                     prefix_budget)
     if runtime.fim is None:
         return Prompt(prefix_ids, prefix, "", prefix_ids, [])
-    suffix, suffix_ids = fit_suffix(runtime, normalise_eol(after[:suffix_budget * 8]),
+    suffix, suffix_ids = fit_suffix(runtime, normalise_eol(after[:suffix_budget * 24]),
                                     suffix_budget)
     ids = runtime.fim.build(order, prefix_ids, suffix_ids, _TokenIds(runtime))
     return Prompt(ids, prefix, suffix, prefix_ids, suffix_ids)

@@ -16,7 +16,7 @@ class TrainOptions:
     max_positions: int = 2048
     seq_len: int = 1024
     batch_size: int = 4
-    steps: int = 1700
+    steps: int = 2400
     lr: float = 2e-3
     min_lr_ratio: float = 0.1
     warmup: int = 60
@@ -26,5 +26,5 @@ class TrainOptions:
     eval_rows: int = 40
     seed: int = 1234
     device: str = "auto"
-    max_minutes: float = 88.0
+    max_minutes: float = 78.0
     shard_mb: int = 12

@@ -40,10 +40,11 @@ def _model_config(o: TrainOptions):
         bos_token_id=None, eos_token_id=0, pad_token_id=0, attn_implementation="sdpa")
 
 
-def _lr_at(step: int, o: TrainOptions) -> float:
+def _lr_at(step: int, o: TrainOptions, elapsed_min: float = 0.0) -> float:
+    """Warm-up, then cosine decay over the budget: steps or minutes, whichever runs out first."""
     if step < o.warmup:
         return o.lr * (step + 1) / o.warmup
-    t = (step - o.warmup) / max(1, o.steps - o.warmup)
+    t = min(1.0, max((step - o.warmup) / max(1, o.steps - o.warmup), elapsed_min / o.max_minutes))
     return o.lr * (o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * t)))
 
 
@@ -116,6 +117,7 @@ def train(o: TrainOptions) -> dict:
     log_path = out / "training_log.tsv"
     log_file = log_path.open("w")
     log_file.write("step\ttokens\tloss\tlr\tval_loss\telapsed_s\n")
+    t_start = time.time()  # the time budget counts training steps only
     bar = tqdm(range(o.steps), desc="training", unit="step", dynamic_ncols=True)
     stopped_early = False
     for step in bar:
@@ -124,8 +126,9 @@ def train(o: TrainOptions) -> dict:
             epoch, cursor = epoch + 1, 0
         x = torch.from_numpy(rows[cursor:cursor + o.batch_size].astype(np.int64)).to(device)
         cursor += o.batch_size
+        lr = _lr_at(step, o, (time.time() - t_start) / 60)
         for g in opt.param_groups:
-            g["lr"] = _lr_at(step, o)
+            g["lr"] = lr
         with amp:
             loss = _loss(model, x)
         loss.backward()
@@ -134,12 +137,12 @@ def train(o: TrainOptions) -> dict:
         opt.zero_grad(set_to_none=True)
         tokens += x[:, 1:].numel()
         last = step == o.steps - 1
-        over_time = (time.time() - t0) / 60 > o.max_minutes
+        over_time = (time.time() - t_start) / 60 > o.max_minutes
         val = None
         if (step + 1) % o.eval_every == 0 or last or over_time:
             with amp:
                 val = _eval_loss(model, val_rows, device, o.batch_size)
-        row = {"step": step + 1, "tokens": tokens, "loss": loss.item(), "lr": _lr_at(step, o),
+        row = {"step": step + 1, "tokens": tokens, "loss": loss.item(), "lr": lr,
                "val_loss": val, "elapsed_s": round(time.time() - t0, 1)}
         log_rows.append(row)
         log_file.write("\t".join("" if v is None else f"{v:.5g}" if isinstance(v, float) else str(v)
@@ -148,7 +151,8 @@ def train(o: TrainOptions) -> dict:
         bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{val:.3f}" if val else "-", epoch=epoch)
         if over_time and not last:
             stopped_early = True
-            print(f"\nstopping at step {step + 1}: the {o.max_minutes} minute limit is reached")
+            print(f"\nstopping at step {step + 1}: the {o.max_minutes} minute budget is spent "
+                  "(the learning rate has decayed over it)")
             break
     log_file.close()
     _plot(log_rows, out / "loss_curve.png")

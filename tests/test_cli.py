@@ -1,0 +1,93 @@
+"""The command line: clear one-line errors on bad input, and a real completion."""
+import subprocess
+import sys
+
+import pytest
+
+
+def run_cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "inkling.lsp.cli", *args], capture_output=True,
+                          text=True, cwd=cwd, timeout=300)
+
+
+def assert_one_line_error(proc, *needles):
+    assert proc.returncode != 0
+    assert "Traceback" not in proc.stderr
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1, proc.stderr
+    for needle in needles:
+        assert needle in lines[0], lines[0]
+
+
+def test_help_lists_every_command():
+    out = run_cli("--help").stdout
+    for command in ("complete", "train"):
+        assert command in out
+
+
+def test_missing_file(tmp_path):
+    assert_one_line_error(run_cli("complete", str(tmp_path / "gone.py"), "--line", "1", "--col", "1"),
+                          "gone.py", "no such file")
+
+
+def test_position_out_of_range(tmp_path):
+    f = tmp_path / "a.py"
+    f.write_text("x = 1\ny = 2\n")
+    assert_one_line_error(run_cli("complete", str(f), "--line", "9", "--col", "1"),
+                          "line 9 is out of range", "3 lines")
+    assert_one_line_error(run_cli("complete", str(f), "--line", "1", "--col", "40"),
+                          "column 40 is out of range")
+    assert_one_line_error(run_cli("complete", str(f), "--line", "0", "--col", "1"),
+                          "line 0 is out of range")
+
+
+def test_binary_and_non_utf8_files(tmp_path):
+    b = tmp_path / "blob.bin"
+    b.write_bytes(b"\x7fELF\x00\x01\x02")
+    assert_one_line_error(run_cli("complete", str(b), "--line", "1", "--col", "1"), "binary")
+    latin = tmp_path / "latin.py"
+    latin.write_bytes("caf\xe9 = 1\n".encode("latin-1"))
+    assert_one_line_error(run_cli("complete", str(latin), "--line", "1", "--col", "1"),
+                          "not UTF-8")
+
+
+def test_directory_is_not_a_file(tmp_path):
+    assert_one_line_error(run_cli("complete", str(tmp_path), "--line", "1", "--col", "1"),
+                          "not a regular file")
+
+
+def test_missing_model_path_exits_2(tmp_path):
+    f = tmp_path / "a.py"
+    f.write_text("x = 1\n")
+    proc = run_cli("complete", str(f), "--line", "1", "--col", "5", "--model", str(tmp_path / "m"))
+    assert proc.returncode == 2
+    assert_one_line_error(proc, "model path", "does not exist")
+
+
+def test_model_without_rope_exits_2(tmp_path):
+    (tmp_path / "m").mkdir()
+    (tmp_path / "m" / "config.json").write_text('{"model_type": "gpt2"}')
+    f = tmp_path / "a.py"
+    f.write_text("x = 1\n")
+    proc = run_cli("complete", str(f), "--line", "1", "--col", "5", "--model", str(tmp_path / "m"))
+    assert proc.returncode == 2
+    assert_one_line_error(proc, "no rotary position embeddings")
+
+
+def test_complete_with_tiny_model_json(tiny_model_dir, tmp_path):
+    import json
+    f = tmp_path / "a.py"
+    f.write_text("def f(a):\n    return \n")
+    proc = run_cli("complete", str(f), "--line", "2", "--col", "12", "--model", str(tiny_model_dir),
+                   "--json", "--max-new-tokens", "8")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert len(out["drafts"]) == 1 and out["prefill_tokens"] > 0
+
+
+@pytest.mark.slow
+def test_bundled_model_completes_the_sample(bundled_model_dir, shared_dir):
+    store = shared_dir / "samples" / "inventory" / "store.py"
+    proc = run_cli("complete", str(store), "--line", "24", "--col", "20")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip(), "the bundled model suggested nothing after `return `"

@@ -1,0 +1,79 @@
+import json
+import shutil
+
+import pytest
+
+from inkling.cache.errors import ModelError
+from inkling.cache.model_loader import check_model_dir, load_runtime
+from inkling.models.tokenizer_recipe import train_tokenizer
+
+
+def test_loads_offline_from_a_path(tiny_model_dir, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    rt = load_runtime(tiny_model_dir, device="cpu", dtype="auto")
+    assert rt.fim is not None and rt.fim.family == "inkling" and rt.fim_order == "spm"
+    assert rt.context_limit == 1024
+    assert rt.token_id("<|endoftext|>") in rt.stop_ids
+    assert str(rt.dtype) == "torch.float32" and rt.device.type == "cpu"
+
+
+def test_missing_path_is_named(tmp_path):
+    with pytest.raises(ModelError, match="does not exist"):
+        check_model_dir(tmp_path / "nope")
+
+
+def test_config_without_rope_is_refused(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "gpt2", "n_positions": 1024}))
+    with pytest.raises(ModelError, match="no rotary position embeddings"):
+        load_runtime(tmp_path)
+
+
+def test_unknown_family_without_rope_fields_is_refused(tmp_path):
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "mystery"}))
+    with pytest.raises(ModelError, match="'mystery'.*no rotary"):
+        check_model_dir(tmp_path)
+
+
+def test_remote_code_and_pickles_are_refused(tiny_model_dir, tmp_path):
+    d = tmp_path / "m"
+    shutil.copytree(tiny_model_dir, d)
+    cfg = json.loads((d / "config.json").read_text())
+    (d / "config.json").write_text(json.dumps({**cfg, "auto_map": {"AutoModel": "x.Y"}}))
+    with pytest.raises(ModelError, match="remote code"):
+        check_model_dir(d)
+    (d / "config.json").write_text(json.dumps(cfg))
+    for f in d.glob("*.safetensors"):
+        f.unlink()
+    (d / "pytorch_model.bin").write_bytes(b"\0")
+    with pytest.raises(ModelError, match="no .safetensors"):
+        check_model_dir(d)
+
+
+def test_cuda_asked_without_cuda(tiny_model_dir):
+    import torch
+    if torch.cuda.is_available():
+        pytest.skip("CUDA is present")
+    with pytest.raises(ModelError, match="CUDA is not available"):
+        load_runtime(tiny_model_dir, device="cuda")
+
+
+def test_tokenizer_round_trip_and_specials():
+    texts = ["def f(x):\n    return x + 1\n", "s = 'héllo 😀'\r\n\tcafé = {}\n"]
+    tok = train_tokenizer(texts * 20, 400)
+    for t in texts + ["unseen ünïcödé ✓ text\n", "    \n\n  "]:
+        assert tok.decode(tok.encode(t).ids) == t
+    for special in ("<|endoftext|>", "<|file_sep|>", "<|fim_prefix|>", "<|fim_suffix|>",
+                    "<|fim_middle|>"):
+        ids = tok.encode(special).ids
+        assert ids == [tok.token_to_id(special)]
+    with pytest.raises(ValueError, match="16,384"):
+        train_tokenizer(texts, 20000)
+
+
+def test_bundled_tokenizer_round_trip(bundled_model_dir, shared_dir):
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(str(bundled_model_dir / "tokenizer.json"))
+    assert tok.get_vocab_size() <= 16384
+    for path in sorted((shared_dir / "samples").rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        assert tok.decode(tok.encode(text).ids) == text

@@ -1,0 +1,50 @@
+import time
+
+from inkling.cache.fim import INKLING
+from inkling.completion.prompt import build_prompt, budgets, normalise_eol
+
+
+def _special(rt, name):
+    return rt.token_id(name)
+
+
+def test_spm_and_psm_layout(tiny_runtime):
+    rt = tiny_runtime
+    p = build_prompt(rt, "def f(x):\n    return ", "\n\nprint(f(1))\n", 100, 50, "spm")
+    pre, suf, mid = (_special(rt, t) for t in (INKLING.prefix, INKLING.suffix, INKLING.middle))
+    assert p.ids[:2] == [pre, suf]
+    assert p.ids[2 + len(p.suffix_ids)] == mid
+    assert p.ids[-len(p.prefix_ids):] == p.prefix_ids
+    q = build_prompt(rt, "def f(x):\n    return ", "\n\nprint(f(1))\n", 100, 50, "psm")
+    assert q.ids == [pre, *q.prefix_ids, suf, *q.suffix_ids, mid]
+    assert rt.decode(p.prefix_ids) == "def f(x):\n    return "
+    assert p.line_prefix == "    return " and p.line_suffix == ""
+
+
+def test_non_ascii_and_crlf(tiny_runtime):
+    before = "naïve = '😀'\r\ndef café():\r\n    return "
+    after = "  # ünï\r\nx = 1\r\n"
+    p = build_prompt(tiny_runtime, before, after, 200, 100, "spm")
+    assert p.prefix == normalise_eol(before) and "\r" not in p.prefix
+    assert p.suffix == "  # ünï\nx = 1\n"
+    assert tiny_runtime.decode(p.prefix_ids) == p.prefix
+
+
+def test_5000_line_file_stays_within_budget_and_fast(tiny_runtime):
+    lines = [f"    value_{i} = compute({i}, name='row {i}')\n" for i in range(5000)]
+    text = "def big():\n" + "".join(lines)
+    cursor = len(text) // 2
+    t0 = time.perf_counter()
+    p = build_prompt(tiny_runtime, text[:cursor], text[cursor:], 300, 100, "spm")
+    elapsed = time.perf_counter() - t0
+    assert len(p.prefix_ids) <= 300 and len(p.suffix_ids) <= 100
+    assert len(p.prefix_ids) > 200                      # the budget is used, not wasted
+    assert text[:cursor].endswith(p.prefix) and text[cursor:].startswith(p.suffix)
+    assert p.prefix.startswith("    value_")            # windows start at a line start
+    assert elapsed < 1.0
+
+
+def test_budgets_from_context(tiny_runtime):
+    pre, suf = budgets(tiny_runtime, 0, 0, 160)
+    assert pre + suf <= tiny_runtime.context_limit - 160 and pre > suf > 0
+    assert budgets(tiny_runtime, 500, 0, 160)[0] == 500

@@ -1,0 +1,49 @@
+from inkling.completion.stop_rules import StopRule, stop_rule_for, trim_repeated_suffix
+
+
+def test_line_mode_ends_at_line_break():
+    rule = stop_rule_for("    return ", "def f():\n    return ", "", "\n\ndef g():\n")
+    assert not rule.block
+    assert rule.cut("self.items") is None
+    assert rule.cut("self.items[sku]\n    except") == len("self.items[sku]")
+    assert rule.cut("x", final=True) == 1
+
+
+def test_block_mode_when_cursor_opens_an_empty_block():
+    prefix = "class A:\n    def f(self):\n        "
+    rule = stop_rule_for("        ", prefix, "", "\n\n    def g(self):\n        pass\n")
+    assert rule.block and rule.indent == 5
+    text = "x = 1\n        return x\n\n    def h(self):\n"
+    assert text[:rule.cut(text)] == "x = 1\n        return x"
+    assert rule.cut("x = 1\n        ret") is None
+
+
+def test_block_mode_after_colon_at_end_of_line():
+    rule = stop_rule_for("def f(a):", "def f(a):", "", "\n")
+    assert rule.block
+    text = "\n    return a\n\nprint(f(1))\n"
+    assert text[:rule.cut(text)] == "\n    return a"
+    assert rule.cut("\n    return a\n", final=True) == len("\n    return a")
+
+
+def test_not_a_block_when_the_block_has_a_body():
+    rule = stop_rule_for("    ", "def f():\n    ", "", "\n    return 1\n")
+    assert not rule.block
+
+
+def test_not_a_block_after_an_ordinary_line():
+    assert not stop_rule_for("    ", "x = 1\n    ", "", "\n").block
+    assert not StopRule(False, "").block
+
+
+def test_trim_overlap_with_rest_of_line():
+    assert trim_repeated_suffix("foo(x))", ")", ")\n") == "foo(x)"
+    assert trim_repeated_suffix("a, b]", "]", "]\n") == "a, b"
+    assert trim_repeated_suffix("return x", "xs)", "xs)\n") == "return x"  # a partial name stays
+    assert trim_repeated_suffix("return x", "x", "x\n") == "return "  # the whole rest repeats
+
+
+def test_trim_suggestion_that_repeats_following_lines():
+    suffix = "\n    return total\n"
+    assert trim_repeated_suffix("return total", "", suffix) == ""
+    assert trim_repeated_suffix("total += 1", "", suffix) == "total += 1"
