@@ -108,6 +108,33 @@ def _cmd_complete(args) -> int:
     return 0
 
 
+def _cmd_evaluate(args) -> int:
+    import json
+    from pathlib import Path
+
+    from inkling.completion.engine import Engine, resolve_model_path
+    from inkling.completion.options import InklingOptions
+    from inkling.models.evaluation import evaluate_next_line
+    engine = Engine(InklingOptions().merged({"model": {"path": args.model or "",
+                                                       "device": args.device,
+                                                       "dtype": args.dtype}}))
+    engine.load_model(_load_progress())
+    orders = ["spm", "psm"] if args.fim_order == "both" else [args.fim_order]
+    results = [evaluate_next_line(args.model or "", order, args.lines_per_file, args.seed,
+                                  engine).summary() for order in orders]
+    for r in results:
+        print(f"next-line exact match ({r['fim_order']}): {100 * r['exact_match']:.1f}% "
+              f"({r['exact']}/{r['lines']} lines), latency p50 {r['latency_ms_p50']} ms")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    if args.write_card:
+        from inkling.models.model_card import write_model_card
+        command = "inkling evaluate " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 else ""
+        path = write_model_card(resolve_model_path(args.model or ""), results, command.strip())
+        print(f"model card written to {path}")
+    return 0
+
+
 def _add_model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", metavar="PATH", help="a local Hugging Face model folder "
                    "(default: the bundled model)")
@@ -132,12 +159,26 @@ def _parser() -> argparse.ArgumentParser:
     _add_model_flags(p)
     p.set_defaults(func=_cmd_complete)
 
+    p = sub.add_parser("evaluate", help="measure next-line exact match on held-out files",
+                       description="Greedy next-line exact match of a model on the held-out "
+                       "standard-library files, through the Engine.")
+    p.add_argument("--fim-order", default="both", choices=("both", "auto", "spm", "psm"))
+    p.add_argument("--lines-per-file", type=int, default=40, metavar="N")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    p.add_argument("--write-card", action="store_true",
+                   help="write the model card (README.md) into the model folder")
+    _add_model_flags(p)
+    p.set_defaults(func=_cmd_evaluate)
+
     p = sub.add_parser("train", help="train the bundled model from the standard library",
                        description="Reproduce the bundled model: tokenizer, fill-in-the-middle "
                        "samples, a small Llama, loss log and loss curve.")
     from inkling.models.train_options import TrainOptions
     _add_dataclass_flags(p, TrainOptions)
     p.set_defaults(func=_cmd_train)
+    from .replay_cli import add_commands
+    add_commands(sub)
     return parser
 
 

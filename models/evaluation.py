@@ -1,0 +1,77 @@
+"""Greedy next-line exact match on the held-out standard-library files.
+
+For each sampled non-blank line of a held-out file, the line's text is removed
+(its indentation kept, as an editor's auto-indent leaves it), the Engine completes
+at the end of the indentation with the rest of the file as suffix, and the first
+line of the suggestion is compared with the removed text (trailing whitespace
+ignored). This is exactly what a user of `inkling complete` would get.
+"""
+from __future__ import annotations
+
+import random
+import statistics
+from dataclasses import dataclass, field
+
+from tqdm import tqdm
+
+from inkling.completion.document import Position
+from inkling.completion.engine import Engine
+from inkling.completion.options import InklingOptions
+
+from .corpus import load_corpus
+
+
+@dataclass
+class NextLineResult:
+    order: str
+    lines: int = 0
+    exact: int = 0
+    latencies_ms: list[float] = field(default_factory=list)
+    per_file: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    @property
+    def exact_match(self) -> float:
+        return self.exact / max(1, self.lines)
+
+    def summary(self) -> dict:
+        lat = sorted(self.latencies_ms)
+        return {"fim_order": self.order, "lines": self.lines, "exact": self.exact,
+                "exact_match": round(self.exact_match, 4),
+                "latency_ms_p50": round(statistics.median(lat), 1) if lat else None,
+                "per_file": {k: {"lines": n, "exact": e} for k, (n, e) in self.per_file.items()}}
+
+
+def sample_lines(text: str, per_file: int, seed: int) -> list[int]:
+    lines = text.split("\n")
+    candidates = [i for i, ln in enumerate(lines) if ln.strip() and i > 0]
+    rng = random.Random(seed)
+    return sorted(rng.sample(candidates, min(per_file, len(candidates))))
+
+
+def evaluate_next_line(model: str = "", fim_order: str = "auto", lines_per_file: int = 40,
+                       seed: int = 0, engine: Engine | None = None) -> NextLineResult:
+    opts = InklingOptions().merged({"model": {"path": model},
+                                    "completion": {"fim_order": fim_order}})
+    engine = engine or Engine(opts)
+    engine.options = opts
+    runtime = engine.load_model()
+    result = NextLineResult(fim_order if fim_order != "auto" else runtime.fim_order)
+    held_out = load_corpus().held_out
+    jobs = [(f, i) for f in held_out for i in sample_lines(f.text, lines_per_file, seed)]
+    for f, line_no in tqdm(jobs, desc=f"next-line exact match ({result.order})", unit="line"):
+        lines = f.text.split("\n")
+        target = lines[line_no]
+        indent = target[:len(target) - len(target.lstrip())]
+        lines[line_no] = indent
+        uri = f"file:///held-out/{f.relpath}"
+        engine.open(uri, "\n".join(lines))
+        done = engine.complete(uri, Position(line_no, len(indent)), k=1, trigger="invoked")
+        engine.close(uri)
+        got = done.drafts[0].text.split("\n")[0].rstrip() if done.drafts else ""
+        hit = got == target.strip()
+        n, e = result.per_file.get(f.relpath, (0, 0))
+        result.per_file[f.relpath] = (n + 1, e + hit)
+        result.lines += 1
+        result.exact += hit
+        result.latencies_ms.append(done.latency_ms)
+    return result
