@@ -59,19 +59,32 @@ class Document:
         self.uri = uri
         self.language_id = language_id
         self.version = version
-        self._text = text
-        self._starts: list[int] | None = None
+        # text and its line starts (None until asked for) change together: one attribute,
+        # so a reader on another thread never pairs new text with old line starts
+        self._state: tuple[str, list[int] | None] = (text, None)
+
+    @property
+    def _text(self) -> str:
+        return self._state[0]
 
     @property
     def text(self) -> str:
-        return self._text
+        return self._state[0]
 
     @property
     def line_starts(self) -> list[int]:
         """Offsets where each line begins (\\n, \\r\\n and \\r end lines, as in LSP)."""
-        if self._starts is None:
-            self._starts = [0] + [m.end() for m in _LINE_BREAK.finditer(self._text)]
-        return self._starts
+        text, starts = self._state
+        if starts is None:
+            starts = [0] + [m.end() for m in _LINE_BREAK.finditer(text)]
+            self._state = (text, starts)
+        return starts
+
+    def snapshot(self) -> "Document":
+        """A copy that later changes do not touch (for work on another thread)."""
+        copy = Document(self.uri, "", self.version, self.language_id)
+        copy._state = self._state
+        return copy
 
     @property
     def line_count(self) -> int:
@@ -107,7 +120,7 @@ class Document:
 
     def apply(self, changes: list[TextChange], version: int | None = None) -> None:
         """Apply LSP changes in order; on any invalid change nothing is applied."""
-        text, starts = self._text, self._starts
+        state = self._state
         try:
             for change in changes:
                 if change.range is None:
@@ -121,11 +134,10 @@ class Document:
                         f"{change.range.start.character}")
                 self._set(self._text[:a] + change.text + self._text[b:])
         except DocumentError:
-            self._text, self._starts = text, starts
+            self._state = state
             raise
         if version is not None:
             self.version = version
 
     def _set(self, text: str) -> None:
-        self._text = text
-        self._starts = None
+        self._state = (text, None)

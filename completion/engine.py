@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from .document import Document, Position, TextChange
-from .errors import DocumentError, NotImplementedYet
+from .errors import DocumentError, OptionError
 from .options import InklingOptions
 
 Progress = Callable[[str, float], None]
@@ -59,6 +59,7 @@ class Engine:
         self._drafts: OrderedDict[str, Draft] = OrderedDict()
         self._ids = itertools.count(1)
         self.stats = EngineStats()
+        self.workspace_folders: list[str] = []   # file:// URIs, from the editor
 
     # ----------------------------------------------------------- configuration
     def configure(self, changes: dict) -> InklingOptions:
@@ -113,13 +114,13 @@ class Engine:
         from .stop_rules import stop_rule_for, trim_repeated_suffix
 
         t0 = time.perf_counter()
-        doc = self.document(uri)
+        doc = self.document(uri).snapshot()
         offset = doc.offset_at(position)
         c = self.options.completion
         k = k if k is not None else (c.drafts if trigger == "invoked" else c.automatic_drafts)
-        if k > 1:
-            raise NotImplementedYet(f"{k} drafts need the multi-draft decoders (branches, "
-                                    "superposed), which are not implemented yet; ask for 1")
+        if k < 1:
+            raise OptionError(f"the number of drafts must be at least 1, got {k}")
+        # the greedy decoder gives one draft whatever k is (fewer drafts, never padding)
         runtime = self.load_model()
         model_s0 = runtime.stats.seconds
         text = doc.text

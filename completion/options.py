@@ -49,10 +49,18 @@ class CacheOptions:
 
 
 @dataclass
+class ServerOptions:
+    debounce_min_ms: int = 30     # automatic triggers wait at least this long...
+    debounce_max_ms: int = 250    # ...and at most this long,
+    debounce_factor: float = 1.5  # else this many typing intervals (median of the last few)
+
+
+@dataclass
 class InklingOptions:
     model: ModelOptions = field(default_factory=ModelOptions)
     completion: CompletionOptions = field(default_factory=CompletionOptions)
     cache: CacheOptions = field(default_factory=CacheOptions)
+    server: ServerOptions = field(default_factory=ServerOptions)
 
     def validate(self) -> None:
         _choice("model.device", self.model.device.split(":")[0], DEVICES)
@@ -67,6 +75,12 @@ class InklingOptions:
                                  ("completion.suffix_tokens", c.suffix_tokens, 0)):
             if value < low:
                 raise OptionError(f"{name} must be at least {low}, got {value}")
+        d = self.server
+        if not 0 <= d.debounce_min_ms <= d.debounce_max_ms:
+            raise OptionError(f"server.debounce_min_ms ({d.debounce_min_ms}) must be between 0 "
+                              f"and server.debounce_max_ms ({d.debounce_max_ms})")
+        if d.debounce_factor <= 0:
+            raise OptionError(f"server.debounce_factor must be positive, got {d.debounce_factor}")
         for key, value, choices in (("decoder", c.decoder, DECODERS), ("draft", c.draft, DRAFT_MODES),
                                     ("monitor", c.monitor, MONITOR_MODES),
                                     ("cache", self.cache.mode, CACHE_MODES)):
@@ -109,6 +123,9 @@ def _merge(obj, changes: dict[str, Any], where: str):
             raise OptionError(f"{name} must be an integer, got {value!r}")
         elif type(current) is str and not isinstance(value, str):
             raise OptionError(f"{name} must be a string, got {value!r}")
+        elif type(current) is float and (isinstance(value, bool)
+                                         or not isinstance(value, (int, float))):
+            raise OptionError(f"{name} must be a number, got {value!r}")
         else:
             updates[key] = value
     return dataclasses.replace(obj, **updates)

@@ -91,6 +91,9 @@ def _cmd_complete(args) -> int:
     position = _cli_position(engine.document(uri), args.line, args.col)
     engine.load_model(_load_progress())
     result = engine.complete(uri, position, k=args.drafts, trigger="invoked")
+    if len(result.drafts) < args.drafts:
+        print(f"inkling: note: the {engine.options.completion.decoder} decoder gave "
+              f"{len(result.drafts)} draft(s) of the {args.drafts} asked for", file=sys.stderr)
     if args.json:
         print(json.dumps({
             "file": args.file, "line": args.line, "col": args.col,
@@ -135,6 +138,19 @@ def _cmd_evaluate(args) -> int:
     return 0
 
 
+def _cmd_serve(args) -> int:
+    import logging
+
+    from inkling.completion.engine import Engine
+    from inkling.lsp.server import serve
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    changes = {"model": {"path": args.model or "", "device": args.device, "dtype": args.dtype}}
+    from inkling.completion.options import InklingOptions
+    serve(Engine(InklingOptions().merged(changes)), args.tcp, args.host)
+    return 0
+
+
 def _add_model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--model", metavar="PATH", help="a local Hugging Face model folder "
                    "(default: the bundled model)")
@@ -158,6 +174,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print JSON with the drafts and timings")
     _add_model_flags(p)
     p.set_defaults(func=_cmd_complete)
+
+    p = sub.add_parser("serve", help="run the language server (stdio, or --tcp PORT)",
+                       description="The inkling language server. Settings come from the "
+                       "client's initializationOptions and workspace/didChangeConfiguration.")
+    p.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default)")
+    p.add_argument("--tcp", type=int, metavar="PORT", help="listen on a TCP port instead")
+    p.add_argument("--host", default="127.0.0.1", help="address for --tcp (default: loopback)")
+    p.add_argument("--log-level", default="warning",
+                   choices=("debug", "info", "warning", "error"))
+    _add_model_flags(p)
+    p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser("evaluate", help="measure next-line exact match on held-out files",
                        description="Greedy next-line exact match of a model on the held-out "

@@ -39,10 +39,11 @@ def test_crlf_document_gets_crlf_suggestion(engine):
     assert "\n" not in text.replace("\r\n", "")
 
 
-def test_several_drafts_are_refused_clearly_for_now(engine):
+def test_greedy_gives_one_draft_whatever_k(engine):
     engine.open(URI, "x = 1\n")
-    with pytest.raises(NotImplementedYet, match="not implemented yet"):
-        engine.complete(URI, Position(0, 5), k=3)
+    assert len(engine.complete(URI, Position(0, 5), k=3).drafts) == 1
+    with pytest.raises(OptionError, match="at least 1"):
+        engine.complete(URI, Position(0, 5), k=0)
 
 
 def test_unknown_document_and_bad_position(engine):

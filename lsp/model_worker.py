@@ -1,0 +1,48 @@
+"""The one worker thread that runs model work, and cancellation tokens for it."""
+from __future__ import annotations
+
+import asyncio
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+
+class CancelToken:
+    def __init__(self):
+        self._event = threading.Event()
+
+    def cancel(self) -> None:
+        self._event.set()
+
+    def is_cancelled(self) -> bool:
+        return self._event.is_set()
+
+
+class ModelWorker:
+    """Runs callables one at a time off the event loop; the loop awaits their results."""
+
+    def __init__(self):
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inkling-model")
+        self._current: dict[str, CancelToken] = {}
+
+    def run(self, fn, *args, **kwargs) -> asyncio.Future:
+        return asyncio.wrap_future(self._pool.submit(fn, *args, **kwargs))
+
+    def start_job(self, key: str) -> CancelToken:
+        """A token for a new job under ``key``; the previous job under it is cancelled."""
+        previous = self._current.get(key)
+        if previous is not None:
+            previous.cancel()
+        token = self._current[key] = CancelToken()
+        return token
+
+    def finish_job(self, key: str, token: CancelToken) -> None:
+        if self._current.get(key) is token:
+            del self._current[key]
+
+    def cancel_all(self) -> None:
+        for token in self._current.values():
+            token.cancel()
+
+    def shutdown(self) -> None:
+        self.cancel_all()
+        self._pool.shutdown(wait=False, cancel_futures=True)

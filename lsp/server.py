@@ -1,0 +1,268 @@
+"""`inkling serve`: a thin pygls adapter over one Engine.
+
+Handlers read params, call the Engine (model work on the one worker thread), and
+convert the result (lsp/convert.py). The event loop never waits on the model.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+
+from lsprotocol import types as lsp
+from pygls.exceptions import JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+
+from inkling.cache.errors import ModelError
+from inkling.completion.decoding import Cancelled
+from inkling.completion.engine import Engine
+from inkling.completion.errors import DocumentError, InklingError
+
+from . import convert
+from .model_worker import CancelToken, ModelWorker
+from .server_stats import ServerStats
+from .typing_cadence import TypingCadence
+
+log = logging.getLogger("inkling.server")
+VERSION = "0.1.0"
+STATUS = "inkling/status"
+STATS = "inkling/stats"
+
+
+class InklingServer(LanguageServer):
+    """The server's state: the Engine, the model worker, counters, typing cadence."""
+
+    def __init__(self, engine: Engine):
+        super().__init__("inkling", VERSION)
+        self.engine = engine
+        self.worker = ModelWorker()
+        self.stats = ServerStats()
+        self.cadence = TypingCadence()
+        self.state = "starting"
+        self.last_latency_ms: float | None = None
+        self._warned: set[str] = set()
+
+    # ------------------------------------------------------------- messages
+    def status(self, state: str, message: str = "", progress: int | None = None) -> None:
+        self.state = state
+        self.protocol.notify(STATUS, {"state": state, "message": message, "progress": progress,
+                                      "latencyMs": self.last_latency_ms})
+
+    def log(self, message: str, kind: lsp.MessageType = lsp.MessageType.Info) -> None:
+        self.window_log_message(lsp.LogMessageParams(type=kind, message=message))
+
+    def show_once(self, message: str, kind: lsp.MessageType = lsp.MessageType.Error) -> None:
+        """window/showMessage, once per distinct message (no notification storms)."""
+        self.log(message, kind)
+        if message not in self._warned:
+            self._warned.add(message)
+            self.window_show_message(lsp.ShowMessageParams(type=kind, message=message))
+
+    def configure(self, settings) -> None:
+        if not settings:
+            return
+        if isinstance(settings, dict) and isinstance(settings.get("inkling"), dict):
+            settings = settings["inkling"]
+        try:
+            self.engine.configure(settings)
+            self.log("configuration applied")
+        except InklingError as exc:
+            self.show_once(f"inkling: invalid setting, keeping the previous value: {exc}")
+
+    # ---------------------------------------------------------- model loading
+    async def load_model(self) -> None:
+        loop = asyncio.get_running_loop()
+        token = f"inkling-load-{uuid.uuid4().hex[:8]}"
+        progress = await self._begin_progress(token, "inkling: loading model")
+
+        def report(stage: str, fraction: float) -> None:
+            pct = round(fraction * 100)
+            loop.call_soon_threadsafe(self._report_progress, progress, token, stage, pct)
+        self.status("loading", "loading model", 0)
+        try:
+            runtime = await self.worker.run(self.engine.load_model, report)
+        except (ModelError, InklingError) as exc:
+            self._end_progress(progress, token, "failed")
+            self.status("error", str(exc))
+            self.show_once(f"inkling: {exc}")
+            return
+        self._end_progress(progress, token, "ready")
+        self.log(f"model {runtime.path} loaded on {runtime.device} ({runtime.dtype})")
+        self.status("ready", f"model {runtime.path.name} ready")
+
+    async def _begin_progress(self, token: str, title: str) -> bool:
+        caps = self.client_capabilities.window
+        if not (caps and caps.work_done_progress):
+            return False
+        try:
+            await self.work_done_progress.create_async(token)
+        except Exception as exc:   # the client may refuse; progress is optional
+            self.log(f"no progress reporting: {exc}", lsp.MessageType.Warning)
+            return False
+        self.work_done_progress.begin(token, lsp.WorkDoneProgressBegin(
+            title=title, percentage=0, cancellable=False))
+        return True
+
+    def _report_progress(self, enabled: bool, token: str, stage: str, pct: int) -> None:
+        if enabled:
+            self.work_done_progress.report(token, lsp.WorkDoneProgressReport(
+                message=stage, percentage=pct))
+        self.status("loading", stage, pct)
+
+    def _end_progress(self, enabled: bool, token: str, message: str) -> None:
+        if enabled:
+            self.work_done_progress.end(token, lsp.WorkDoneProgressEnd(message=message))
+
+    # ------------------------------------------------------------ completion
+    async def complete(self, uri: str, position, invoked: bool):
+        """Run one completion; None when cancelled or superseded."""
+        self.stats.requests += 1
+        token = self.worker.start_job(uri)
+        try:
+            if not invoked:
+                o = self.engine.options.server
+                await asyncio.sleep(self.cadence.delay_s(uri, o.debounce_min_ms,
+                                                         o.debounce_max_ms, o.debounce_factor))
+                if token.is_cancelled():
+                    self.stats.cancelled += 1
+                    return None
+            self.engine.document(uri)         # an unknown document fails here, clearly
+            return await self._run_completion(uri, position, invoked, token)
+        except asyncio.CancelledError:        # $/cancelRequest: stop the decoding loop too
+            token.cancel()
+            self.stats.cancelled += 1
+            raise
+        except DocumentError as exc:
+            self.stats.errors += 1
+            raise JsonRpcInvalidParams(str(exc)) from None
+        finally:
+            self.worker.finish_job(uri, token)
+
+    async def _run_completion(self, uri, position, invoked: bool, token: CancelToken):
+        self.status("busy", "completing")
+        c = self.engine.options.completion
+        k = c.drafts if invoked else c.automatic_drafts
+        try:
+            result = await self.worker.run(self.engine.complete, uri, position, k,
+                                           "invoked" if invoked else "automatic",
+                                           token.is_cancelled)
+        except Cancelled:
+            self.stats.cancelled += 1
+            self.status("ready", "cancelled")
+            return None
+        except (ModelError, InklingError) as exc:
+            if isinstance(exc, DocumentError):
+                raise
+            self.stats.errors += 1
+            self.status("error", str(exc))
+            self.show_once(f"inkling: {exc}")
+            return None
+        self.stats.answered += 1
+        self.stats.latencies_ms.append(result.latency_ms)
+        self.last_latency_ms = round(result.latency_ms, 1)
+        self.status("ready", f"{len(result.drafts)} draft(s)")
+        return result
+
+
+def build_server(engine: Engine) -> InklingServer:
+    server = InklingServer(engine)
+
+    @server.feature(lsp.INITIALIZE)
+    def initialize(ls: InklingServer, params: lsp.InitializeParams):
+        ls.configure(params.initialization_options)
+        ls.engine.workspace_folders = [f.uri for f in params.workspace_folders or []]
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+    def did_change_folders(ls: InklingServer, params: lsp.DidChangeWorkspaceFoldersParams):
+        removed = {f.uri for f in params.event.removed}
+        kept = [u for u in ls.engine.workspace_folders if u not in removed]
+        ls.engine.workspace_folders = kept + [f.uri for f in params.event.added]
+
+    @server.feature(lsp.INITIALIZED)
+    async def initialized(ls: InklingServer, params: lsp.InitializedParams):
+        await ls.load_model()
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+    def did_change_configuration(ls: InklingServer, params: lsp.DidChangeConfigurationParams):
+        had_model = ls.engine.options.model
+        ls.configure(params.settings)
+        if ls.engine.options.model != had_model:
+            asyncio.ensure_future(ls.load_model())
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: InklingServer, params: lsp.DidOpenTextDocumentParams):
+        d = params.text_document
+        ls.engine.open(d.uri, d.text, d.version, d.language_id)
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: InklingServer, params: lsp.DidChangeTextDocumentParams):
+        uri = params.text_document.uri
+        ls.cadence.keystroke(uri)
+        try:
+            ls.engine.apply_change(uri, convert.changes(params.content_changes),
+                                   params.text_document.version)
+        except DocumentError as exc:
+            ls.show_once(f"inkling: change refused, document kept as it was: {exc}")
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: InklingServer, params: lsp.DidSaveTextDocumentParams):
+        if params.text is not None:
+            ls.engine.apply_change(params.text_document.uri, convert.changes(
+                [lsp.TextDocumentContentChangeWholeDocument(text=params.text)]))
+
+    @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: InklingServer, params: lsp.DidCloseTextDocumentParams):
+        uri = params.text_document.uri
+        ls.cadence.forget(uri)
+        try:
+            ls.engine.close(uri)
+        except DocumentError as exc:
+            ls.log(str(exc), lsp.MessageType.Warning)
+
+    @server.feature(lsp.TEXT_DOCUMENT_INLINE_COMPLETION, lsp.InlineCompletionOptions())
+    async def inline_completion(ls: InklingServer, params: lsp.InlineCompletionParams):
+        invoked = params.context.trigger_kind == lsp.InlineCompletionTriggerKind.Invoked
+        result = await ls.complete(params.text_document.uri, convert.position(params.position),
+                                   invoked)
+        return None if result is None else convert.inline_items(result)
+
+    @server.feature(lsp.TEXT_DOCUMENT_COMPLETION, lsp.CompletionOptions(
+        trigger_characters=[".", "(", " "], resolve_provider=False))
+    async def completion(ls: InklingServer, params: lsp.CompletionParams):
+        result = await ls.complete(params.text_document.uri, convert.position(params.position),
+                                   invoked=True)
+        return None if result is None else convert.completion_items(result)
+
+    @server.command(convert.ACCEPT_COMMAND)
+    def accept(ls: InklingServer, *args):
+        if not args or not isinstance(args[0], str):
+            raise JsonRpcInvalidParams(f"{convert.ACCEPT_COMMAND} needs a draft id, got {args!r}")
+        try:
+            draft = ls.engine.accept(args[0])
+        except DocumentError as exc:
+            raise JsonRpcInvalidParams(str(exc)) from None
+        ls.stats.accepted += 1
+        return {"accepted": draft.id, "chars": len(draft.text)}
+
+    @server.feature(STATS)
+    def stats(ls: InklingServer, params=None):
+        return {**ls.stats.as_dict(), "state": ls.state,
+                "documents": len(ls.engine.documents())}
+
+    @server.feature(lsp.SHUTDOWN)
+    def shutdown(ls: InklingServer, params=None):
+        ls.worker.shutdown()
+
+    return server
+
+
+def serve(engine: Engine, tcp_port: int | None = None, host: str = "127.0.0.1") -> None:
+    server = build_server(engine)
+    if tcp_port is None:
+        server.start_io()
+        return
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning("listening on %s:%d, which is not loopback: anyone who can reach it "
+                    "can read the code sent to it", host, tcp_port)
+    server.start_tcp(host, tcp_port)

@@ -1,0 +1,149 @@
+"""End to end: the real server as a subprocess over stdio, driven by pytest-lsp."""
+import asyncio
+import sys
+
+import pytest
+import pytest_lsp
+from lsprotocol import types as lsp
+from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+
+URI = "file:///ws/demo.py"
+SERVER = [sys.executable, "-m", "inkling.lsp.cli", "serve"]
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER), scope="module")
+async def client(lsp_client: LanguageClient, tiny_model_dir):
+    lsp_client.statuses = []
+
+    @lsp_client.feature("inkling/status")
+    def on_status(params):
+        lsp_client.statuses.append(params)
+
+    await lsp_client.initialize_session(lsp.InitializeParams(
+        capabilities=client_capabilities("visual-studio-code"),
+        initialization_options={"model": {"path": str(tiny_model_dir)},
+                                "completion": {"maxNewTokens": 6}}))
+    for _ in range(300):
+        if any(s.state in ("ready", "error") for s in lsp_client.statuses):
+            break
+        await asyncio.sleep(0.1)
+    yield
+    await lsp_client.shutdown_session()
+
+
+async def _stats(client):
+    """inkling/stats (pygls hands custom results back as named tuples)."""
+    return await client.protocol.send_request_async("inkling/stats", {})
+
+
+def _open(client, uri, text, version=1):
+    client.text_document_did_open(lsp.DidOpenTextDocumentParams(
+        text_document=lsp.TextDocumentItem(uri=uri, language_id="python", version=version,
+                                           text=text)))
+
+
+def _insert(client, uri, line, char, text, version):
+    at = lsp.Position(line=line, character=char)
+    client.text_document_did_change(lsp.DidChangeTextDocumentParams(
+        text_document=lsp.VersionedTextDocumentIdentifier(uri=uri, version=version),
+        content_changes=[lsp.TextDocumentContentChangePartial(
+            range=lsp.Range(start=at, end=at), text=text)]))
+
+
+def _inline(uri, line, char, kind=lsp.InlineCompletionTriggerKind.Invoked):
+    return lsp.InlineCompletionParams(
+        text_document=lsp.TextDocumentIdentifier(uri=uri),
+        position=lsp.Position(line=line, character=char),
+        context=lsp.InlineCompletionContext(trigger_kind=kind))
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_model_load_reports_progress_and_status(client: LanguageClient):
+    states = [s.state for s in client.statuses]
+    assert "loading" in states and states[-1] == "ready", states
+    reports = [r for rs in client.progress_reports.values() for r in rs]
+    assert any(isinstance(r, lsp.WorkDoneProgressBegin) for r in reports)
+    assert any(isinstance(r, lsp.WorkDoneProgressEnd) for r in reports)
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_inline_completion_accept_and_stats(client: LanguageClient):
+    _open(client, URI, "def add(a, b):\n    return \n")
+    _insert(client, URI, 1, 11, "a", 2)
+    result = await client.text_document_inline_completion_async(_inline(URI, 1, 12))
+    assert result is not None
+    items = result.items if hasattr(result, "items") else result
+    stats = await _stats(client)
+    assert stats.requests >= 1 and stats.answered >= 1
+    assert stats.latency_ms.p50 is not None
+    if items:   # a random model may suggest nothing at all; then there is nothing to accept
+        cmd = items[0].command
+        assert cmd.command == "inkling.accept"
+        await client.workspace_execute_command_async(lsp.ExecuteCommandParams(
+            command=cmd.command, arguments=cmd.arguments))
+        stats = await _stats(client)
+        assert stats.accepted == 1
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_completion_items_carry_the_accept_command(client: LanguageClient):
+    _open(client, "file:///ws/c.py", "import os\nx = os.\n")
+    result = await client.text_document_completion_async(lsp.CompletionParams(
+        text_document=lsp.TextDocumentIdentifier(uri="file:///ws/c.py"),
+        position=lsp.Position(line=1, character=7)))
+    assert result is not None and result.is_incomplete
+    for item in result.items:
+        assert item.command.command == "inkling.accept" and item.text_edit.new_text
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_unknown_document_is_an_error_naming_it(client: LanguageClient):
+    with pytest.raises(Exception, match="unknown document file:///ws/never.py"):
+        await client.text_document_inline_completion_async(_inline("file:///ws/never.py", 0, 0))
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_bad_change_is_refused_and_document_kept(client: LanguageClient):
+    uri = "file:///ws/bad.py"
+    _open(client, uri, "x = 1\n")
+    _insert(client, uri, 40, 0, "boom", 2)             # a line that does not exist
+    await asyncio.sleep(0.3)
+    assert any("change refused" in m.message and "line 40" in m.message for m in client.messages)
+    _insert(client, uri, 0, 5, "0", 3)                # the document is still usable
+    result = await client.text_document_inline_completion_async(_inline(uri, 0, 6))
+    assert result is not None
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_invalid_setting_is_named_and_previous_kept(client: LanguageClient):
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(
+        settings={"inkling": {"completion": {"maxNewTokens": -3}}}))
+    await asyncio.sleep(0.3)
+    assert any("completion.max_new_tokens" in m.message for m in client.messages)
+    result = await client.text_document_inline_completion_async(_inline(URI, 1, 12))
+    assert result is not None
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_new_request_supersedes_the_previous_one(client: LanguageClient):
+    before = await _stats(client)
+    auto = lsp.InlineCompletionTriggerKind.Automatic
+    first = client.text_document_inline_completion_async(_inline(URI, 1, 12, auto))
+    second = client.text_document_inline_completion_async(_inline(URI, 1, 12, auto))
+    r1, r2 = await asyncio.gather(first, second)
+    after = await _stats(client)
+    assert r1 is None                                # superseded while it waited
+    assert after.cancelled >= before.cancelled + 1
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_cancel_request_is_honoured(client: LanguageClient):
+    before = await _stats(client)
+    future = client.protocol.send_request(
+        lsp.TEXT_DOCUMENT_INLINE_COMPLETION,
+        _inline(URI, 1, 12, lsp.InlineCompletionTriggerKind.Automatic), msg_id="cancel-me")
+    client.protocol.notify(lsp.CANCEL_REQUEST, lsp.CancelParams(id="cancel-me"))
+    with pytest.raises(Exception, match="(?i)cancel"):
+        await asyncio.wait_for(asyncio.wrap_future(future), 30)
+    after = await _stats(client)
+    assert after.cancelled >= before.cancelled + 1
