@@ -2,7 +2,11 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+
+# tiny models run fastest on one thread, and the machine has two cores to share
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest
 
