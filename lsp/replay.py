@@ -1,0 +1,128 @@
+"""Headless replay of edit traces through the Engine, exactly as the LSP server drives it.
+
+Each trace gets a fresh Engine (sharing the loaded model) and a fresh temporary
+workspace root; paths become ``file://`` URIs under it. Problems with the trace
+(a range outside the document, a completion on a closed document, a failed check)
+are recorded with the trace's name and line; errors of configuration (an option
+that is not implemented yet) propagate, since no trace could replay.
+"""
+from __future__ import annotations
+
+import hashlib
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from inkling.completion.engine import Engine
+from inkling.completion.errors import DocumentError
+from inkling.completion.options import InklingOptions
+
+from .languages import language_for
+from .replay_result import CompletionRecord, ReplayFailure, TraceResult
+from .syntax_check import SyntaxChecker
+from .trace_file import (ChangeEvent, CheckEvent, CloseEvent, CompleteEvent, Event, FileEvent,
+                         OpenEvent, Trace, TraceError)
+
+Tick = Callable[[int], None]      # called with a number of events done
+
+
+class _Session:
+    """One trace's replay: a workspace root, an Engine, open documents' versions."""
+
+    def __init__(self, trace: Trace, root: Path, engine: Engine, checker: SyntaxChecker,
+                 result: TraceResult):
+        self.trace, self.root, self.engine = trace, root, engine
+        self.checker, self.result = checker, result
+        self.versions: dict[str, int] = {}
+
+    def uri(self, path: str) -> str:
+        return (self.root / path).as_uri()
+
+    def language(self, path: str) -> str:
+        return language_for(path, self.trace.header.language)
+
+    def apply(self, e: Event) -> None:
+        handler = {FileEvent: self._file, OpenEvent: self._open, ChangeEvent: self._change,
+                   CompleteEvent: self._complete, CheckEvent: self._check,
+                   CloseEvent: self._close}[type(e)]
+        handler(e)
+
+    def _file(self, e: FileEvent) -> None:
+        target = self.root / e.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(e.text.encode("utf-8"))
+
+    def _open(self, e: OpenEvent) -> None:
+        if e.path in self.versions:
+            raise TraceError(self.trace.source, e.line, f"open of {e.path}, which is already "
+                             "open (close it first)")
+        self.versions[e.path] = 1
+        self.engine.open(self.uri(e.path), e.text, 1, self.language(e.path))
+
+    def _change(self, e: ChangeEvent) -> None:
+        version = self.versions.get(e.path, 0) + 1
+        t0 = time.perf_counter()
+        self.engine.apply_change(self.uri(e.path), list(e.changes), version)
+        self.result.edit_ms.append((time.perf_counter() - t0) * 1000)
+        self.versions[e.path] = version
+
+    def _complete(self, e: CompleteEvent) -> None:
+        uri = self.uri(e.path)
+        doc = self.engine.document(uri)
+        text, offset = doc.text, doc.offset_at(e.position)
+        c = self.engine.options.completion          # k as the server picks it
+        k = c.drafts if e.trigger == "invoked" else c.automatic_drafts
+        out = self.engine.complete(uri, e.position, k, e.trigger)
+        drafts = tuple(d.text for d in out.drafts)
+        valid = self.checker.valid(self.language(e.path), text, offset, drafts[0] if drafts else "")
+        self.result.completions.append(CompletionRecord(
+            e.line, e.path, e.expected, drafts, out.latency_ms, out.first_token_ms, out.model_ms,
+            out.forwards, out.tokens, out.prefill_tokens, out.reused_tokens, valid))
+
+    def _check(self, e: CheckEvent) -> None:
+        actual = hashlib.sha256(self.engine.document(self.uri(e.path)).text.encode("utf-8"))
+        self.result.checks += 1
+        if actual.hexdigest() != e.sha256:
+            self.result.failures.append(ReplayFailure(
+                self.trace.source, e.line, f"check failed for {e.path}: the document's sha256 is "
+                f"{actual.hexdigest()[:16]}..., the trace expects {e.sha256[:16]}...", "check"))
+
+    def _close(self, e: CloseEvent) -> None:
+        self.engine.close(self.uri(e.path))
+        self.versions.pop(e.path, None)
+
+    def failure(self, e: Event, exc: Exception) -> ReplayFailure:
+        """``exc`` as a failure at ``e``'s line, without the temporary root in its text."""
+        message = exc.message if isinstance(exc, TraceError) else str(exc)
+        message = message.replace(self.root.as_uri() + "/", "")
+        return ReplayFailure(self.trace.source, e.line, f"{type(e).__name__[:-5].lower()} "
+                             f"event: {message}")
+
+
+@dataclass
+class Replayer:
+    options: InklingOptions
+    runtime: object                  # a loaded ModelRuntime, shared by every trace's Engine
+    checker: SyntaxChecker
+
+    def replay(self, trace: Trace, tick: Tick = lambda n: None) -> TraceResult:
+        result = TraceResult(trace.source, trace.name)
+        model_s0, t0 = self.runtime.stats.seconds, time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="inkling-replay-") as tmp:
+            root = Path(tmp).resolve()
+            engine = Engine(self.options, self.runtime)
+            engine.workspace_folders = [root.as_uri()]      # as the server's initialize sets it
+            session = _Session(trace, root, engine, self.checker, result)
+            for done, event in enumerate(trace.events, start=1):
+                try:
+                    session.apply(event)
+                except (DocumentError, TraceError, OSError) as exc:
+                    result.failures.append(session.failure(event, exc))
+                    tick(len(trace.events) - done + 1)
+                    break
+                tick(1)
+        result.total_ms = (time.perf_counter() - t0) * 1000
+        result.model_ms = (self.runtime.stats.seconds - model_s0) * 1000
+        return result

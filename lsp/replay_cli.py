@@ -1,0 +1,232 @@
+"""`inkling replay` and `inkling trace`: the command-line side of edit traces.
+
+Only argparse wiring lives at the top; each command imports what it needs.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _add_replay(sub) -> None:
+    from inkling.completion.options import CACHE_MODES, DECODERS, DRAFT_MODES, MONITOR_MODES
+
+    from .cli import _add_model_flags
+    p = sub.add_parser(
+        "replay", help="replay edit traces through the engine and report metrics",
+        description="Replay JSON Lines edit traces (../shared/TRACES.md) headless through the "
+        "same engine the language server drives; verify every check and report metrics.")
+    p.add_argument("traces", nargs="+", metavar="TRACE")
+    _add_model_flags(p)
+    p.add_argument("--cache", default="full", choices=CACHE_MODES, help="KV cache mode")
+    p.add_argument("--draft", default="none", choices=DRAFT_MODES, help="drafting mode")
+    p.add_argument("--monitor", default="off", choices=MONITOR_MODES,
+                   help="monitor-guided decoding")
+    p.add_argument("--decoder", default="greedy", choices=DECODERS)
+    p.add_argument("--drafts", type=_positive, default=1, metavar="K",
+                   help="drafts per completion (default: 1)")
+    p.add_argument("--max-new-tokens", type=_positive, metavar="N",
+                   help="token budget of a line completion")
+    p.add_argument("--json", metavar="OUT", help="write the metrics as JSON ('-': standard "
+                   "output)")
+    p.add_argument("--report", metavar="OUT.html", help="write an HTML report with plots")
+    p.set_defaults(func=_cmd_replay)
+
+
+def _add_trace(sub) -> None:
+    p = sub.add_parser("trace", help="make edit traces from files or a git history",
+                       description="Write edit traces (JSON Lines) for `inkling replay`.")
+    kinds = p.add_subparsers(dest="trace_kind", metavar="KIND", required=True)
+    r = kinds.add_parser("retype", help="function bodies removed, then typed back line by line",
+                         description="One trace per FILE: its function bodies are removed, then "
+                         "typed back line by line with a completion before each line and edits "
+                         "elsewhere in between. The other FILEs are the workspace.")
+    r.add_argument("files", nargs="+", metavar="FILE")
+    r.add_argument("--out", required=True, metavar="DIR")
+    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--max-functions", type=int, default=8, metavar="N",
+                   help="functions retyped per file, picked at random (0: all; default 8)")
+    r.set_defaults(func=_cmd_trace_retype)
+    g = kinds.add_parser("git", help="a git history, commit by commit, hunk by hunk",
+                         description="One trace per commit after REV (first parents): each "
+                         "changed file is opened as at the parent, the diff applied hunk by hunk "
+                         "with a completion at the start of every added line, then checked.")
+    g.add_argument("repo", metavar="REPO")
+    g.add_argument("--since", required=True, metavar="REV")
+    g.add_argument("--out", required=True, metavar="DIR")
+    g.add_argument("--ext", action="append", metavar=".EXT",
+                   help="file extensions to replay (repeatable; default .py)")
+    g.add_argument("--max-commits", type=int, default=0, metavar="N", help="0: all")
+    g.add_argument("--context-files", type=int, default=8, metavar="N",
+                   help="unchanged files written into the workspace per trace (default 8)")
+    g.add_argument("--seed", type=int, default=0)
+    g.set_defaults(func=_cmd_trace_git)
+
+
+def add_commands(sub) -> None:
+    """Register `replay` and `trace` on the `inkling` command's subparsers."""
+    _add_replay(sub)
+    _add_trace(sub)
+
+
+# ----------------------------------------------------------------------- replay
+def replay_options(args):
+    """The InklingOptions the flags ask for; options not implemented yet raise
+    NotImplementedYet (never a silent fallback)."""
+    from inkling.completion.options import InklingOptions
+    completion = {"decoder": args.decoder, "draft": args.draft, "monitor": args.monitor,
+                  "drafts": args.drafts, "automatic_drafts": args.drafts}
+    if args.max_new_tokens:
+        completion["max_new_tokens"] = args.max_new_tokens
+    return InklingOptions().merged({
+        "model": {"path": args.model or "", "device": args.device, "dtype": args.dtype},
+        "completion": completion, "cache": {"mode": args.cache}})
+
+
+def _read_traces(paths: list[str]):
+    """(parsed traces, results of traces that failed to parse)."""
+    from .replay_result import ReplayFailure, TraceResult
+    from .trace_file import TraceError, read_trace
+    traces, failed = [], []
+    for path in paths:
+        try:
+            traces.append(read_trace(path))
+        except TraceError as exc:
+            failed.append(TraceResult(path, "", failures=[
+                ReplayFailure(exc.trace, exc.line, exc.message)]))
+    return traces, failed
+
+
+def _config(options, runtime) -> dict:
+    import dataclasses
+    config = dataclasses.asdict(options)
+    if runtime is not None:
+        config["runtime"] = {"model": str(runtime.path), "device": str(runtime.device),
+                             "dtype": str(runtime.dtype).removeprefix("torch."),
+                             "fim_order": runtime.fim_order,
+                             "context_limit": runtime.context_limit}
+    return config
+
+
+def _replay_all(options, traces, progress_file):
+    """Load the model once and replay every trace with a progress bar over events."""
+    from tqdm import tqdm
+
+    from inkling.completion.engine import Engine
+
+    from .cli import _load_progress
+    from .replay import Replayer
+    from .syntax_check import SyntaxChecker
+    runtime = Engine(options).load_model(_load_progress())
+    replayer = Replayer(options, runtime, SyntaxChecker())
+    results = []
+    with tqdm(total=sum(len(t.events) for t in traces), desc="replaying", unit="event",
+              file=progress_file, disable=None) as bar:
+        for trace in traces:
+            bar.set_postfix_str(trace.name[:40])
+            results.append(replayer.replay(trace, bar.update))
+    return runtime, results
+
+
+def _write_json(report: dict, target: str) -> None:
+    import json
+    from pathlib import Path
+    text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
+    if target == "-":
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        Path(target).write_text(text, encoding="utf-8")
+
+
+def _cmd_replay(args) -> int:
+    from pathlib import Path
+
+    from .replay_result import replay_json
+    options = replay_options(args)
+    traces, failed = _read_traces(args.traces)
+    runtime, results = _replay_all(options, traces, sys.stderr) if traces else (None, [])
+    order = {path: i for i, path in enumerate(args.traces)}
+    results = sorted(results + failed, key=lambda t: order.get(t.source, len(order)))
+    report = replay_json(results, _config(options, runtime))
+    if args.json:
+        _write_json(report, args.json)
+    if args.report:
+        from .report import render_report
+        Path(args.report).write_text(render_report(results, report), encoding="utf-8")
+    for error in report["errors"]:
+        print(f"inkling: {error}", file=sys.stderr)
+    return 1 if report["errors"] else 0
+
+
+# ------------------------------------------------------------------------ trace
+def _read_python(arg: str) -> str:
+    from pathlib import Path
+
+    from .retype_trace import RetypeError
+    try:
+        return Path(arg).read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise RetypeError(f"{arg}: cannot be read ({exc.strerror or exc})") from None
+    except UnicodeDecodeError as exc:
+        raise RetypeError(f"{arg}: not UTF-8 text (byte {exc.start})") from None
+
+
+def _retype_inputs(files: list[str]) -> dict[str, str]:
+    """Workspace-relative path -> text; the root is the deepest folder holding every FILE."""
+    import os
+    from pathlib import Path
+    resolved = [Path(f).resolve() for f in files]
+    texts = [_read_python(f) for f in files]
+    root = Path(os.path.commonpath([r.parent for r in resolved]))
+    rel = [r.relative_to(root).as_posix() for r in resolved]
+    return dict(zip(rel, texts))
+
+
+def _cmd_trace_retype(args) -> int:
+    from pathlib import Path
+
+    from .retype_trace import RetypeError, RetypeOptions, retype_trace
+    workspace = _retype_inputs(args.files)
+    out = Path(args.out)
+    options = RetypeOptions(seed=args.seed, max_functions=max(0, args.max_functions))
+    written = 0
+    for path, text in workspace.items():
+        try:
+            builder = retype_trace(path, text, workspace, options)
+        except RetypeError as exc:
+            print(f"inkling: skipped {exc}", file=sys.stderr)
+            continue
+        print(builder.write(out / f"{builder.header.name.removesuffix('.py')}.jsonl"))
+        written += 1
+    if not written:
+        raise RetypeError("no trace was written (no FILE has a function body to retype)")
+    return 0
+
+
+def _cmd_trace_git(args) -> int:
+    from pathlib import Path
+
+    from .git_repo import GitRepo
+    from .git_trace import GitTraceOptions, GitTracer
+    exts = tuple(e if e.startswith(".") else "." + e for e in (args.ext or [".py"]))
+    options = GitTraceOptions(since=args.since, extensions=exts, seed=args.seed,
+                              max_commits=max(0, args.max_commits),
+                              context_files=max(0, args.context_files))
+    traces = GitTracer(GitRepo(args.repo), options).traces()
+    out = Path(args.out)
+    for t in traces:
+        print(t.builder.write(out / f"{t.builder.header.name}.jsonl"))
+    if not traces:
+        print(f"inkling: no commit after {args.since} changes a {'/'.join(exts)} file",
+              file=sys.stderr)
+    return 0

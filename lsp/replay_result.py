@@ -1,0 +1,136 @@
+"""What a replay records per trace, and the metrics it reports (../shared/TRACES.md)."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import metrics as m
+
+# Metrics that need later work; reported as null and shown as "not measured".
+NOT_MEASURED = ("undefined_names", "identifier_match")
+
+
+@dataclass(frozen=True)
+class CompletionRecord:
+    line: int                    # the complete event's line in the trace
+    path: str
+    expected: str
+    drafts: tuple[str, ...]      # best first
+    latency_ms: float
+    first_token_ms: float
+    model_ms: float
+    forwards: int
+    tokens: int
+    prefill_tokens: int
+    reused_tokens: int
+    syntax_valid: bool | None    # None: no grammar for the document's language
+
+    @property
+    def first(self) -> str:
+        return self.drafts[0] if self.drafts else ""
+
+
+@dataclass(frozen=True)
+class ReplayFailure:
+    trace: str
+    line: int | None
+    message: str
+    kind: str = "error"          # "check" (a check that did not match) or "error"
+
+    def __str__(self) -> str:
+        where = f"{self.trace}:{self.line}" if self.line is not None else self.trace
+        return f"{where}: {self.message}"
+
+
+@dataclass
+class TraceResult:
+    source: str                  # the trace file as named on the command line
+    name: str                    # the header's name ('' when the header could not be read)
+    completions: list[CompletionRecord] = field(default_factory=list)
+    edit_ms: list[float] = field(default_factory=list)
+    checks: int = 0
+    failures: list[ReplayFailure] = field(default_factory=list)
+    model_ms: float = 0.0
+    total_ms: float = 0.0
+
+    @property
+    def stopped(self) -> bool:
+        """An error (not a failed check) ended this trace's replay early."""
+        return any(f.kind == "error" for f in self.failures)
+
+    @property
+    def sync_ok(self) -> bool:
+        return not self.failures
+
+
+def _round(value, digits: int = 4):
+    return None if value is None else round(value, digits)
+
+
+def _sum_and_mean(values: list[int]) -> dict:
+    return {"sum": sum(values), "per_completion": _round(m.mean(values))}
+
+
+def _quality(recs: list[CompletionRecord]) -> dict:
+    expected_chars = sum(len(r.expected) for r in recs)
+    accepted = [m.accepted_chars(r.first, r.expected) for r in recs]
+    return {
+        "exact_line": _round(m.fraction([m.exact_line(r.first, r.expected) for r in recs])),
+        "exact_line_any": _round(m.fraction([m.exact_line_any(list(r.drafts), r.expected)
+                                             for r in recs])),
+        "edit_similarity": _round(m.mean([m.edit_similarity(r.first, r.expected)
+                                          for r in recs])),
+        "accepted_chars": {"sum": sum(accepted),
+                           "fraction": _round(sum(accepted) / expected_chars)
+                           if expected_chars else None,
+                           "per_completion": _round(m.mean(accepted))},
+        "syntax_valid": _round(m.fraction([r.syntax_valid for r in recs])),
+        **{name: None for name in NOT_MEASURED},
+    }
+
+
+def _cost(recs: list[CompletionRecord], edit_ms: list[float]) -> dict:
+    forwards = sum(r.forwards for r in recs)
+    return {
+        "latency_ms": m.distribution([r.latency_ms for r in recs]),
+        "first_token_ms": m.distribution([r.first_token_ms for r in recs]),
+        "edit_latency_ms": m.distribution(edit_ms),
+        "forwards": _sum_and_mean([r.forwards for r in recs]),
+        "tokens_per_forward": _round(sum(r.tokens for r in recs) / forwards)
+        if forwards else None,
+        "prefill_tokens": _sum_and_mean([r.prefill_tokens for r in recs]),
+        "reused_tokens": _sum_and_mean([r.reused_tokens for r in recs]),
+    }
+
+
+def summarise(results: list[TraceResult]) -> dict:
+    """The metrics of TRACES.md over all completions and edits of ``results``."""
+    recs = [r for t in results for r in t.completions]
+    edit_ms = [ms for t in results for ms in t.edit_ms]
+    return {
+        **_quality(recs),
+        **_cost(recs, edit_ms),
+        "sync_ok": all(t.sync_ok for t in results),
+        "checks": sum(t.checks for t in results),
+        "checks_failed": sum(1 for t in results for f in t.failures if f.kind == "check"),
+        "model_ms": _round(sum(t.model_ms for t in results), 3),
+        "total_ms": _round(sum(t.total_ms for t in results), 3),
+        "completions": len(recs),
+        "edits": len(edit_ms),
+        "traces": len(results),
+        "errors": [str(f) for t in results for f in t.failures],
+    }
+
+
+def _unique_key(key: str, taken: dict) -> str:
+    n, out = 2, key
+    while out in taken:
+        out, n = f"{key}#{n}", n + 1
+    return out
+
+
+def replay_json(results: list[TraceResult], config: dict) -> dict:
+    """The object ``inkling replay --json`` writes."""
+    per_trace: dict[str, dict] = {}
+    for t in results:
+        per_trace[_unique_key(t.source, per_trace)] = {"name": t.name, **summarise([t])}
+    return {**summarise(results), "config": config, "per_trace": per_trace}

@@ -1,0 +1,146 @@
+"""The replay's HTML report: one self-contained page, plots embedded as PNG data URIs."""
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+
+from . import metrics as m
+from .replay_result import TraceResult
+
+_STYLE = """
+body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
+table { border-collapse: collapse; margin: 1em 0; }
+td, th { border: 1px solid #ccc; padding: 0.25em 0.6em; text-align: left; vertical-align: top; }
+th { background: #f3f3f3; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+.na { color: #999; font-style: italic; }
+.bad { color: #b00; }
+img { max-width: 100%; }
+pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; }
+"""
+
+_METRICS = ("exact_line", "exact_line_any", "edit_similarity", "accepted_chars",
+            "latency_ms", "first_token_ms", "edit_latency_ms", "forwards",
+            "tokens_per_forward", "prefill_tokens", "reused_tokens", "syntax_valid",
+            "undefined_names", "identifier_match", "sync_ok", "checks", "checks_failed",
+            "model_ms", "total_ms", "completions", "edits")
+
+
+def _png(fig) -> str:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
+
+
+def _latency_plot(results: list[TraceResult]) -> str:
+    import matplotlib.pyplot as plt
+    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
+    recs = [r for t in results for r in t.completions]
+    top = max([r.latency_ms for r in recs], default=1.0)
+    for values, label in (([r.latency_ms for r in recs], "latency"),
+                          ([r.first_token_ms for r in recs], "first token")):
+        if values:
+            axes[0].hist(values, bins=30, range=(0, top), alpha=0.6, label=label)
+    axes[0].set(title="completion latency", xlabel="ms", ylabel="completions")
+    axes[0].legend()
+    edits = [ms for t in results for ms in t.edit_ms]
+    if edits:
+        axes[1].hist(edits, bins=30, color="tab:green")
+    axes[1].set(title="edit latency", xlabel="ms", ylabel="change events")
+    return _png(fig)
+
+
+def _per_trace_plot(results: list[TraceResult], summaries: list[dict]) -> str:
+    import matplotlib.pyplot as plt
+    names = [t.name or t.source for t in results]
+    exact = [s["exact_line"] or 0.0 for s in summaries]
+    accepted = [s["accepted_chars"]["fraction"] or 0.0 for s in summaries]
+    fig, ax = plt.subplots(figsize=(11, 0.5 * len(names) + 1.5))
+    ys = range(len(names))
+    ax.barh([y - 0.2 for y in ys], exact, height=0.4, label="exact_line")
+    ax.barh([y + 0.2 for y in ys], accepted, height=0.4, label="accepted chars (fraction)")
+    ax.set_yticks(list(ys), names)
+    ax.invert_yaxis()
+    ax.set(xlim=(0, 1), title="exact match and accepted characters per trace")
+    ax.legend(loc="lower right")
+    return _png(fig)
+
+
+def _tokens_per_forward_plot(results: list[TraceResult]) -> str:
+    import matplotlib.pyplot as plt
+    ratios = [r.tokens / r.forwards for t in results for r in t.completions if r.forwards]
+    fig, ax = plt.subplots(figsize=(6, 3.4))
+    if ratios:
+        ax.hist(ratios, bins=20, color="tab:purple")
+    mean = m.mean(ratios)
+    title = "tokens per forward" + (f" (mean {mean:.2f})" if mean is not None else "")
+    ax.set(title=title, xlabel="tokens emitted / decoding forwards", ylabel="completions")
+    return _png(fig)
+
+
+def _cell(value) -> str:
+    if value is None:
+        return '<td class="na">not measured</td>'
+    if isinstance(value, bool):
+        return f'<td class="{"" if value else "bad"}">{"yes" if value else "no"}</td>'
+    if isinstance(value, dict):
+        parts = ", ".join(f"{k} {'–' if v is None else _fmt(v)}" for k, v in value.items())
+        return f'<td class="num">{html.escape(parts)}</td>'
+    return f'<td class="num">{html.escape(_fmt(value))}</td>'
+
+
+def _fmt(value) -> str:
+    if isinstance(value, float):
+        return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}"
+    return str(value)
+
+
+def _metrics_table(summary: dict) -> str:
+    rows = "".join(f"<tr><th>{k}</th>{_cell(summary.get(k))}</tr>" for k in _METRICS)
+    return f"<table>{rows}</table>"
+
+
+def _per_trace_table(results: list[TraceResult], summaries: list[dict]) -> str:
+    keys = ("completions", "exact_line", "edit_similarity", "syntax_valid", "sync_ok")
+    head = "<tr><th>trace</th>" + "".join(f"<th>{k}</th>" for k in keys) + \
+        "<th>accepted chars</th><th>latency p50 / p95 ms</th></tr>"
+    rows = []
+    for t, s in zip(results, summaries):
+        lat = s["latency_ms"]
+        lat_text = f"{lat['p50']:.1f} / {lat['p95']:.1f}" if lat else "–"
+        rows.append(f"<tr><td>{html.escape(t.name or '')}<br><small>{html.escape(t.source)}"
+                    f"</small></td>" + "".join(_cell(s[k]) for k in keys) +
+                    _cell(s["accepted_chars"]["fraction"]) +
+                    f'<td class="num">{lat_text}</td></tr>')
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _errors(summary: dict) -> str:
+    if not summary["errors"]:
+        return "<p>Every check matched; no trace stopped early.</p>"
+    items = "".join(f'<li class="bad">{html.escape(e)}</li>' for e in summary["errors"])
+    return f"<ul>{items}</ul>"
+
+
+def render_report(results: list[TraceResult], report: dict) -> str:
+    """The HTML page for ``report`` (the replay's JSON object) and the traces behind it."""
+    import matplotlib
+    matplotlib.use("Agg")
+    from .replay_result import summarise
+    summaries = [summarise([t]) for t in results]
+    plots = [("Latency", _latency_plot(results)),
+             ("Per trace", _per_trace_plot(results, summaries)),
+             ("Tokens per forward", _tokens_per_forward_plot(results))]
+    figures = "".join(f'<h2>{title}</h2><img alt="{title}" src="{uri}">' for title, uri in plots)
+    config = html.escape(json.dumps(report["config"], indent=2))
+    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>inkling replay</title>"
+            f"<style>{_STYLE}</style></head><body><h1>inkling replay</h1>"
+            f"<p>{report['traces']} traces, {report['completions']} completions, "
+            f"{report['edits']} edits.</p>"
+            f"<h2>Metrics</h2>{_metrics_table(report)}<h2>Problems</h2>{_errors(report)}"
+            f"{figures}<h2>Traces</h2>{_per_trace_table(results, summaries)}"
+            f"<h2>Configuration</h2><pre>{config}</pre></body></html>\n")

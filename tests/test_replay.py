@@ -1,0 +1,259 @@
+"""`inkling replay`: drives the Engine through traces, verifies checks, reports metrics."""
+import hashlib
+import json
+
+import pytest
+
+from inkling.completion.engine import Completion, Draft, Engine
+from inkling.completion.options import InklingOptions
+from inkling.lsp.cli import main
+from inkling.lsp.replay import Replayer
+from inkling.lsp.replay_result import replay_json
+from inkling.lsp.report import render_report
+from inkling.lsp.syntax_check import SyntaxChecker
+from inkling.lsp.trace_file import parse_trace
+
+HEADER = {"kind": "header", "version": 1, "name": "hand", "language": "python"}
+METRIC_KEYS = ("exact_line", "exact_line_any", "edit_similarity", "accepted_chars", "latency_ms",
+               "first_token_ms", "edit_latency_ms", "forwards", "tokens_per_forward",
+               "prefill_tokens", "reused_tokens", "syntax_valid", "undefined_names",
+               "identifier_match", "sync_ok", "model_ms", "total_ms", "completions", "traces",
+               "config", "per_trace")
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def pos(line, character):
+    return {"line": line, "character": character}
+
+
+def change(path, start, end, text):
+    return {"kind": "change", "path": path, "changes": [
+        {"range": {"start": pos(*start), "end": pos(*end)}, "text": text}]}
+
+
+def write(tmp_path, name, *events) -> str:
+    path = tmp_path / name
+    path.write_text("".join(json.dumps(e, ensure_ascii=False) + "\n" for e in (HEADER, *events)),
+                    encoding="utf-8")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def options(tiny_model_dir):
+    return InklingOptions().merged({
+        "model": {"path": str(tiny_model_dir), "device": "cpu", "dtype": "float32"},
+        "completion": {"max_new_tokens": 3, "max_block_tokens": 3}})
+
+
+@pytest.fixture(scope="module")
+def replayer(options, tiny_runtime):
+    return Replayer(options, tiny_runtime, SyntaxChecker())
+
+
+def replay_text(replayer, *events, source="t.jsonl"):
+    text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in (HEADER, *events))
+    return replayer.replay(parse_trace(text, source))
+
+
+# ------------------------------------------------------------- known answers
+def test_hand_made_trace_with_known_answers(replayer, monkeypatch):
+    """With the Engine's suggestions fixed, every metric has a known value."""
+    seen = []
+    answers = {(1, 4): "return a + b", (4, 4): "return a *"}
+
+    def fake_complete(self, uri, position, k=None, trigger="automatic", cancelled=None):
+        seen.append((uri.rsplit("/", 1)[1], self.document(uri).text, trigger))
+        text = answers[(position.line, position.character)]
+        return Completion(uri, position, [Draft("d1", text, -1.0, 3)], trigger,
+                          first_token_ms=1.0, latency_ms=4.0, model_ms=3.0, forwards=3, tokens=3,
+                          prefill_tokens=20, reused_tokens=5)
+    monkeypatch.setattr(Engine, "complete", fake_complete)
+    start = "def add(a, b):\n\n\ndef mul(a, b):\n"
+    typed = "def add(a, b):\n    return a + b\n\ndef mul(a, b):\n    \n"
+    result = replay_text(
+        replayer,
+        {"kind": "file", "path": "pkg/other.py", "text": "X = 1\n"},
+        {"kind": "open", "path": "m.py", "text": start},
+        change("m.py", (1, 0), (1, 0), "    "),
+        {"kind": "complete", "path": "m.py", "position": pos(1, 4), "expected": "return a + b\n"},
+        change("m.py", (1, 4), (1, 4), "return a + b"),
+        change("m.py", (4, 0), (4, 0), "    \n"),
+        {"kind": "complete", "path": "m.py", "position": pos(4, 4), "expected": "return a * b\n",
+         "trigger": "invoked"},
+        {"kind": "check", "path": "m.py", "sha256": sha(typed)},
+        {"kind": "close", "path": "m.py"})
+    assert seen == [("m.py", "def add(a, b):\n    \n\ndef mul(a, b):\n", "automatic"),
+                    ("m.py", typed, "invoked")]
+    s = replay_json([result], {})
+    assert s["sync_ok"] and s["checks"] == 1 and s["edits"] == 3
+    assert s["exact_line"] == 0.5 and s["exact_line_any"] == 0.5
+    assert s["edit_similarity"] == pytest.approx((1 + (1 - 2 / 12)) / 2, abs=1e-4)
+    assert s["accepted_chars"]["sum"] == 12 + 10
+    assert s["accepted_chars"]["fraction"] == pytest.approx(22 / 26, abs=1e-4)
+    assert s["syntax_valid"] == 0.5
+    assert s["latency_ms"] == {"p50": 4.0, "p95": 4.0, "mean": 4.0}
+    assert s["forwards"]["per_completion"] == 3 and s["tokens_per_forward"] == 1.0
+    assert s["prefill_tokens"]["sum"] == 40 and s["reused_tokens"]["sum"] == 10
+    assert list(s["per_trace"]) == ["t.jsonl"] and s["per_trace"]["t.jsonl"]["name"] == "hand"
+
+
+def test_file_events_are_written_to_the_workspace(replayer, monkeypatch):
+    roots = []
+
+    def fake_complete(self, uri, position, k=None, trigger="automatic", cancelled=None):
+        from pathlib import Path
+        from urllib.parse import urlparse
+        root = Path(urlparse(uri).path).parent
+        roots.append(root)
+        assert (root / "pkg" / "helpers.py").read_text() == "def h():\n    return '😀'\n"
+        return Completion(uri, position, [], trigger)
+    monkeypatch.setattr(Engine, "complete", fake_complete)
+    result = replay_text(
+        replayer, {"kind": "file", "path": "pkg/helpers.py", "text": "def h():\n    return '😀'\n"},
+        {"kind": "open", "path": "main.py", "text": "x = 1\n"},
+        {"kind": "complete", "path": "main.py", "position": pos(1, 0), "expected": "y = 2\n"})
+    assert result.sync_ok and roots and not roots[0].exists()      # the workspace is temporary
+    assert result.completions[0].drafts == () and result.completions[0].syntax_valid
+
+
+# ------------------------------------------------------------- real engine
+def test_utf16_positions_outside_the_bmp(replayer):
+    text = "s = '😀'\nt = 1\n"
+    after = "s = '😀🐍'\nt = 12\n"
+    result = replay_text(
+        replayer, {"kind": "open", "path": "u.py", "text": text},
+        change("u.py", (0, 7), (0, 7), "🐍"),          # after the emoji's two UTF-16 units
+        change("u.py", (1, 5), (1, 5), "2"),
+        {"kind": "complete", "path": "u.py", "position": pos(0, 9), "expected": "'\n"},
+        {"kind": "check", "path": "u.py", "sha256": sha(after)})
+    assert result.sync_ok and result.checks == 1, result.failures
+    assert len(result.completions) == 1 and result.completions[0].forwards >= 1
+    bad = replay_text(replayer, {"kind": "open", "path": "u.py", "text": text},
+                      change("u.py", (0, 6), (0, 6), "x"))    # splits the surrogate pair
+    assert not bad.sync_ok and "surrogate pair" in str(bad.failures[0])
+
+
+def test_bad_input_names_trace_and_line(replayer):
+    outside = replay_text(replayer, {"kind": "open", "path": "a.py", "text": "x = 1\n"},
+                          change("a.py", (5, 0), (5, 0), "y"), source="outside.jsonl")
+    assert [str(f) for f in outside.failures] == [
+        "outside.jsonl:3: change event: a.py: line 5 is out of range (the document has 2 "
+        "lines, counted from 0)"]
+    closed = replay_text(replayer, {"kind": "open", "path": "a.py", "text": "x = 1\n"},
+                         {"kind": "close", "path": "a.py"},
+                         {"kind": "complete", "path": "a.py", "position": pos(0, 0),
+                          "expected": "x"}, source="closed.jsonl")
+    assert str(closed.failures[0]).startswith("closed.jsonl:4: complete event: unknown document")
+    assert "/tmp" not in str(closed.failures[0]) and closed.stopped
+    twice = replay_text(replayer, {"kind": "open", "path": "a.py", "text": ""},
+                        {"kind": "open", "path": "a.py", "text": ""}, source="twice.jsonl")
+    assert "twice.jsonl:3" in str(twice.failures[0]) and "already open" in str(twice.failures[0])
+
+
+def test_failed_check_exits_non_zero_naming_trace_and_line(tmp_path, tiny_model_dir, capsys):
+    good = write(tmp_path, "good.jsonl", {"kind": "open", "path": "a.py", "text": "x = 1\n"},
+                 {"kind": "check", "path": "a.py", "sha256": sha("x = 1\n")})
+    bad = write(tmp_path, "bad.jsonl", {"kind": "open", "path": "a.py", "text": "x = 1\n"},
+                {"kind": "check", "path": "a.py", "sha256": sha("x = 2\n")},
+                change("a.py", (0, 4), (0, 5), "2"),
+                {"kind": "check", "path": "a.py", "sha256": sha("x = 2\n")})
+    truncated = tmp_path / "truncated.jsonl"
+    truncated.write_text(json.dumps(HEADER) + '\n{"kind": "open", "path": "a.py", "te')
+    out = tmp_path / "out.json"
+    code = main(["replay", good, bad, str(truncated), "--model", str(tiny_model_dir),
+                 "--device", "cpu", "--json", str(out)])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert f"{bad}:3: check failed for a.py" in err
+    assert f"{truncated}:2: malformed JSON" in err
+    report = json.loads(out.read_text())
+    assert report["sync_ok"] is False and report["checks"] == 3 and report["checks_failed"] == 1
+    assert list(report["per_trace"]) == [good, bad, str(truncated)]
+    assert report["per_trace"][good]["sync_ok"] is True
+    assert report["per_trace"][bad]["checks"] == 2        # replay went on after the failure
+
+
+def test_json_to_stdout_has_every_key(tmp_path, tiny_model_dir, capsys):
+    trace = write(tmp_path, "t.jsonl", {"kind": "open", "path": "a.py", "text": "x = foo()\n"},
+                  {"kind": "complete", "path": "a.py", "position": pos(0, 8), "expected": ")\n"},
+                  {"kind": "check", "path": "a.py", "sha256": sha("x = foo()\n")})
+    html = tmp_path / "r.html"
+    code = main(["replay", trace, "--model", str(tiny_model_dir), "--device", "cpu",
+                 "--max-new-tokens", "2", "--json", "-", "--report", str(html)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    report = json.loads(captured.out)
+    for key in METRIC_KEYS:
+        assert key in report, key
+    assert report["undefined_names"] is None and report["sync_ok"] is True
+    assert report["config"]["completion"]["max_new_tokens"] == 2
+    assert report["config"]["cache"]["mode"] == "full"
+    assert report["completions"] == 1 and report["traces"] == 1
+    page = html.read_text()
+    assert page.count("data:image/png;base64,") == 3 and "not measured" in page
+
+
+@pytest.mark.parametrize("flags, needle", [
+    (["--cache", "pie"], "cache 'pie' is not implemented yet"),
+    (["--cache", "naive"], "cache 'naive' is not implemented yet"),
+    (["--draft", "suffix"], "draft 'suffix' is not implemented yet"),
+    (["--draft", "prompt-lookup"], "draft 'prompt-lookup' is not implemented yet"),
+    (["--monitor", "on"], "monitor 'on' is not implemented yet"),
+    (["--decoder", "branches"], "decoder 'branches' is not implemented yet"),
+    (["--decoder", "superposed"], "decoder 'superposed' is not implemented yet"),
+])
+def test_unimplemented_switches_fail_clearly(tmp_path, capsys, flags, needle):
+    trace = write(tmp_path, "t.jsonl", {"kind": "open", "path": "a.py", "text": ""})
+    assert main(["replay", trace, "--model", str(tmp_path / "none"), *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("inkling: error:") and needle in err and "\n" not in err
+
+
+def test_drafts_flag_sets_both_draft_counts(tmp_path):
+    from inkling.lsp.cli import _parser
+    from inkling.lsp.replay_cli import replay_options
+    args = _parser().parse_args(["replay", "t.jsonl", "--drafts", "3", "--max-new-tokens", "9"])
+    c = replay_options(args).completion
+    assert (c.drafts, c.automatic_drafts, c.max_new_tokens) == (3, 3, 9)
+
+
+def test_engine_refusals_surface_as_one_line(tmp_path, tiny_model_dir, capsys, monkeypatch):
+    """What the Engine cannot do yet (such as k drafts) stops the replay with its message."""
+    from inkling.completion.errors import NotImplementedYet
+
+    def refuse(self, uri, position, k=None, trigger="automatic", cancelled=None):
+        raise NotImplementedYet(f"{k} drafts need the multi-draft decoders, which are not "
+                                "implemented yet")
+    monkeypatch.setattr(Engine, "complete", refuse)
+    trace = write(tmp_path, "t.jsonl", {"kind": "open", "path": "a.py", "text": "x = 1\n"},
+                  {"kind": "complete", "path": "a.py", "position": pos(0, 0), "expected": "x"})
+    assert main(["replay", trace, "--model", str(tiny_model_dir), "--device", "cpu",
+                 "--drafts", "3"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "inkling: error: 3 drafts need the multi-draft decoders, which are not " \
+        "implemented yet"
+
+
+def test_report_marks_unmeasured_metrics(replayer):
+    result = replay_text(replayer, {"kind": "open", "path": "a.py", "text": "x = (1\n"},
+                         {"kind": "complete", "path": "a.py", "position": pos(0, 6),
+                          "expected": ")\n"})
+    page = render_report([result], replay_json([result], {"k": "<v>"}))
+    assert page.startswith("<!DOCTYPE html>") and "not measured" in page
+    assert "&lt;v&gt;" in page and "<img" in page
+
+
+def test_sample_traces_replay_in_sync(replayer, shared_dir):
+    from inkling.lsp.trace_file import read_trace
+    paths = sorted((shared_dir / "traces").glob("*.jsonl"))
+    assert paths
+    results = [replayer.replay(read_trace(p)) for p in paths]
+    report = replay_json(results, {})
+    assert report["sync_ok"], report["errors"]
+    assert report["completions"] == sum(
+        sum(1 for line in p.read_text().splitlines() if '"kind": "complete"' in line)
+        for p in paths)
+    assert report["checks"] > 0 and report["latency_ms"]["p50"] > 0
