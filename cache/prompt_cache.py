@@ -1,23 +1,41 @@
 """The KV cache of one document's prompt, kept in step with the token ids it encoded.
 
 ``sync(prompt_ids)`` brings the cache up to date with a new prompt and returns the
-logits at its last position. This file holds the ``full`` mode: keep the common
-head of the old and new ids and recompute from the first changed token.
+logits at its last position, in one of three modes:
+
+* ``full``: keep the common head, recompute from the first changed token (exact);
+* ``pie``: keep every run of unchanged tokens, re-encode each changed span attending
+  to what precedes it, re-rotate the keys of shifted tokens to their new positions
+  (Positional Integrity Encoding), reuse values;
+* ``naive``: like ``pie`` without the re-rotation (a baseline for measurement only).
+
+Kept tokens after a change are *stale*: their keys and values were computed against
+text that has since changed. When their share would pass ``stale_threshold`` the
+cache is refreshed (recomputed from the first stale or changed token) instead.
 """
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import torch
 
+from .edit_hunks import Segment, segments
+from .rope import RopeRotator, UnsupportedRope
 from .runtime import ModelRuntime
+
+log = logging.getLogger("inkling.cache")
+MODES = ("full", "pie", "naive")
 
 
 @dataclass(frozen=True)
 class SyncResult:
     logits: torch.Tensor      # [vocab] at the prompt's last position
-    reused: int               # context tokens whose keys and values were kept
+    reused: int               # context tokens whose keys and values were kept (shifted or not)
     prefilled: int            # context tokens run through the model
+    stale: int                # stale tokens in the cache after the sync
+    refreshed: bool           # the sync recomputed stale tokens
+    mode: str                 # the mode that did the work
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
@@ -29,14 +47,32 @@ def common_prefix(a: list[int], b: list[int]) -> int:
 
 
 class PromptCache:
-    def __init__(self, runtime: ModelRuntime, prefill_chunk: int = 512):
+    def __init__(self, runtime: ModelRuntime, mode: str = "full", stale_threshold: float = 0.5,
+                 prefill_chunk: int = 512):
+        if mode not in MODES:
+            raise ValueError(f"cache mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.runtime = runtime
         self.ids: list[int] = []
+        self.stale: list[bool] = []
         self.past = None
+        self.stale_threshold = stale_threshold
         self.prefill_chunk = prefill_chunk
+        self.refreshes = 0
+        self.mode = mode
+        self.rotator: RopeRotator | None = None
+        if mode == "pie":
+            try:
+                self.rotator = RopeRotator(runtime.model)
+            except UnsupportedRope as exc:
+                log.warning("cache mode pie is off for %s, using full: %s", runtime.path, exc)
+                self.mode = "full"
 
     def __len__(self) -> int:
         return len(self.ids)
+
+    @property
+    def stale_count(self) -> int:
+        return sum(self.stale)
 
     def nbytes(self) -> int:
         if self.past is None:
@@ -45,27 +81,103 @@ class PromptCache:
                    for t in (layer.keys, layer.values) if t is not None)
 
     def reset(self) -> None:
-        self.ids, self.past = [], None
+        self.ids, self.stale, self.past = [], [], None
 
     def truncate(self, n: int) -> None:
         """Keep the first ``n`` cached tokens."""
-        if n < len(self.ids):
-            self.ids = self.ids[:n]
-            if n == 0:
-                self.past = None
-                return
-            for layer in self.past.layers:                 # keys, values: [b, kv_heads, seq, d]
-                layer.keys = layer.keys[..., :n, :]
-                layer.values = layer.values[..., :n, :]
+        if n >= len(self.ids):
+            return
+        self.ids, self.stale = self.ids[:n], self.stale[:n]
+        if n == 0:
+            self.past = None
+            return
+        for layer in self.past.layers:                       # keys, values: [b, kv_heads, seq, d]
+            layer.keys = layer.keys[..., :n, :]
+            layer.values = layer.values[..., :n, :]
 
+    # ------------------------------------------------------------------ sync
     def sync(self, prompt_ids: list[int]) -> SyncResult:
         if not prompt_ids:
             raise ValueError("empty prompt")
+        if not self._consistent():
+            log.warning("cache holds %d ids but %d cached positions; recomputing (full)",
+                        len(self.ids), self._cached_len())
+            self.reset()
+        if self.mode == "full" or not self.ids:
+            return self._sync_full(prompt_ids, refreshed=False)
+        segs = _last_token_new(segments(self.ids, prompt_ids))
+        stale_after = _stale_after(segs, self.stale)
+        if stale_after > self.stale_threshold * len(prompt_ids):
+            self.refreshes += 1
+            return self._sync_full(prompt_ids, refreshed=True)
+        return self._splice(prompt_ids, segs)
+
+    def refresh(self) -> int:
+        """Recompute from the first stale token (idle time); returns tokens recomputed."""
+        if not any(self.stale):
+            return 0
+        first = self.stale.index(True)
+        rest = self.ids[first:]
+        self.truncate(first)
+        self.extend(rest)
+        self.refreshes += 1
+        return len(rest)
+
+    def _sync_full(self, prompt_ids: list[int], refreshed: bool) -> SyncResult:
         keep = min(common_prefix(self.ids, prompt_ids), len(prompt_ids) - 1)
+        if True in self.stale[:keep]:
+            keep = self.stale.index(True)
         self.truncate(keep)
         logits = self.extend(prompt_ids[keep:])
-        return SyncResult(logits[-1], reused=keep, prefilled=len(prompt_ids) - keep)
+        return SyncResult(logits[-1], keep, len(prompt_ids) - keep, 0, refreshed, "full")
 
+    def _splice(self, prompt_ids: list[int], segs: list[Segment]) -> SyncResult:
+        old_ids, old_stale, old_past = self.ids, self.stale, self.past
+        old_kv = [(layer.keys, layer.values) for layer in old_past.layers]
+        self._start_empty(old_kv)
+        changed, old_end, reused, prefilled, logits = False, 0, 0, 0, None
+        for seg in segs:
+            if seg.kept:
+                changed = changed or seg.old_start != old_end
+                self._append_kept(old_kv, seg)
+                self.ids.extend(old_ids[seg.old_start:seg.old_start + len(seg)])
+                self.stale.extend(changed or s for s in old_stale[seg.old_start:seg.old_start
+                                                                   + len(seg)])
+                old_end, reused = seg.old_start + len(seg), reused + len(seg)
+            else:
+                changed = True
+                logits = self.extend(prompt_ids[seg.start:seg.end])
+                prefilled += len(seg)
+        if self.ids != prompt_ids or not self._consistent():
+            log.warning("spliced cache does not match the prompt; recomputing (full)")
+            self.reset()
+            return self._sync_full(prompt_ids, refreshed=False)
+        return SyncResult(logits[-1], reused, prefilled, self.stale_count, False, self.mode)
+
+    def _start_empty(self, old_kv) -> None:
+        from transformers import DynamicCache
+        self.past = DynamicCache(config=self.runtime.model.config)
+        for layer, (k, v) in zip(self.past.layers, old_kv):
+            layer.lazy_initialization(k, v)
+            layer.keys, layer.values = k[..., :0, :], v[..., :0, :]
+        self.ids, self.stale = [], []
+
+    def _append_kept(self, old_kv, seg: Segment) -> None:
+        a, b = seg.old_start, seg.old_start + len(seg)
+        for layer, (k, v) in zip(self.past.layers, old_kv):
+            keys = k[..., a:b, :]                                       # [1, kv_heads, n, d]
+            if self.rotator is not None and self.mode == "pie":
+                keys = self.rotator.rotate(keys, seg.shift)
+            layer.keys = torch.cat((layer.keys, keys), dim=-2)
+            layer.values = torch.cat((layer.values, v[..., a:b, :]), dim=-2)
+
+    def _cached_len(self) -> int:
+        return 0 if self.past is None else self.past.get_seq_length()
+
+    def _consistent(self) -> bool:
+        return self._cached_len() == len(self.ids) == len(self.stale)
+
+    # ---------------------------------------------------------------- extend
     def extend(self, ids: list[int]) -> torch.Tensor:
         """Run ``ids`` after the cached tokens: returns logits [len(ids), vocab]."""
         if self.past is None:
@@ -79,4 +191,27 @@ class PromptCache:
             pos = torch.arange(start, start + len(chunk), device=self.runtime.device)[None]
             outs.append(self.runtime.forward(x, self.past, position_ids=pos)[0])  # [n, vocab]
             self.ids.extend(chunk)
+            self.stale.extend([False] * len(chunk))
         return torch.cat(outs)
+
+
+def _last_token_new(segs: list[Segment]) -> list[Segment]:
+    """The last token must be run through the model: its logits are not cached."""
+    last = segs[-1]
+    if not last.kept:
+        return segs
+    head = [Segment(last.start, last.end - 1, last.old_start)] if len(last) > 1 else []
+    return segs[:-1] + head + [Segment(last.end - 1, last.end, None)]
+
+
+def _stale_after(segs: list[Segment], old_stale: list[bool]) -> int:
+    """How many tokens a splice along ``segs`` would leave stale."""
+    changed, old_end, stale = False, 0, 0
+    for seg in segs:
+        if not seg.kept:
+            changed = True
+            continue
+        changed = changed or seg.old_start != old_end
+        stale += len(seg) if changed else sum(old_stale[seg.old_start:seg.old_start + len(seg)])
+        old_end = seg.old_start + len(seg)
+    return stale

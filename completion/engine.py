@@ -36,6 +36,9 @@ class Completion:
     tokens: int = 0                 # tokens emitted into drafts
     prefill_tokens: int = 0
     reused_tokens: int = 0
+    stale_tokens: int = 0           # cached tokens computed against text that has changed
+    refreshed: bool = False         # this completion recomputed stale tokens
+    cache_mode: str = ""            # the mode that brought the cache up to date
     stopped_by: str = ""
     block: bool = False
 
@@ -45,17 +48,17 @@ class EngineStats:
     completions: int = 0
     accepted: int = 0
     accepted_chars: int = 0
+    refreshes: int = 0          # stale caches recomputed (during syncs and in idle time)
 
 
 class Engine:
-    def __init__(self, options: InklingOptions | None = None, runtime=None,
-                 max_cached_documents: int = 8):
+    def __init__(self, options: InklingOptions | None = None, runtime=None):
+        from inkling.cache.cache_pool import CachePool
         self.options = options or InklingOptions()
         self.options.validate()
         self._runtime = runtime
         self._documents: dict[str, Document] = {}
-        self._caches: OrderedDict[str, object] = OrderedDict()
-        self._max_cached = max_cached_documents
+        self._caches = CachePool(self.options.cache.budget_mb << 20, lambda c: c.nbytes())
         self._drafts: OrderedDict[str, Draft] = OrderedDict()
         self._ids = itertools.count(1)
         self.stats = EngineStats()
@@ -68,6 +71,10 @@ class Engine:
         if new.model != self.options.model:
             self._runtime = None
             self._caches.clear()
+        if (new.cache.mode, new.cache.stale_threshold) != (self.options.cache.mode,
+                                                           self.options.cache.stale_threshold):
+            self._caches.clear()
+        self._caches.budget_bytes = new.cache.budget_mb << 20
         self.options = new
         return new
 
@@ -129,12 +136,15 @@ class Engine:
                                          c.max_block_tokens)
         prompt = build_prompt(runtime, text[:offset], text[offset:], pre_budget, suf_budget, order)
         stop = stop_rule_for(prompt.line_prefix, prompt.prefix, prompt.line_suffix, prompt.suffix)
-        cache = self._cache_for(uri, runtime, PromptCache)
+        o = self.options.cache
+        cache = self._caches.get(uri, lambda: PromptCache(runtime, o.mode, o.stale_threshold))
         synced = cache.sync(prompt.ids)
+        self.stats.refreshes += synced.refreshed
         first_ms = (time.perf_counter() - t0) * 1000
         out = greedy_decode(cache, synced.logits, stop,
                             c.max_block_tokens if stop.block else c.max_new_tokens,
                             runtime.stop_ids, runtime.decode, cancelled)
+        self._caches.trim()
         suggestion = trim_repeated_suffix(out.text, prompt.line_suffix, prompt.suffix)
         if doc.eol != "\n":
             suggestion = suggestion.replace("\n", doc.eol)
@@ -146,6 +156,8 @@ class Engine:
                           model_ms=(runtime.stats.seconds - model_s0) * 1000,
                           forwards=out.forwards + 1, tokens=len(out.token_ids),
                           prefill_tokens=synced.prefilled, reused_tokens=synced.reused,
+                          stale_tokens=synced.stale, refreshed=synced.refreshed,
+                          cache_mode=synced.mode,
                           stopped_by=out.stopped_by, block=stop.block)
 
     def accept(self, draft_id: str) -> Draft:
@@ -165,12 +177,12 @@ class Engine:
             self._drafts.popitem(last=False)
         return draft
 
-    def _cache_for(self, uri: str, runtime, factory):
-        cache = self._caches.pop(uri, None) or factory(runtime)
-        self._caches[uri] = cache
-        while len(self._caches) > self._max_cached:
-            self._caches.popitem(last=False)
-        return cache
+    def refresh_idle(self) -> int:
+        """Idle-time work: recompute the stale tokens of the most recent document's cache."""
+        cache = self._caches.most_recent()
+        done = cache.refresh() if cache is not None else 0
+        self.stats.refreshes += done > 0
+        return done
 
 
 def resolve_model_path(path: str) -> Path:

@@ -18,7 +18,7 @@ DRAFT_MODES = ("none", "prompt-lookup", "suffix")
 MONITOR_MODES = ("off", "on")
 
 # What this build implements; anything else in the choices above is refused clearly.
-IMPLEMENTED = {"decoder": ("greedy",), "cache": ("full",), "draft": ("none",),
+IMPLEMENTED = {"decoder": ("greedy",), "cache": ("full", "pie", "naive"), "draft": ("none",),
                "monitor": ("off",)}
 
 
@@ -45,7 +45,10 @@ class CompletionOptions:
 
 @dataclass
 class CacheOptions:
-    mode: str = "full"
+    mode: str = "full"            # full | pie | naive
+    stale_threshold: float = 0.5  # refresh when stale tokens would pass this share of the prompt
+    budget_mb: int = 512          # KV caches of all documents together
+    idle_refresh_ms: int = 1500   # the server refreshes stale tokens after this much quiet
 
 
 @dataclass
@@ -75,6 +78,12 @@ class InklingOptions:
                                  ("completion.suffix_tokens", c.suffix_tokens, 0)):
             if value < low:
                 raise OptionError(f"{name} must be at least {low}, got {value}")
+        if not 0.0 <= self.cache.stale_threshold <= 1.0:
+            raise OptionError(f"cache.stale_threshold must be between 0 and 1, "
+                              f"got {self.cache.stale_threshold}")
+        if self.cache.budget_mb < 1 or self.cache.idle_refresh_ms < 0:
+            raise OptionError("cache.budget_mb must be at least 1 and cache.idle_refresh_ms "
+                              "at least 0")
         d = self.server
         if not 0 <= d.debounce_min_ms <= d.debounce_max_ms:
             raise OptionError(f"server.debounce_min_ms ({d.debounce_min_ms}) must be between 0 "

@@ -79,7 +79,8 @@ class _Session:
         valid = self.checker.valid(self.language(e.path), text, offset, drafts[0] if drafts else "")
         self.result.completions.append(CompletionRecord(
             e.line, e.path, e.expected, drafts, out.latency_ms, out.first_token_ms, out.model_ms,
-            out.forwards, out.tokens, out.prefill_tokens, out.reused_tokens, valid))
+            out.forwards, out.tokens, out.prefill_tokens, out.reused_tokens, valid,
+            out.stale_tokens, out.refreshed))
 
     def _check(self, e: CheckEvent) -> None:
         actual = hashlib.sha256(self.engine.document(self.uri(e.path)).text.encode("utf-8"))

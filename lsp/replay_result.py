@@ -23,6 +23,8 @@ class CompletionRecord:
     prefill_tokens: int
     reused_tokens: int
     syntax_valid: bool | None    # None: no grammar for the document's language
+    stale_tokens: int = 0        # stale cached tokens when this completion ran
+    refreshed: bool = False      # this completion's sync recomputed stale tokens
 
     @property
     def first(self) -> str:
@@ -99,6 +101,9 @@ def _cost(recs: list[CompletionRecord], edit_ms: list[float]) -> dict:
         if forwards else None,
         "prefill_tokens": _sum_and_mean([r.prefill_tokens for r in recs]),
         "reused_tokens": _sum_and_mean([r.reused_tokens for r in recs]),
+        "stale_tokens": {"mean": _round(m.mean([r.stale_tokens for r in recs])),
+                         "max": max((r.stale_tokens for r in recs), default=None)},
+        "refreshes": sum(r.refreshed for r in recs),
     }
 
 

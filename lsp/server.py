@@ -42,6 +42,7 @@ class InklingServer(LanguageServer):
         self.state = "starting"
         self.last_latency_ms: float | None = None
         self._warned: set[str] = set()
+        self._idle_timer: asyncio.TimerHandle | None = None
 
     # ------------------------------------------------------------- messages
     def status(self, state: str, message: str = "", progress: int | None = None) -> None:
@@ -69,6 +70,26 @@ class InklingServer(LanguageServer):
             self.log("configuration applied")
         except InklingError as exc:
             self.show_once(f"inkling: invalid setting, keeping the previous value: {exc}")
+
+    # ------------------------------------------------------------- idle work
+    def schedule_idle_refresh(self) -> None:
+        """After ``cache.idle_refresh_ms`` of quiet, recompute stale cache entries."""
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        delay_ms = self.engine.options.cache.idle_refresh_ms
+        if delay_ms and self.engine.model_loaded:
+            loop = asyncio.get_running_loop()
+            self._idle_timer = loop.call_later(delay_ms / 1000, self._on_idle)
+
+    def _on_idle(self) -> None:
+        self._idle_timer = None
+        future = self.worker.run(self.engine.refresh_idle)
+        future.add_done_callback(self._idle_done)
+
+    def _idle_done(self, future: asyncio.Future) -> None:
+        if not future.cancelled() and future.exception() is None and future.result():
+            self.log(f"idle refresh recomputed {future.result()} stale cache tokens",
+                     lsp.MessageType.Log)
 
     # ---------------------------------------------------------- model loading
     async def load_model(self) -> None:
@@ -138,6 +159,7 @@ class InklingServer(LanguageServer):
             raise JsonRpcInvalidParams(str(exc)) from None
         finally:
             self.worker.finish_job(uri, token)
+            self.schedule_idle_refresh()
 
     async def _run_completion(self, uri, position, invoked: bool, token: CancelToken):
         self.status("busy", "completing")
@@ -199,6 +221,7 @@ def build_server(engine: Engine) -> InklingServer:
     def did_change(ls: InklingServer, params: lsp.DidChangeTextDocumentParams):
         uri = params.text_document.uri
         ls.cadence.keystroke(uri)
+        ls.schedule_idle_refresh()
         try:
             ls.engine.apply_change(uri, convert.changes(params.content_changes),
                                    params.text_document.version)
@@ -248,7 +271,8 @@ def build_server(engine: Engine) -> InklingServer:
     @server.feature(STATS)
     def stats(ls: InklingServer, params=None):
         return {**ls.stats.as_dict(), "state": ls.state,
-                "documents": len(ls.engine.documents())}
+                "documents": len(ls.engine.documents()), "refreshes": ls.engine.stats.refreshes,
+                "cache_mode": ls.engine.options.cache.mode}
 
     @server.feature(lsp.SHUTDOWN)
     def shutdown(ls: InklingServer, params=None):

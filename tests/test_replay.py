@@ -196,9 +196,27 @@ def test_json_to_stdout_has_every_key(tmp_path, tiny_model_dir, capsys):
     assert page.count("data:image/png;base64,") == 3 and "not measured" in page
 
 
+@pytest.mark.parametrize("mode", ["full", "pie", "naive"])
+def test_cache_modes_replay_in_sync_and_report_staleness(tmp_path, tiny_model_dir, capsys, mode):
+    text = "import os\n\n\ndef f(a):\n    return a\n"
+    edited = "import os\n\n\n# note\ndef f(a):\n    return a\n"
+    trace = write(tmp_path, "t.jsonl", {"kind": "open", "path": "a.py", "text": text},
+                  {"kind": "complete", "path": "a.py", "position": pos(4, 11), "expected": "\n"},
+                  change("a.py", (3, 0), (3, 0), "# note\n"),
+                  {"kind": "complete", "path": "a.py", "position": pos(5, 11), "expected": "\n"},
+                  {"kind": "check", "path": "a.py", "sha256": sha(edited)})
+    code = main(["replay", trace, "--model", str(tiny_model_dir), "--device", "cpu",
+                 "--max-new-tokens", "2", "--cache", mode, "--json", "-"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["sync_ok"] and report["config"]["cache"]["mode"] == mode
+    assert "refreshes" in report and report["stale_tokens"]["mean"] is not None
+    if mode == "full":
+        assert report["stale_tokens"]["max"] == 0
+    else:   # the edit above the cursor shifted what follows it: reused, and stale
+        assert report["stale_tokens"]["max"] > 0 and report["reused_tokens"]["sum"] > 0
+
+
 @pytest.mark.parametrize("flags, needle", [
-    (["--cache", "pie"], "cache 'pie' is not implemented yet"),
-    (["--cache", "naive"], "cache 'naive' is not implemented yet"),
     (["--draft", "suffix"], "draft 'suffix' is not implemented yet"),
     (["--draft", "prompt-lookup"], "draft 'prompt-lookup' is not implemented yet"),
     (["--monitor", "on"], "monitor 'on' is not implemented yet"),

@@ -147,3 +147,22 @@ async def test_cancel_request_is_honoured(client: LanguageClient):
         await asyncio.wait_for(asyncio.wrap_future(future), 30)
     after = await _stats(client)
     assert after.cancelled >= before.cancelled + 1
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_pie_cache_is_refreshed_in_idle_time(client: LanguageClient):
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings={
+        "inkling": {"cache": {"mode": "pie", "staleThreshold": 1.0, "idleRefreshMs": 150}}}))
+    uri = "file:///ws/idle.py"
+    _open(client, uri, "import os\n\n\ndef f(a):\n    return a\n")
+    assert await client.text_document_inline_completion_async(_inline(uri, 4, 12)) is not None
+    _insert(client, uri, 0, 0, "# top\n", 2)          # everything after it is now stale
+    assert await client.text_document_inline_completion_async(_inline(uri, 5, 12)) is not None
+    before = await _stats(client)
+    assert before.cache_mode == "pie"
+    for _ in range(50):
+        await asyncio.sleep(0.1)
+        after = await _stats(client)
+        if after.refreshes > before.refreshes:
+            break
+    assert after.refreshes > before.refreshes

@@ -1,0 +1,70 @@
+"""Re-rotation of cached keys when their tokens move (Positional Integrity Encoding).
+
+A key cached at position p that now sits at q = p + d is rotated by R(d):
+``k' = k * cos(d) + rotate_half(k) * sin(d)`` on the rotary dimensions, with cos and
+sin from the model's own rotary module (so default, linear, llama3 and YaRN
+frequencies are all right) and its ``attention_scaling`` divided out (otherwise a
+YaRN factor would compound on every shift). Rotation happens in float32.
+"""
+from __future__ import annotations
+
+import torch
+
+from .errors import ModelError
+
+UNSUPPORTED_ROPE = {
+    "dynamic": "dynamic-NTK scaling changes the frequencies with the sequence length",
+    "longrope": "longrope uses different frequencies for short and long sequences",
+}
+
+
+class UnsupportedRope(ModelError):
+    """The model's rotary scaling makes re-rotation wrong; the cache recomputes instead."""
+
+
+def rotate_half(x: torch.Tensor) -> torch.Tensor:
+    half = x.shape[-1] // 2
+    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+
+
+def find_rotary(model: torch.nn.Module) -> torch.nn.Module:
+    for name, module in model.named_modules():
+        if name.endswith("rotary_emb") and hasattr(module, "inv_freq"):
+            return module
+    raise UnsupportedRope(f"{type(model).__name__} has no rotary embedding module")
+
+
+def rope_type(config) -> str:
+    params = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
+    return params.get("rope_type") or params.get("type") or "default"
+
+
+class RopeRotator:
+    """Rotates cached keys [batch, kv_heads, seq, head_dim] by a position change."""
+
+    def __init__(self, model: torch.nn.Module):
+        kind = rope_type(model.config)
+        if kind in UNSUPPORTED_ROPE:
+            raise UnsupportedRope(f"rotary scaling {kind!r} cannot be re-rotated: "
+                                  f"{UNSUPPORTED_ROPE[kind]}")
+        self.rotary = find_rotary(model)
+        self.scaling = float(getattr(self.rotary, "attention_scaling", 1.0) or 1.0)
+        self.rotary_dim = 2 * self.rotary.inv_freq.shape[-1]
+        self.device = self.rotary.inv_freq.device
+
+    def cos_sin(self, delta: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos, sin for a shift by ``delta`` positions: each [rotary_dim], float32."""
+        pos = torch.tensor([[delta]], device=self.device)
+        dummy = torch.zeros(1, dtype=torch.float32, device=self.device)
+        cos, sin = self.rotary(dummy, pos)                     # [1, 1, rotary_dim]
+        return cos[0, 0].float() / self.scaling, sin[0, 0].float() / self.scaling
+
+    def rotate(self, keys: torch.Tensor, delta: int) -> torch.Tensor:
+        """keys: [batch, kv_heads, seq, head_dim] -> the same keys ``delta`` positions later."""
+        if delta == 0:
+            return keys
+        cos, sin = self.cos_sin(delta)
+        k = keys.float()
+        rot, rest = k[..., :self.rotary_dim], k[..., self.rotary_dim:]
+        rot = rot * cos + rotate_half(rot) * sin
+        return torch.cat((rot, rest), dim=-1).to(keys.dtype)

@@ -1,0 +1,155 @@
+"""The edit-consistent cache: hunks, modes, staleness, refresh, pool."""
+import pytest
+import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from inkling.cache.cache_pool import CachePool
+from inkling.cache.edit_hunks import segments
+from inkling.cache.model_loader import load_runtime
+from inkling.cache.prompt_cache import PromptCache
+
+from conftest import make_tiny_model
+
+BASE = ("import os\n\n\ndef walk(root):\n    for name in os.listdir(root):\n"
+        "        print(name)\n    return root\n\n\nclass Box:\n    size = 3\n")
+
+
+def fresh_logits(runtime, ids):
+    from transformers import DynamicCache
+    past = DynamicCache(config=runtime.model.config)
+    return runtime.forward(torch.tensor([ids]), past)[0, -1]
+
+
+@pytest.fixture(scope="module")
+def one_layer_runtime(tmp_path_factory):
+    """Layer-0 keys and values depend on the token and its position only, so with one
+    layer a correct re-rotation makes pie exact."""
+    d = make_tiny_model(tmp_path_factory.mktemp("one-layer"), num_hidden_layers=1, seed=3)
+    return load_runtime(d, device="cpu", dtype="float32")
+
+
+edits = st.lists(st.tuples(st.floats(0, 1), st.integers(0, 12), st.sampled_from(
+    ["x", "    y = 2\n", "", "é", "name", "\n\n", "😀"])), min_size=1, max_size=6)
+
+
+def apply(text, edit):
+    where, delete, insert = edit
+    at = int(where * len(text))
+    return text[:at] + insert + text[at + delete:]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits)
+def test_full_mode_matches_fresh_forward(tiny_runtime, seq):
+    cache, text = PromptCache(tiny_runtime, "full"), BASE
+    for edit in seq:
+        text = apply(text, edit)
+        ids = tiny_runtime.encode(text) or [0]
+        result = cache.sync(ids)
+        assert cache.ids == ids                         # what the cache holds is the prompt
+        assert result.reused + result.prefilled == len(ids)
+        assert torch.allclose(result.logits, fresh_logits(tiny_runtime, ids), atol=1e-4)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(edits)
+def test_pie_is_exact_where_keys_do_not_depend_on_context(one_layer_runtime, seq):
+    rt = one_layer_runtime
+    pie, naive, text = PromptCache(rt, "pie", 1.0), PromptCache(rt, "naive", 1.0), BASE
+    pie.sync(rt.encode(text))
+    naive.sync(rt.encode(text))
+    for edit in seq:
+        text = apply(text, edit)
+        ids = rt.encode(text) or [0]
+        got = pie.sync(ids)
+        assert pie.ids == ids and len(pie.stale) == len(ids)
+        assert torch.allclose(got.logits, fresh_logits(rt, ids), atol=1e-4)
+        naive.sync(ids)
+        assert naive.ids == ids
+
+
+def test_naive_splice_is_wrong_after_a_shift(one_layer_runtime):
+    rt = one_layer_runtime
+    pie, naive = PromptCache(rt, "pie", 1.0), PromptCache(rt, "naive", 1.0)
+    old = rt.encode(BASE)
+    new = rt.encode("# a comment that shifts everything\n" + BASE)
+    for c in (pie, naive):
+        c.sync(old)
+    exact = fresh_logits(rt, new)
+    p, n = pie.sync(new), naive.sync(new)
+    assert p.reused > 0.8 * len(old) and p.prefilled < 20
+    pie_err = (p.logits - exact).abs().max()
+    naive_err = (n.logits - exact).abs().max()
+    assert pie_err < 1e-4
+    assert naive_err > 1e-4 and naive_err > 10 * pie_err
+
+
+def test_staleness_and_refresh(tiny_runtime):
+    rt = tiny_runtime
+    cache = PromptCache(rt, "pie", stale_threshold=0.9)
+    cache.sync(rt.encode(BASE))
+    assert cache.stale_count == 0
+    edited = rt.encode("import sys\n" + BASE)
+    result = cache.sync(edited)
+    assert result.stale > 0.5 * len(edited) and not result.refreshed
+    first_stale = cache.stale.index(True)
+    assert cache.refresh() == len(edited) - first_stale >= result.stale
+    assert cache.stale_count == 0 and cache.ids == edited
+    # a low threshold refreshes during the sync instead
+    low = PromptCache(rt, "pie", stale_threshold=0.1)
+    low.sync(rt.encode(BASE))
+    again = low.sync(edited)
+    assert again.refreshed and again.stale == 0 and low.refreshes == 1
+    assert torch.allclose(again.logits, fresh_logits(rt, edited), atol=1e-4)
+
+
+def test_front_deletion_is_a_shift_not_a_recompute(tiny_runtime):
+    rt = tiny_runtime
+    cache = PromptCache(rt, "pie", stale_threshold=1.0)
+    ids = rt.encode(BASE * 3)
+    cache.sync(ids)
+    slid = ids[25:]                                     # the window slid forward
+    result = cache.sync(slid)
+    assert result.prefilled == 1 and result.reused == len(slid) - 1
+
+
+def test_inconsistent_cache_falls_back_to_full(tiny_runtime, caplog):
+    rt = tiny_runtime
+    cache = PromptCache(rt, "pie")
+    ids = rt.encode(BASE)
+    cache.sync(ids)
+    cache.ids = cache.ids[:-3]                          # ids no longer match the tensors
+    with caplog.at_level("WARNING", logger="inkling.cache"):
+        result = cache.sync(ids)
+    assert "recomputing (full)" in caplog.text
+    assert result.prefilled == len(ids)
+    assert torch.allclose(result.logits, fresh_logits(rt, ids), atol=1e-4)
+
+
+def test_unsupported_rope_uses_full_with_a_reason(tmp_path, caplog):
+    d = make_tiny_model(tmp_path / "ntk", rope_parameters={"rope_theta": 10000.0,
+                                                           "rope_type": "dynamic", "factor": 2.0})
+    rt = load_runtime(d, device="cpu", dtype="float32")
+    with caplog.at_level("WARNING", logger="inkling.cache"):
+        cache = PromptCache(rt, "pie")
+    assert cache.mode == "full" and "dynamic" in caplog.text
+
+
+def test_segments_find_several_hunks():
+    old = list(range(100))
+    new = old[:10] + [500, 501] + old[10:60] + old[64:]      # an insertion and a deletion
+    segs = segments(old, new)
+    kept = [s for s in segs if s.kept]
+    assert [(s.old_start, len(s)) for s in kept] == [(0, 10), (10, 50), (64, 36)]
+    assert [s.shift for s in kept] == [0, 2, -2]
+
+
+def test_pool_evicts_least_recent_within_budget():
+    pool = CachePool(100, size_of=lambda item: item["size"])
+    pool.get("a", lambda: {"size": 60})
+    pool.get("b", lambda: {"size": 30})
+    pool.get("a", lambda: {"size": 0})                        # a is recent again
+    pool.get("c", lambda: {"size": 40})
+    pool.trim()
+    assert pool.keys() == ["a", "c"] and pool.evictions == 1
