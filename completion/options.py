@@ -46,7 +46,7 @@ class CompletionOptions:
 @dataclass
 class CacheOptions:
     mode: str = "full"            # full | pie | naive
-    stale_threshold: float = 0.5  # refresh when stale tokens would pass this share of the prompt
+    stale_threshold: float = 0.9  # refresh when stale tokens would pass this share of the prompt
     budget_mb: int = 512          # KV caches of all documents together
     idle_refresh_ms: int = 1500   # the server refreshes stale tokens after this much quiet
 
