@@ -177,6 +177,50 @@ class PromptCache:
     def _consistent(self) -> bool:
         return self._cached_len() == len(self.ids) == len(self.stale)
 
+    # ---------------------------------------------------------- verification
+    def extend_tree(self, tokens: list[int], parents: list[int]) -> torch.Tensor:
+        """Run a token tree after the cached tokens in one forward pass.
+
+        ``parents[i]`` is the index of node i's parent (-1 for a root). Each node
+        attends to the whole cache, its ancestors and itself, at position
+        ``past + depth``. Returns logits [n, vocab]; the cache then holds every node
+        (``keep_new`` keeps the accepted path).
+        """
+        past, n = len(self.ids), len(tokens)
+        depth = []
+        for p in parents:
+            depth.append(0 if p < 0 else depth[p] + 1)
+        dtype = self.runtime.dtype
+        mask = torch.full((n, past + n), torch.finfo(dtype).min, dtype=dtype)   # [n, past + n]
+        mask[:, :past] = 0
+        for i in range(n):
+            j = i
+            while j >= 0:
+                mask[i, past + j] = 0
+                j = parents[j]
+        if self.past is None:
+            from transformers import DynamicCache
+            self.past = DynamicCache(config=self.runtime.model.config)
+        pos = (past + torch.tensor(depth))[None].to(self.runtime.device)         # [1, n]
+        x = torch.tensor([tokens], dtype=torch.long)                             # [1, n]
+        logits = self.runtime.forward(x, self.past, position_ids=pos,
+                                      attention_mask=mask[None, None].to(self.runtime.device))
+        self.ids.extend(tokens)
+        self.stale.extend([False] * n)
+        return logits[0]
+
+    def keep_new(self, start: int, keep: list[int]) -> None:
+        """Of the entries from ``start`` on, keep those at offsets ``keep`` (in order)."""
+        if keep == list(range(len(self.ids) - start)):
+            return
+        index = torch.tensor(list(range(start)) + [start + i for i in keep],
+                             device=self.runtime.device)
+        for layer in self.past.layers:                       # keys, values: [b, kv_heads, seq, d]
+            layer.keys = layer.keys.index_select(-2, index)
+            layer.values = layer.values.index_select(-2, index)
+        self.ids = self.ids[:start] + [self.ids[start + i] for i in keep]
+        self.stale = self.stale[:start] + [self.stale[start + i] for i in keep]
+
     # ---------------------------------------------------------------- extend
     def extend(self, ids: list[int]) -> torch.Tensor:
         """Run ``ids`` after the cached tokens: returns logits [len(ids), vocab]."""

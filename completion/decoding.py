@@ -24,7 +24,7 @@ class Decoded:
     stopped_by: str           # "stop-rule" | "end-of-text" | "max-tokens"
 
 
-def _pick(logits: torch.Tensor) -> tuple[int, float]:
+def pick(logits: torch.Tensor) -> tuple[int, float]:
     """logits: [vocab] -> (argmax token, its log-probability)."""
     tok = int(torch.argmax(logits))
     return tok, float(torch.log_softmax(logits, -1)[tok])
@@ -37,9 +37,9 @@ def greedy_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule, max_
     ids: list[int] = []
     logprob, forwards = 0.0, 0
     while True:
-        tok, lp = _pick(logits)
+        tok, lp = pick(logits)
         if tok in stop_ids:
-            return _final(ids, logprob, forwards, stop, decode, "end-of-text")
+            return finish(ids, logprob, forwards, stop, decode, "end-of-text")
         ids.append(tok)
         logprob += lp
         text = decode(ids)
@@ -47,14 +47,14 @@ def greedy_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule, max_
         if cut is not None:
             return Decoded(text[:cut], ids, logprob, forwards, "stop-rule")
         if len(ids) >= max_new_tokens:
-            return _final(ids, logprob, forwards, stop, decode, "max-tokens")
+            return finish(ids, logprob, forwards, stop, decode, "max-tokens")
         if cancelled():
             raise Cancelled()
         logits = cache.extend([tok])[-1]                     # [vocab]
         forwards += 1
 
 
-def _final(ids, logprob, forwards, stop: StopRule, decode, why: str) -> Decoded:
+def finish(ids, logprob, forwards, stop: StopRule, decode, why: str) -> Decoded:
     text = decode(ids).rstrip("\ufffd")
     cut = stop.cut(text, final=True)
     return Decoded(text[:cut], ids, logprob, forwards, why)

@@ -63,6 +63,10 @@ class Engine:
         self._ids = itertools.count(1)
         self.stats = EngineStats()
         self.workspace_folders: list[str] = []   # file:// URIs, from the editor
+        self.workspace = None                    # a WorkspaceIndex once indexed
+        self._history = None                     # accepted completions (a SuffixIndex)
+        self._doc_indexes: dict[str, tuple[str, object]] = {}
+        self._line_end_ids: frozenset[int] | None = None
 
     # ----------------------------------------------------------- configuration
     def configure(self, changes: dict) -> InklingOptions:
@@ -99,6 +103,7 @@ class Engine:
     def close(self, uri: str) -> None:
         self.document(uri)
         del self._documents[uri]
+        self._doc_indexes.pop(uri, None)
 
     def document(self, uri: str) -> Document:
         try:
@@ -117,6 +122,7 @@ class Engine:
         from inkling.cache.prompt_cache import PromptCache
 
         from .decoding import greedy_decode
+        from .speculative import speculative_decode
         from .prompt import budgets, build_prompt
         from .stop_rules import stop_rule_for, trim_repeated_suffix
 
@@ -141,9 +147,14 @@ class Engine:
         synced = cache.sync(prompt.ids)
         self.stats.refreshes += synced.refreshed
         first_ms = (time.perf_counter() - t0) * 1000
-        out = greedy_decode(cache, synced.logits, stop,
-                            c.max_block_tokens if stop.block else c.max_new_tokens,
-                            runtime.stop_ids, runtime.decode, cancelled)
+        budget = c.max_block_tokens if stop.block else c.max_new_tokens
+        if c.draft == "none":
+            out = greedy_decode(cache, synced.logits, stop, budget, runtime.stop_ids,
+                                runtime.decode, cancelled)
+        else:
+            drafter, context = self._drafter(c.draft, uri, doc, prompt, stop.block)
+            out = speculative_decode(cache, synced.logits, stop, budget, runtime.stop_ids,
+                                     runtime.decode, drafter, context, cancelled)
         self._caches.trim()
         suggestion = trim_repeated_suffix(out.text, prompt.line_suffix, prompt.suffix)
         if doc.eol != "\n":
@@ -169,7 +180,67 @@ class Engine:
                 from None
         self.stats.accepted += 1
         self.stats.accepted_chars += len(draft.text)
+        if self._runtime is not None and draft.text:
+            self.history.append(self._runtime.encode(draft.text.replace("\r\n", "\n")))
         return draft
+
+    # ---------------------------------------------------------------- drafting
+    @property
+    def history(self):
+        """Accepted completions, a drafting source."""
+        if self._history is None:
+            from .suffix_index import SuffixIndex
+            self._history = SuffixIndex(min_merge=512)
+        return self._history
+
+    def index_workspace(self, progress: Progress | None = None):
+        """Index the workspace folders for drafting and watch them; returns the report."""
+        from urllib.parse import unquote, urlparse
+
+        from .workspace_index import WorkspaceIndex
+        runtime = self.load_model()
+        roots = [Path(unquote(urlparse(u).path)) for u in self.workspace_folders]
+        index = WorkspaceIndex(runtime.encode)
+        report = index.index_folders(roots, progress)
+        if self.workspace is not None:
+            self.workspace.stop()
+        self.workspace = index
+        return report
+
+    def workspace_file_changed(self, path: str) -> None:
+        """A file on disk changed (the replay's `file` events; watchdog does it in the server)."""
+        if self.workspace is not None:
+            self.workspace.update_file(path)
+
+    def _drafter(self, mode: str, uri: str, doc: Document, prompt, block: bool):
+        """(drafter, context) for speculative decoding in ``mode``."""
+        from .prompt import normalise_eol
+        from .prompt_lookup import prompt_lookup
+        from .suffix_drafter import SuffixDrafter
+        runtime = self._runtime
+        ends = runtime.stop_ids if block else runtime.stop_ids | self._line_ends(runtime)
+        if mode == "prompt-lookup":
+            return (lambda ctx, budget: prompt_lookup(ctx, budget, ends)), list(prompt.ids)
+        text = normalise_eol(doc.text)
+        cached = self._doc_indexes.get(uri)
+        if cached is None or cached[0] is not doc.text:
+            from .suffix_index import SuffixIndex
+            index = SuffixIndex()
+            index.put(uri, runtime.encode(text))
+            index.rebuild()
+            cached = self._doc_indexes[uri] = (doc.text, index)
+        sources = {"document": cached[1], "history": self.history}
+        if self.workspace is not None:
+            sources["workspace"] = self.workspace
+        drafter = SuffixDrafter(sources)
+        return (lambda ctx, budget: drafter.draft(ctx, budget, ends)), list(prompt.prefix_ids)
+
+    def _line_ends(self, runtime) -> frozenset[int]:
+        if self._line_end_ids is None:
+            vocab = runtime.tokenizer.get_vocab_size()
+            self._line_end_ids = frozenset(
+                i for i in range(vocab) if "\n" in runtime.tokenizer.decode([i]))
+        return self._line_end_ids
 
     def _remember(self, draft: Draft) -> Draft:
         self._drafts[draft.id] = draft

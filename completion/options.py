@@ -18,7 +18,8 @@ DRAFT_MODES = ("none", "prompt-lookup", "suffix")
 MONITOR_MODES = ("off", "on")
 
 # What this build implements; anything else in the choices above is refused clearly.
-IMPLEMENTED = {"decoder": ("greedy",), "cache": ("full", "pie", "naive"), "draft": ("none",),
+IMPLEMENTED = {"decoder": ("greedy",), "cache": ("full", "pie", "naive"),
+               "draft": ("none", "prompt-lookup", "suffix"),
                "monitor": ("off",)}
 
 

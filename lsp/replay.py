@@ -53,6 +53,7 @@ class _Session:
         target = self.root / e.path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(e.text.encode("utf-8"))
+        self.engine.workspace_file_changed(str(target))    # as the server's file watcher does
 
     def _open(self, e: OpenEvent) -> None:
         if e.path in self.versions:
@@ -115,6 +116,8 @@ class Replayer:
             root = Path(tmp).resolve()
             engine = Engine(self.options, self.runtime)
             engine.workspace_folders = [root.as_uri()]      # as the server's initialize sets it
+            if self.options.completion.draft == "suffix":
+                engine.index_workspace()                    # as the server does at start
             session = _Session(trace, root, engine, self.checker, result)
             for done, event in enumerate(trace.events, start=1):
                 try:

@@ -110,7 +110,30 @@ class InklingServer(LanguageServer):
             return
         self._end_progress(progress, token, "ready")
         self.log(f"model {runtime.path} loaded on {runtime.device} ({runtime.dtype})")
+        if self.engine.options.completion.draft == "suffix":
+            await self.index_workspace()
         self.status("ready", f"model {runtime.path.name} ready")
+
+    async def index_workspace(self) -> None:
+        """Index the workspace folders for drafting ($/progress), then watch them."""
+        if not self.engine.workspace_folders:
+            return
+        loop = asyncio.get_running_loop()
+        token = f"inkling-index-{uuid.uuid4().hex[:8]}"
+        progress = await self._begin_progress(token, "inkling: indexing workspace")
+
+        def report(stage: str, fraction: float) -> None:
+            loop.call_soon_threadsafe(self._report_progress, progress, token, stage,
+                                      round(fraction * 100), "indexing")
+        try:
+            result = await self.worker.run(self.engine.index_workspace, report)
+        except OSError as exc:
+            self._end_progress(progress, token, "failed")
+            self.show_once(f"inkling: workspace indexing failed: {exc}")
+            return
+        self.engine.workspace.start_watching()
+        self._end_progress(progress, token, result.summary())
+        self.log(f"workspace: {result.summary()}")
 
     async def _begin_progress(self, token: str, title: str) -> bool:
         caps = self.client_capabilities.window
@@ -125,11 +148,12 @@ class InklingServer(LanguageServer):
             title=title, percentage=0, cancellable=False))
         return True
 
-    def _report_progress(self, enabled: bool, token: str, stage: str, pct: int) -> None:
+    def _report_progress(self, enabled: bool, token: str, stage: str, pct: int,
+                         state: str = "loading") -> None:
         if enabled:
             self.work_done_progress.report(token, lsp.WorkDoneProgressReport(
                 message=stage, percentage=pct))
-        self.status("loading", stage, pct)
+        self.status(state, stage, pct)
 
     def _end_progress(self, enabled: bool, token: str, message: str) -> None:
         if enabled:
@@ -208,9 +232,13 @@ def build_server(engine: Engine) -> InklingServer:
     @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(ls: InklingServer, params: lsp.DidChangeConfigurationParams):
         had_model = ls.engine.options.model
+        had_draft = ls.engine.options.completion.draft
         ls.configure(params.settings)
         if ls.engine.options.model != had_model:
             asyncio.ensure_future(ls.load_model())
+        elif (ls.engine.options.completion.draft == "suffix" != had_draft
+              and ls.engine.workspace is None and ls.engine.model_loaded):
+            asyncio.ensure_future(ls.index_workspace())
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: InklingServer, params: lsp.DidOpenTextDocumentParams):
@@ -277,6 +305,8 @@ def build_server(engine: Engine) -> InklingServer:
     @server.feature(lsp.SHUTDOWN)
     def shutdown(ls: InklingServer, params=None):
         ls.worker.shutdown()
+        if ls.engine.workspace is not None:
+            ls.engine.workspace.stop()
 
     return server
 

@@ -217,8 +217,6 @@ def test_cache_modes_replay_in_sync_and_report_staleness(tmp_path, tiny_model_di
 
 
 @pytest.mark.parametrize("flags, needle", [
-    (["--draft", "suffix"], "draft 'suffix' is not implemented yet"),
-    (["--draft", "prompt-lookup"], "draft 'prompt-lookup' is not implemented yet"),
     (["--monitor", "on"], "monitor 'on' is not implemented yet"),
     (["--decoder", "branches"], "decoder 'branches' is not implemented yet"),
     (["--decoder", "superposed"], "decoder 'superposed' is not implemented yet"),

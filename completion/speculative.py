@@ -1,0 +1,90 @@
+"""Greedy decoding with draft trees verified in one forward pass (lossless for greedy).
+
+Each step: the root is the token the model just chose (not yet in the cache); a
+drafter proposes a tree after it; the root and the tree run through the model in one
+forward with a tree mask; the walk from the root follows the child whose token is
+the argmax, so exactly the tokens greedy decoding would choose are accepted, plus
+one bonus token; the cache keeps only the accepted path.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+
+from inkling.cache.prompt_cache import PromptCache
+
+from .decoding import Cancelled, Decoded, finish, pick
+from .draft_tree import DraftTree
+from .stop_rules import StopRule
+
+Drafter = Callable[[list[int], int], DraftTree]   # (context ids, token budget) -> tree
+
+
+def accept(tree: DraftTree, logits: torch.Tensor) -> tuple[list[int], int]:
+    """Walk the verified tree. logits: [1 + n, vocab] (root first).
+
+    Returns the accepted node indices (into ``tree``) and the offset, in the forward's
+    rows, of the last accepted position (whose argmax is the next token).
+    """
+    path, row, node = [], 0, -1
+    kids = {}
+    for i, p in enumerate(tree.parents):
+        kids.setdefault(p, {})[tree.tokens[i]] = i
+    while True:
+        nxt = int(torch.argmax(logits[row]))
+        child = kids.get(node, {}).get(nxt)
+        if child is None:
+            return path, row
+        path.append(child)
+        node, row = child, child + 1
+
+
+def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
+                       max_new_tokens: int, stop_ids: frozenset[int],
+                       decode: Callable[[list[int]], str], drafter: Drafter,
+                       context: list[int], cancelled: Callable[[], bool] = lambda: False
+                       ) -> Decoded:
+    """``context``: the ids before the cursor (what drafts continue)."""
+    ids: list[int] = []
+    logprob, forwards, drafted, accepted_drafts = 0.0, 0, 0, 0
+    tok, lp = pick(logits)
+    while True:
+        if tok in stop_ids:
+            return finish(ids, logprob, forwards, stop, decode, "end-of-text")
+        ids.append(tok)
+        logprob += lp
+        done = _stopped(ids, logprob, forwards, stop, decode, max_new_tokens)
+        if done is not None:
+            return done
+        if cancelled():
+            raise Cancelled()
+        tree = drafter(context + ids, max_new_tokens - len(ids))
+        start = len(cache.ids)
+        out = cache.extend_tree([tok] + tree.tokens, [-1] + [p + 1 for p in tree.parents])
+        forwards += 1
+        path, row = accept(DraftTree(tree.tokens, tree.parents), out)
+        drafted += len(tree)
+        accepted_drafts += len(path)
+        cache.keep_new(start, [0] + [i + 1 for i in path])
+        for node in path:
+            t, lp = tree.tokens[node], float(torch.log_softmax(out[tree.parents[node] + 1], -1)
+                                            [tree.tokens[node]])
+            if t in stop_ids:
+                return finish(ids, logprob, forwards, stop, decode, "end-of-text")
+            ids.append(t)
+            logprob += lp
+            done = _stopped(ids, logprob, forwards, stop, decode, max_new_tokens)
+            if done is not None:
+                return done
+        tok, lp = pick(out[row])
+
+
+def _stopped(ids, logprob, forwards, stop: StopRule, decode, max_new_tokens) -> Decoded | None:
+    text = decode(ids)
+    cut_at = stop.cut(text) if not text.endswith("\ufffd") else None
+    if cut_at is not None:
+        return Decoded(text[:cut_at], ids, logprob, forwards, "stop-rule")
+    if len(ids) >= max_new_tokens:
+        return finish(ids, logprob, forwards, stop, decode, "max-tokens")
+    return None

@@ -1,0 +1,49 @@
+"""Retrieval drafting from suffix indexes (SuffixDecoding's rule).
+
+For each source (the document, the workspace, accepted completions) and each of the
+longest match lengths m of the context's tail, the continuations that followed the
+matches become a draft tree of up to min(max_spec, alpha * m) tokens; the
+best-scoring tree over match lengths and sources is verified.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .draft_tree import EMPTY, DraftTree, cut, from_continuations
+from .suffix_index import SuffixIndex
+
+
+@dataclass(frozen=True)
+class DraftLimits:
+    max_spec: int = 24            # longest draft path
+    alpha: float = 4.0            # draft length per matched token
+    max_nodes: int = 32           # tree size
+    floor: float = 0.1            # sibling probability floor
+    max_continuations: int = 64   # most recent occurrences used
+    lengths_tried: int = 3        # distinct match lengths tried, longest first
+
+
+class SuffixDrafter:
+    def __init__(self, sources: dict[str, SuffixIndex], limits: DraftLimits = DraftLimits()):
+        self.sources = sources
+        self.limits = limits
+
+    def draft(self, context: list[int], budget: int, ends: frozenset[int]) -> DraftTree:
+        """The best draft tree after ``context`` with at most ``budget`` tokens per path."""
+        best = EMPTY
+        lim = self.limits
+        for name, index in self.sources.items():
+            found = index.matches(context)
+            if not found:
+                continue
+            lengths = sorted({m.length for _, m in found}, reverse=True)[:lim.lengths_tried]
+            for m in lengths:
+                span = min(budget, lim.max_spec, int(lim.alpha * m))
+                if span <= 0:
+                    continue
+                occ = [(s, x) for s, x in found if x.length >= m][-lim.max_continuations:]
+                conts = [s.continuation(x.end, span) for s, x in occ]
+                tree = from_continuations(conts, lim.max_nodes, lim.floor, name)
+                if tree.score > best.score:
+                    best = tree
+        return cut(best, ends) if best.tokens else best

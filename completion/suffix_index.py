@@ -1,0 +1,188 @@
+"""An index of token streams for retrieval drafting.
+
+Every position of the stream is indexed by the hash of the k-gram that ends there
+(k = 4 and k = 2), in sorted numpy arrays, so the occurrences of the context's tail
+are found by binary search and extended backwards (vectorised) to their full match
+length. That is the part of a suffix tree that drafting uses: for the longest
+suffixes of the context, where they occur and what followed them. Appending (new
+files, accepted completions) goes to a small tail index that is merged when it grows.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+SEPARATOR = -1
+ANCHORS = (4, 2)              # k-gram lengths looked up, longest first
+MAX_MATCH = 32                # match lengths are counted up to this
+MAX_OCCURRENCES = 256         # the most recent occurrences of an anchor are examined
+_MUL = np.int64(1_000_003)
+
+
+def _kgram_hashes(toks: np.ndarray, k: int) -> np.ndarray:
+    """hash of toks[i-k+1 .. i] for every i >= k-1 (int64, wrapping): [n - k + 1]."""
+    h = np.zeros(len(toks) - k + 1, dtype=np.int64)
+    for j in range(k):
+        h = h * _MUL + (toks[j:len(toks) - k + 1 + j].astype(np.int64) + 2)
+    return h
+
+
+def _hash_of(seq: list[int]) -> np.int64:
+    """The hash _kgram_hashes gives the same tokens (computed the same way)."""
+    return _kgram_hashes(np.asarray(seq, dtype=np.int32), len(seq))[0]
+
+
+@dataclass(frozen=True)
+class Match:
+    end: int          # position just after the matched tokens in the stream
+    length: int       # how many context tokens match there
+
+
+class _Sorted:
+    """Positions sorted by the hash of the k-gram ending there."""
+
+    def __init__(self, toks: np.ndarray, k: int):
+        self.k = k
+        if len(toks) < k:
+            self.keys = np.zeros(0, np.int64)
+            self.ends = np.zeros(0, np.int64)
+            return
+        hashes = _kgram_hashes(toks, k)
+        valid = np.ones(len(hashes), bool)
+        for j in range(k):                       # no k-gram spans a separator
+            valid &= toks[j:len(toks) - k + 1 + j] != SEPARATOR
+        idx = np.nonzero(valid)[0]
+        order = np.argsort(hashes[idx], kind="stable")
+        self.keys = hashes[idx][order]
+        self.ends = (idx[order] + k).astype(np.int64)      # position after the k-gram
+
+    def lookup(self, h: np.int64) -> np.ndarray:
+        lo, hi = np.searchsorted(self.keys, h, "left"), np.searchsorted(self.keys, h, "right")
+        return self.ends[max(lo, hi - MAX_OCCURRENCES):hi]
+
+
+class StreamIndex:
+    """Token sequences joined by separators, with their k-gram indexes."""
+
+    def __init__(self, toks: np.ndarray, starts: np.ndarray, tags: list):
+        self.toks = toks
+        self.starts = starts          # where each sequence begins in ``toks``
+        self.tags = tags              # one tag per sequence (who it belongs to)
+        self.sorted = {k: _Sorted(toks, k) for k in ANCHORS}
+
+    @classmethod
+    def of(cls, sequences: list, tags: list | None = None) -> "StreamIndex":
+        parts, starts, at = [], [], 0
+        for s in sequences:
+            arr = np.asarray(s, dtype=np.int32)
+            starts.append(at)
+            parts += [arr, np.array([SEPARATOR], dtype=np.int32)]
+            at += len(arr) + 1
+        toks = np.concatenate(parts) if parts else np.zeros(0, np.int32)
+        return cls(toks, np.asarray(starts, dtype=np.int64),
+                   list(tags) if tags is not None else [None] * len(sequences))
+
+    def __len__(self) -> int:
+        return len(self.toks)
+
+    def tag_at(self, position: int):
+        return self.tags[int(np.searchsorted(self.starts, position, "right")) - 1]
+
+    def matches(self, context: list[int]) -> list[Match]:
+        """Occurrences of the context's longest matching tails, with their lengths."""
+        for k in ANCHORS:
+            if len(context) < k:
+                continue
+            ends = self.sorted[k].lookup(_hash_of(context[-k:]))
+            ends = ends[ends < len(self.toks)]
+            ends = ends[self.toks[ends] != SEPARATOR]        # something must follow
+            if len(ends):
+                return self._extend(ends, context, k)
+        return []
+
+    def _extend(self, ends: np.ndarray, context: list[int], k: int) -> list[Match]:
+        ctx = np.asarray(context[-MAX_MATCH:], dtype=np.int32)
+        length = np.full(len(ends), k, dtype=np.int64)
+        alive = np.ones(len(ends), bool)
+        for j in range(k + 1, min(MAX_MATCH, len(ctx)) + 1):
+            at = ends - j
+            ok = alive & (at >= 0)
+            ok[ok] &= self.toks[at[ok]] == ctx[-j]
+            length[ok] = j
+            alive = ok
+            if not alive.any():
+                break
+        return [Match(int(e), int(n)) for e, n in zip(ends, length)]
+
+    def continuation(self, end: int, limit: int) -> list[int]:
+        """Up to ``limit`` tokens from ``end``, stopping at a separator."""
+        seg = self.toks[end:end + limit]
+        cut = np.nonzero(seg == SEPARATOR)[0]
+        return seg[:cut[0]].tolist() if len(cut) else seg.tolist()
+
+
+class SuffixIndex:
+    """Keyed token sequences (files, accepted completions) in a large base index and a
+    small tail index for recent changes; replaced or removed sequences are filtered
+    out of matches until the next merge."""
+
+    def __init__(self, merge_fraction: float = 0.25, min_merge: int = 8192):
+        self._seqs: dict[str, tuple[int, np.ndarray]] = {}   # key -> (version, ids)
+        self._version = 0
+        self._base = StreamIndex.of([])
+        self._tail = StreamIndex.of([])
+        self._tail_keys: list[str] = []
+        self.merge_fraction = merge_fraction
+        self.min_merge = min_merge
+
+    def __len__(self) -> int:
+        return sum(len(ids) for _, ids in self._seqs.values())
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._seqs
+
+    def put(self, key: str, ids) -> None:
+        """Add or replace the sequence under ``key``."""
+        self._version += 1
+        self._seqs[key] = (self._version, np.asarray(ids, dtype=np.int32))
+        if key not in self._tail_keys:
+            self._tail_keys.append(key)
+        tail_tokens = sum(len(self._seqs[k][1]) for k in self._tail_keys if k in self._seqs)
+        if tail_tokens > max(self.min_merge, self.merge_fraction * len(self._base)):
+            self.rebuild()
+        else:
+            self._tail = self._stream(self._tail_keys)
+
+    def put_many(self, items) -> None:
+        """Add or replace many (key, ids) sequences, then merge everything."""
+        for key, ids in items:
+            self._version += 1
+            self._seqs[key] = (self._version, np.asarray(ids, dtype=np.int32))
+        self.rebuild()
+
+    def append(self, ids) -> None:
+        self.put(f"#{self._version + 1}", ids)
+
+    def remove(self, key: str) -> None:
+        self._seqs.pop(key, None)
+
+    def rebuild(self) -> None:
+        self._base = self._stream(list(self._seqs))
+        self._tail_keys = []
+        self._tail = StreamIndex.of([])
+
+    def _stream(self, keys: list[str]) -> StreamIndex:
+        keys = [k for k in keys if k in self._seqs]
+        return StreamIndex.of([self._seqs[k][1] for k in keys],
+                              [(k, self._seqs[k][0]) for k in keys])
+
+    def matches(self, context: list[int]) -> list[tuple[StreamIndex, Match]]:
+        """Matches in live sequences only (a replaced sequence's old copy is skipped)."""
+        out = []
+        for stream in (self._base, self._tail):
+            for m in stream.matches(context):
+                key, version = stream.tag_at(m.end - 1)
+                if self._seqs.get(key, (None,))[0] == version:
+                    out.append((stream, m))
+        return out

@@ -1,0 +1,135 @@
+"""Retrieval drafting and tree verification: lossless against greedy decoding."""
+import random
+
+import numpy as np
+import pytest
+import torch
+
+from inkling.cache.model_loader import load_runtime
+from inkling.cache.prompt_cache import PromptCache
+from inkling.completion.decoding import greedy_decode
+from inkling.completion.document import Position
+from inkling.completion.draft_tree import cut, from_continuations, linear
+from inkling.completion.engine import Engine
+from inkling.completion.options import InklingOptions
+from inkling.completion.prompt_lookup import prompt_lookup
+from inkling.completion.speculative import accept, speculative_decode
+from inkling.completion.stop_rules import StopRule
+from inkling.completion.suffix_index import StreamIndex, SuffixIndex
+from inkling.models.corpus import stdlib_root
+
+from conftest import make_tiny_model
+
+
+def test_stream_index_finds_longest_matches_and_continuations():
+    s = StreamIndex.of([[1, 2, 3, 4, 5, 6, 7], [9, 3, 4, 5, 6, 8]])
+    found = s.matches([2, 3, 4, 5, 6])
+    assert sorted((m.length, s.continuation(m.end, 3)) for m in found) == [(4, [8]), (5, [7])]
+    assert s.matches([42, 43]) == []
+
+
+def test_replaced_and_removed_sequences_are_not_matched():
+    idx = SuffixIndex()
+    idx.put("a", [1, 2, 3, 4])
+    idx.put("b", [5, 2, 3, 9])
+    idx.put("a", [2, 3, 7])                                  # a changed on disk
+    conts = sorted(s.continuation(m.end, 1)[0] for s, m in idx.matches([2, 3]))
+    assert conts == [7, 9]
+    idx.remove("b")
+    idx.rebuild()
+    assert [s.continuation(m.end, 1) for s, m in idx.matches([2, 3])] == [[7]]
+
+
+def test_draft_tree_greedy_path_first_then_siblings():
+    t = from_continuations([[1, 2, 3], [1, 2, 4], [1, 5], [6]], 10, 0.1, "doc")
+    assert t.tokens[:3] == [1, 2, 3] and t.parents[:3] == [-1, 0, 1]
+    assert set(zip(t.tokens[3:], t.parents[3:])) == {(6, -1), (5, 0), (4, 1)}
+    assert t.score == pytest.approx(0.75 + 0.5 + 0.25)
+    assert cut(t, {2}).tokens == [1, 2, 6, 5]                # nothing after a line end
+
+
+def test_prompt_lookup_takes_the_first_match_like_transformers():
+    assert prompt_lookup([1, 2, 3, 4, 5, 9, 2, 3], 10, frozenset()).tokens == [4, 5, 9, 2, 3]
+    assert prompt_lookup([7, 8, 9], 10, frozenset()).tokens == []
+
+
+def test_accept_walks_the_argmax_path():
+    tree = from_continuations([[5, 6], [5, 7]], 8, 0.0, "x")   # 5 -> {6, 7}
+    logits = torch.zeros(1 + len(tree), 10)
+    logits[0, 5] = 1                                         # root -> 5 (accepted)
+    logits[1 + tree.tokens.index(5), 7] = 1                  # after 5 -> 7 (a sibling branch)
+    seven = tree.tokens.index(7)
+    logits[1 + seven, 2] = 1                                 # bonus token after 7
+    path, row = accept(tree, logits)
+    assert [tree.tokens[i] for i in path] == [5, 7] and int(torch.argmax(logits[row])) == 2
+
+
+def _prompts(n: int, seed: int):
+    rng = random.Random(seed)
+    root = stdlib_root()
+    texts = [(root / f).read_text() for f in ("textwrap.py", "shlex.py", "bisect.py",
+                                               "heapq.py", "fnmatch.py")]
+    out = []
+    for _ in range(n):
+        text = rng.choice(texts)
+        cut_at = rng.randrange(200, len(text) - 200)
+        out.append(text[max(0, cut_at - 1500):cut_at])
+    return out
+
+
+def _decode_all(rt, prompts, mode):
+    results = []
+    engine = Engine(InklingOptions().merged({"completion": {"draft": "suffix"}}), runtime=rt)
+    for i, before in enumerate(prompts):
+        ids = rt.encode(before)
+        cache = PromptCache(rt, "full")
+        logits = cache.sync(ids).logits
+        stop = StopRule(True, "")                          # a block: several lines
+        if mode == "none":
+            out = greedy_decode(cache, logits, stop, 24, rt.stop_ids, rt.decode)
+        elif mode == "prompt-lookup":
+            out = speculative_decode(cache, logits, stop, 24, rt.stop_ids, rt.decode,
+                                     lambda ctx, b: prompt_lookup(ctx, b, rt.stop_ids), ids)
+        else:
+            index = SuffixIndex()
+            index.put("doc", ids)
+            from inkling.completion.suffix_drafter import SuffixDrafter
+            drafter = SuffixDrafter({"document": index, "history": engine.history})
+            out = speculative_decode(cache, logits, stop, 24, rt.stop_ids, rt.decode,
+                                     lambda ctx, b: drafter.draft(ctx, b, rt.stop_ids), ids)
+        results.append((out.token_ids, out.forwards))
+    return results
+
+
+def _assert_lossless(rt, prompts):
+    none = _decode_all(rt, prompts, "none")
+    for mode in ("prompt-lookup", "suffix"):
+        got = _decode_all(rt, prompts, mode)
+        for i, ((a, _), (b, _)) in enumerate(zip(none, got)):
+            assert a == b, f"{mode} differs from greedy on prompt {i}"
+    return none
+
+
+def test_lossless_on_200_prompts_random_weights(tmp_path):
+    # a wider initialisation gives clear argmax margins, as trained models have
+    d = make_tiny_model(tmp_path / "wide", initializer_range=0.3, seed=7)
+    rt = load_runtime(d, device="cpu", dtype="float32")
+    _assert_lossless(rt, _prompts(200, seed=1))
+
+
+@pytest.mark.slow
+def test_lossless_on_200_prompts_bundled_model(bundled_model_dir):
+    rt = load_runtime(bundled_model_dir, device="cpu", dtype="float32")
+    _assert_lossless(rt, _prompts(200, seed=2))
+
+
+def test_engine_modes_give_the_same_suggestions(tiny_runtime):
+    text = ("def area(w, h):\n    return w * h\n\n\ndef perimeter(w, h):\n    return 2 * (w + h)\n"
+            "\n\ndef volume(w, h, d):\n    return ")
+    outs = {}
+    for mode in ("none", "prompt-lookup", "suffix"):
+        engine = Engine(InklingOptions().merged({"completion": {"draft": mode}}),
+                        runtime=tiny_runtime)
+        engine.open("file:///w/a.py", text)
+        outs[mode] = engine.complete("file:///w/a.py", Position(9, 11)).drafts[0].text
+    assert outs["none"] == outs["prompt-lookup"] == outs["suffix"]
