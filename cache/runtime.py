@@ -39,6 +39,10 @@ class ModelRuntime:
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.encode(text, add_special_tokens=False).ids if text else []
 
+    def encode_batch(self, texts: list[str]) -> list[list[int]]:
+        """Many texts at once (the tokenizer works on them in parallel)."""
+        return [e.ids for e in self.tokenizer.encode_batch(texts, add_special_tokens=False)]
+
     def decode(self, ids: list[int]) -> str:
         return self.tokenizer.decode(ids, skip_special_tokens=False)
 

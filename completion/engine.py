@@ -200,7 +200,7 @@ class Engine:
         from .workspace_index import WorkspaceIndex
         runtime = self.load_model()
         roots = [Path(unquote(urlparse(u).path)) for u in self.workspace_folders]
-        index = WorkspaceIndex(runtime.encode)
+        index = WorkspaceIndex(runtime.encode_batch)
         report = index.index_folders(roots, progress)
         if self.workspace is not None:
             self.workspace.stop()

@@ -19,7 +19,7 @@ class DraftLimits:
     alpha: float = 4.0            # draft length per matched token
     max_nodes: int = 32           # tree size
     floor: float = 0.1            # sibling probability floor
-    max_continuations: int = 64   # most recent occurrences used
+    max_continuations: int = 32   # most recent occurrences used
     lengths_tried: int = 3        # distinct match lengths tried, longest first
 
 

@@ -29,8 +29,11 @@ def _kgram_hashes(toks: np.ndarray, k: int) -> np.ndarray:
 
 
 def _hash_of(seq: list[int]) -> np.int64:
-    """The hash _kgram_hashes gives the same tokens (computed the same way)."""
-    return _kgram_hashes(np.asarray(seq, dtype=np.int32), len(seq))[0]
+    """The hash _kgram_hashes gives the same tokens (int64 arithmetic, wrapping)."""
+    h = 0
+    for t in seq:
+        h = (h * int(_MUL) + t + 2) & 0xFFFFFFFFFFFFFFFF
+    return np.int64(h - (1 << 64) if h >= 1 << 63 else h)
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,9 @@ class StreamIndex:
     def tag_at(self, position: int):
         return self.tags[int(np.searchsorted(self.starts, position, "right")) - 1]
 
+    def tags_at(self, positions: np.ndarray) -> list:
+        return [self.tags[i] for i in np.searchsorted(self.starts, positions, "right") - 1]
+
     def matches(self, context: list[int]) -> list[Match]:
         """Occurrences of the context's longest matching tails, with their lengths."""
         for k in ANCHORS:
@@ -139,6 +145,13 @@ class SuffixIndex:
     def __len__(self) -> int:
         return sum(len(ids) for _, ids in self._seqs.values())
 
+    def nbytes(self) -> int:
+        """Memory held by the token arrays and the k-gram indexes."""
+        seqs = sum(ids.nbytes for _, ids in self._seqs.values())
+        return seqs + sum(st.toks.nbytes + sum(x.keys.nbytes + x.ends.nbytes
+                                               for x in st.sorted.values())
+                          for st in (self._base, self._tail))
+
     def __contains__(self, key: str) -> bool:
         return key in self._seqs
 
@@ -181,8 +194,10 @@ class SuffixIndex:
         """Matches in live sequences only (a replaced sequence's old copy is skipped)."""
         out = []
         for stream in (self._base, self._tail):
-            for m in stream.matches(context):
-                key, version = stream.tag_at(m.end - 1)
-                if self._seqs.get(key, (None,))[0] == version:
-                    out.append((stream, m))
+            found = stream.matches(context)
+            if not found:
+                continue
+            tags = stream.tags_at(np.fromiter((m.end - 1 for m in found), np.int64, len(found)))
+            out += [(stream, m) for m, (key, version) in zip(found, tags)
+                    if self._seqs.get(key, (None,))[0] == version]
         return out

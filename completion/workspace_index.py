@@ -97,9 +97,9 @@ def read_text_file(path: Path, max_bytes: int) -> tuple[str | None, str]:
 
 
 class WorkspaceIndex:
-    def __init__(self, encode: Callable[[str], list[int]],
+    def __init__(self, encode_batch: Callable[[list[str]], list[list[int]]],
                  limits: WorkspaceLimits = WorkspaceLimits()):
-        self.encode = encode
+        self.encode_batch = encode_batch
         self.limits = limits
         self.index = SuffixIndex()
         self.lock = threading.Lock()
@@ -158,7 +158,7 @@ class WorkspaceIndex:
         batch, items = 256, []
         for i in range(0, len(texts), batch):
             part = texts[i:i + batch]
-            for (path, _), ids in zip(part, map(self.encode, (t for _, t in part))):
+            for (path, _), ids in zip(part, self.encode_batch([t for _, t in part])):
                 items.append((path, ids))
                 report.files += 1
                 report.tokens += len(ids)
@@ -180,7 +180,7 @@ class WorkspaceIndex:
             if text is None:
                 self.index.remove(str(path))
             else:
-                self.index.put(str(path), self.encode(text))
+                self.index.put(str(path), self.encode_batch([text])[0])
         self.updates_ms.append((time.perf_counter() - t0) * 1000)
         return text is not None
 

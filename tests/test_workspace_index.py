@@ -9,6 +9,10 @@ def encode(text):
     return [ord(c) % 251 for c in text]                     # a stand-in tokenizer
 
 
+def encode_batch(texts):
+    return [encode(t) for t in texts]
+
+
 def _keys(index):
     return set(index.index._seqs)
 
@@ -25,7 +29,7 @@ def test_gitignore_binary_huge_and_hidden_are_skipped(tmp_path):
     (tmp_path / ".hidden").mkdir()
     (tmp_path / ".hidden" / "h.py").write_text("h = 1\n")
     (tmp_path / "loop").symlink_to(tmp_path)                # a symlink loop
-    ws = WorkspaceIndex(encode, WorkspaceLimits(max_file_bytes=4000))
+    ws = WorkspaceIndex(encode_batch, WorkspaceLimits(max_file_bytes=4000))
     report = ws.index_folders([tmp_path])
     assert _keys(ws) == {str(tmp_path / "src" / "a.py"), str(tmp_path / ".gitignore")}
     assert report.skipped["binary files"] == 1 and report.skipped["huge files"] == 1
@@ -35,7 +39,7 @@ def test_gitignore_binary_huge_and_hidden_are_skipped(tmp_path):
 def test_file_budget_is_kept_and_reported(tmp_path):
     for i in range(30):
         (tmp_path / f"f{i:02d}.py").write_text(f"v{i} = {i}\n")
-    ws = WorkspaceIndex(encode, WorkspaceLimits(max_files=10))
+    ws = WorkspaceIndex(encode_batch, WorkspaceLimits(max_files=10))
     report = ws.index_folders([tmp_path])
     assert report.files == 10 and report.skipped["files over the file budget"] == 20
 
@@ -43,7 +47,7 @@ def test_file_budget_is_kept_and_reported(tmp_path):
 def test_unreadable_and_vanishing_files_do_not_stop_indexing(tmp_path, monkeypatch):
     (tmp_path / "ok.py").write_text("ok = 1\n")
     (tmp_path / "gone.py").write_text("gone = 1\n")
-    ws = WorkspaceIndex(encode)
+    ws = WorkspaceIndex(encode_batch)
     real = ws.candidates
 
     def vanish(root, report):
@@ -59,7 +63,7 @@ def test_unreadable_and_vanishing_files_do_not_stop_indexing(tmp_path, monkeypat
 def test_changed_file_on_disk_is_reflected_within_a_second(tmp_path):
     f = tmp_path / "m.py"
     f.write_text("alpha = 1\n")
-    ws = WorkspaceIndex(encode)
+    ws = WorkspaceIndex(encode_batch)
     ws.index_folders([tmp_path])
     ws.start_watching()
     try:

@@ -1,0 +1,71 @@
+"""Retrieval drafting: `none`, `prompt-lookup` and `suffix` side by side in one run.
+
+    python benchmarks/drafting.py [--model PATH] [--max-functions 4]
+
+Replays the sample traces and retype traces of held-out standard-library files with
+each drafting mode, trace by trace in turn, and prints tokens per forward, forwards
+per completion, completion latency p50/p95 and exact_line, then the target ratios.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_traces import describe, held_out_traces, sample_traces  # noqa: E402
+
+from inkling.completion.engine import Engine  # noqa: E402
+from inkling.completion.options import InklingOptions  # noqa: E402
+from inkling.lsp.replay import Replayer  # noqa: E402
+from inkling.lsp.replay_result import summarise  # noqa: E402
+from inkling.lsp.syntax_check import SyntaxChecker  # noqa: E402
+
+MODES = ("none", "prompt-lookup", "suffix")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--model", default="")
+    ap.add_argument("--min-lines", type=int, default=0)
+    ap.add_argument("--max-functions", type=int, default=4)
+    ap.add_argument("--cache", default="full", choices=("full", "pie", "naive"))
+    ap.add_argument("--json", help="write the per-mode summaries here")
+    args = ap.parse_args()
+    traces = sample_traces() + held_out_traces(args.min_lines, args.max_functions)
+    print(f"replaying {describe(traces)} with drafting {', '.join(MODES)}")
+    base = InklingOptions().merged({"model": {"path": args.model},
+                                    "cache": {"mode": args.cache}})
+    runtime = Engine(base).load_model()
+    checker = SyntaxChecker()
+    results = {mode: [] for mode in MODES}
+    for i, trace in enumerate(traces):
+        for mode in MODES:
+            options = base.merged({"completion": {"draft": mode}})
+            results[mode].append(Replayer(options, runtime, checker).replay(trace))
+        print(f"  [{i + 1}/{len(traces)}] {trace.name}", file=sys.stderr)
+    s = {mode: summarise(results[mode]) for mode in MODES}
+    print(f"\nmodel {runtime.path.name}, {runtime.device}, cache {args.cache}")
+    print("mode           tok/fwd  fwd/compl  lat p50  lat p95  exact_line")
+    for mode in MODES:
+        r = s[mode]
+        print(f"{mode:14} {r['tokens_per_forward']:>7.2f} {r['forwards']['per_completion']:>10.2f} "
+              f"{r['latency_ms']['p50']:>8.1f} {r['latency_ms']['p95']:>8.1f} "
+              f"{100 * r['exact_line']:>10.1f}")
+    none, pl, sx = (s[m] for m in MODES)
+    print(f"\nsuffix tokens/forward            {sx['tokens_per_forward']:.2f}  (target >= 2.5)")
+    print(f"suffix / prompt-lookup tok/fwd   {sx['tokens_per_forward'] / pl['tokens_per_forward']:.2f}  (target >= 1.2)")
+    print(f"suffix / none latency p50        {sx['latency_ms']['p50'] / none['latency_ms']['p50']:.2f}  (target <= 0.6)")
+    same = all(a.drafts == b.drafts == c.drafts for ta, tb, tc in zip(*results.values())
+               for a, b, c in zip(ta.completions, tb.completions, tc.completions))
+    print(f"identical suggestions in all modes: {same}; exact_line "
+          f"{100 * none['exact_line']:.1f} / {100 * pl['exact_line']:.1f} / {100 * sx['exact_line']:.1f}")
+    if args.json:
+        Path(args.json).write_text(json.dumps(s, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
