@@ -186,26 +186,50 @@ class PromptCache:
         ``past + depth``. Returns logits [n, vocab]; the cache then holds every node
         (``keep_new`` keeps the accepted path).
         """
-        past, n = len(self.ids), len(tokens)
-        depth = []
-        for p in parents:
+        past = len(self.ids)
+        depth, seen = [], []
+        for i, p in enumerate(parents):
             depth.append(0 if p < 0 else depth[p] + 1)
+            seen.append(([] if p < 0 else seen[p]) + [past + i])
+        return self.extend_masked(tokens, [past + d for d in depth], seen, shared=past)
+
+    def extend_masked(self, tokens: list[int], positions: list[int], visible: list[list[int]],
+                      shared: int) -> torch.Tensor:
+        """Run new tokens at explicit positions, token i seeing the first ``shared``
+        cached entries plus the entries listed in ``visible[i]`` (itself included).
+
+        One forward pass with a 4D additive mask [1, 1, n, past + n]; returns logits
+        [n, vocab]. The new entries are appended to the cache in order.
+        """
+        past, n = len(self.ids), len(tokens)
         dtype = self.runtime.dtype
         mask = torch.full((n, past + n), torch.finfo(dtype).min, dtype=dtype)   # [n, past + n]
-        mask[:, :past] = 0
-        for i in range(n):
-            j = i
-            while j >= 0:
-                mask[i, past + j] = 0
-                j = parents[j]
+        mask[:, :shared] = 0
+        for i, cols in enumerate(visible):
+            mask[i, cols] = 0
         if self.past is None:
             from transformers import DynamicCache
             self.past = DynamicCache(config=self.runtime.model.config)
-        pos = (past + torch.tensor(depth))[None].to(self.runtime.device)         # [1, n]
+        device = self.runtime.device
+        pos = torch.tensor([positions], device=device)                           # [1, n]
         x = torch.tensor([tokens], dtype=torch.long)                             # [1, n]
         logits = self.runtime.forward(x, self.past, position_ids=pos,
-                                      attention_mask=mask[None, None].to(self.runtime.device))
+                                      attention_mask=mask[None, None].to(device))
         self.ids.extend(tokens)
+        self.stale.extend([False] * n)
+        return logits[0]
+
+    def extend_embeds(self, embeds: torch.Tensor) -> torch.Tensor:
+        """Run input embeddings [n, hidden] after the cached tokens (superposed decoding):
+        returns logits [n, vocab]. Their cache entries hold no token (id -1), so the next
+        sync recomputes from them; truncate them away when done."""
+        if self.past is None:
+            from transformers import DynamicCache
+            self.past = DynamicCache(config=self.runtime.model.config)
+        start, n = len(self.ids), embeds.shape[0]
+        pos = torch.arange(start, start + n, device=self.runtime.device)[None]     # [1, n]
+        logits = self.runtime.forward_embeds(embeds[None], self.past, pos)
+        self.ids.extend([-1] * n)
         self.stale.extend([False] * n)
         return logits[0]
 

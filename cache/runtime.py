@@ -52,6 +52,29 @@ class ModelRuntime:
             raise KeyError(token)
         return tid
 
+    def input_embeddings(self) -> torch.nn.Module:
+        """The token embedding table (the superposed decoder mixes its rows)."""
+        from .errors import ModelError
+        try:
+            emb = self.model.get_input_embeddings()
+        except (AttributeError, NotImplementedError):
+            emb = None
+        if not isinstance(emb, torch.nn.Embedding):
+            raise ModelError(f"model {self.path} does not expose its input embeddings; "
+                             "the superposed decoder needs them (use branches)")
+        return emb
+
+    @torch.inference_mode()
+    def forward_embeds(self, embeds: torch.Tensor, past, position_ids: torch.Tensor) -> torch.Tensor:
+        """embeds: [1, n, hidden] -> logits [1, n, vocab] (float32); ``past`` is updated."""
+        t0 = time.perf_counter()
+        out = self.model(inputs_embeds=embeds.to(self.device, self.dtype), past_key_values=past,
+                         position_ids=position_ids, use_cache=True)
+        self.stats.forwards += 1
+        self.stats.tokens += embeds.shape[1]
+        self.stats.seconds += time.perf_counter() - t0
+        return out.logits.float()
+
     @torch.inference_mode()
     def forward(self, input_ids: torch.Tensor, past, position_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None) -> torch.Tensor:

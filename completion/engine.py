@@ -13,6 +13,7 @@ from .errors import DocumentError, OptionError
 from .options import InklingOptions
 
 Progress = Callable[[str, float], None]
+MAX_DRAFTS = 16
 
 
 @dataclass(frozen=True)
@@ -121,8 +122,6 @@ class Engine:
                  ) -> Completion:
         from inkling.cache.prompt_cache import PromptCache
 
-        from .decoding import greedy_decode
-        from .speculative import speculative_decode
         from .prompt import budgets, build_prompt
         from .stop_rules import stop_rule_for, trim_repeated_suffix
 
@@ -131,8 +130,8 @@ class Engine:
         offset = doc.offset_at(position)
         c = self.options.completion
         k = k if k is not None else (c.drafts if trigger == "invoked" else c.automatic_drafts)
-        if k < 1:
-            raise OptionError(f"the number of drafts must be at least 1, got {k}")
+        if not 1 <= k <= MAX_DRAFTS:
+            raise OptionError(f"the number of drafts must be between 1 and {MAX_DRAFTS}, got {k}")
         # the greedy decoder gives one draft whatever k is (fewer drafts, never padding)
         runtime = self.load_model()
         model_s0 = runtime.stats.seconds
@@ -148,28 +147,55 @@ class Engine:
         self.stats.refreshes += synced.refreshed
         first_ms = (time.perf_counter() - t0) * 1000
         budget = c.max_block_tokens if stop.block else c.max_new_tokens
-        if c.draft == "none":
-            out = greedy_decode(cache, synced.logits, stop, budget, runtime.stop_ids,
-                                runtime.decode, cancelled)
-        else:
-            drafter, context = self._drafter(c.draft, uri, doc, prompt, stop.block)
-            out = speculative_decode(cache, synced.logits, stop, budget, runtime.stop_ids,
-                                     runtime.decode, drafter, context, cancelled)
+        outs, forwards = self._decode(k, cache, synced.logits, stop, budget, uri, doc, prompt,
+                                      cancelled)
         self._caches.trim()
-        suggestion = trim_repeated_suffix(out.text, prompt.line_suffix, prompt.suffix)
-        if doc.eol != "\n":
-            suggestion = suggestion.replace("\n", doc.eol)
-        drafts = [self._remember(Draft(f"d{next(self._ids)}", suggestion, out.logprob,
-                                       len(out.token_ids)))]
+        drafts, seen = [], set()
+        for out in outs:
+            text = trim_repeated_suffix(out.text, prompt.line_suffix, prompt.suffix)
+            if len(outs) > 1 and (not text.strip() or text.rstrip() in seen):
+                continue                      # several drafts: no empty or repeated ones
+            seen.add(text.rstrip())
+            if doc.eol != "\n":
+                text = text.replace("\n", doc.eol)
+            drafts.append(self._remember(Draft(f"d{next(self._ids)}", text, out.logprob,
+                                               len(out.token_ids))))
         self.stats.completions += 1
         return Completion(uri, position, drafts, trigger, first_token_ms=first_ms,
                           latency_ms=(time.perf_counter() - t0) * 1000,
                           model_ms=(runtime.stats.seconds - model_s0) * 1000,
-                          forwards=out.forwards + 1, tokens=len(out.token_ids),
+                          forwards=forwards + 1, tokens=sum(len(o.token_ids) for o in outs),
                           prefill_tokens=synced.prefilled, reused_tokens=synced.reused,
                           stale_tokens=synced.stale, refreshed=synced.refreshed,
                           cache_mode=synced.mode,
-                          stopped_by=out.stopped_by, block=stop.block)
+                          stopped_by=outs[0].stopped_by if outs else "", block=stop.block)
+
+    def _decode(self, k, cache, logits, stop, budget, uri, doc, prompt, cancelled):
+        """Decoded drafts (best first) and the decoding forward passes they took."""
+        from .branches import branch_decode, sequential_decode
+        from .decoding import greedy_decode
+        from .draft_ranking import rank_drafts
+        from .speculative import speculative_decode
+        c, runtime = self.options.completion, self._runtime
+        args = (runtime.stop_ids, runtime.decode)
+        if c.decoder == "greedy" or k == 1:
+            if c.draft == "none":
+                out = greedy_decode(cache, logits, stop, budget, *args, cancelled)
+            else:
+                drafter, context = self._drafter(c.draft, uri, doc, prompt, stop.block)
+                out = speculative_decode(cache, logits, stop, budget, *args, drafter, context,
+                                         cancelled)
+            return [out], out.forwards
+        if c.decoder == "branches":
+            outs, forwards = branch_decode(cache, logits, k, stop, budget, *args, cancelled)
+        elif c.decoder == "sequential":
+            outs, forwards = sequential_decode(cache, logits, k, stop, budget, *args, cancelled)
+        else:
+            from .superposed import superposed_decode
+            outs, forwards = superposed_decode(cache, logits, k, stop, budget, *args,
+                                               self._sources(uri, doc), list(prompt.prefix_ids),
+                                               cancelled)
+        return rank_drafts(outs), forwards
 
     def accept(self, draft_id: str) -> Draft:
         """Record that the user accepted a draft (feeds the drafting history later)."""
@@ -214,26 +240,30 @@ class Engine:
 
     def _drafter(self, mode: str, uri: str, doc: Document, prompt, block: bool):
         """(drafter, context) for speculative decoding in ``mode``."""
-        from .prompt import normalise_eol
         from .prompt_lookup import prompt_lookup
         from .suffix_drafter import SuffixDrafter
         runtime = self._runtime
         ends = runtime.stop_ids if block else runtime.stop_ids | self._line_ends(runtime)
         if mode == "prompt-lookup":
             return (lambda ctx, budget: prompt_lookup(ctx, budget, ends)), list(prompt.ids)
-        text = normalise_eol(doc.text)
+        drafter = SuffixDrafter(self._sources(uri, doc))
+        return (lambda ctx, budget: drafter.draft(ctx, budget, ends)), list(prompt.prefix_ids)
+
+    def _sources(self, uri: str, doc: Document) -> dict:
+        """The suffix indexes drafts and n-gram counts come from: the document (its index
+        rebuilt lazily when the text changed), the workspace, accepted completions."""
+        from .prompt import normalise_eol
+        from .suffix_index import SuffixIndex
         cached = self._doc_indexes.get(uri)
         if cached is None or cached[0] is not doc.text:
-            from .suffix_index import SuffixIndex
             index = SuffixIndex()
-            index.put(uri, runtime.encode(text))
+            index.put(uri, self._runtime.encode(normalise_eol(doc.text)))
             index.rebuild()
             cached = self._doc_indexes[uri] = (doc.text, index)
         sources = {"document": cached[1], "history": self.history}
         if self.workspace is not None:
             sources["workspace"] = self.workspace
-        drafter = SuffixDrafter(sources)
-        return (lambda ctx, budget: drafter.draft(ctx, budget, ends)), list(prompt.prefix_ids)
+        return sources
 
     def _line_ends(self, runtime) -> frozenset[int]:
         if self._line_end_ids is None:

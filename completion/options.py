@@ -18,7 +18,7 @@ DRAFT_MODES = ("none", "prompt-lookup", "suffix")
 MONITOR_MODES = ("off", "on")
 
 # What this build implements; anything else in the choices above is refused clearly.
-IMPLEMENTED = {"decoder": ("greedy",), "cache": ("full", "pie", "naive"),
+IMPLEMENTED = {"decoder": ("greedy", "branches", "superposed", "sequential"), "cache": ("full", "pie", "naive"),
                "draft": ("none", "prompt-lookup", "suffix"),
                "monitor": ("off",)}
 
@@ -85,6 +85,10 @@ class InklingOptions:
         if self.cache.budget_mb < 1 or self.cache.idle_refresh_ms < 0:
             raise OptionError("cache.budget_mb must be at least 1 and cache.idle_refresh_ms "
                               "at least 0")
+        for name, value in (("completion.drafts", c.drafts),
+                            ("completion.automatic_drafts", c.automatic_drafts)):
+            if value > 16:
+                raise OptionError(f"{name} must be at most 16, got {value}")
         d = self.server
         if not 0 <= d.debounce_min_ms <= d.debounce_max_ms:
             raise OptionError(f"server.debounce_min_ms ({d.debounce_min_ms}) must be between 0 "

@@ -85,8 +85,8 @@ def test_options_validation_keeps_previous_values(engine):
         engine.configure({"completion": {"maxNewTokens": "many"}})
     with pytest.raises(OptionError, match="unknown option 'completion.colour'"):
         engine.configure({"completion": {"colour": 1}})
-    with pytest.raises(NotImplementedYet, match="decoder 'branches' is not implemented yet"):
-        engine.configure({"completion": {"decoder": "branches"}})
+    with pytest.raises(NotImplementedYet, match="monitor 'on' is not implemented yet"):
+        engine.configure({"completion": {"monitor": "on"}})
     with pytest.raises(OptionError, match="cache.mode must be one of full, pie, naive"):
         engine.configure({"cache": {"mode": "fast"}})
     assert engine.options is before

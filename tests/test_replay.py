@@ -188,7 +188,7 @@ def test_json_to_stdout_has_every_key(tmp_path, tiny_model_dir, capsys):
     report = json.loads(captured.out)
     for key in METRIC_KEYS:
         assert key in report, key
-    assert report["undefined_names"] is None and report["sync_ok"] is True
+    assert report["undefined_names"] in (0.0, 1.0) and report["sync_ok"] is True
     assert report["config"]["completion"]["max_new_tokens"] == 2
     assert report["config"]["cache"]["mode"] == "full"
     assert report["completions"] == 1 and report["traces"] == 1
@@ -218,8 +218,6 @@ def test_cache_modes_replay_in_sync_and_report_staleness(tmp_path, tiny_model_di
 
 @pytest.mark.parametrize("flags, needle", [
     (["--monitor", "on"], "monitor 'on' is not implemented yet"),
-    (["--decoder", "branches"], "decoder 'branches' is not implemented yet"),
-    (["--decoder", "superposed"], "decoder 'superposed' is not implemented yet"),
 ])
 def test_unimplemented_switches_fail_clearly(tmp_path, capsys, flags, needle):
     trace = write(tmp_path, "t.jsonl", {"kind": "open", "path": "a.py", "text": ""})

@@ -1,0 +1,116 @@
+"""k drafts for about the cost of one: branches decoded together, and the sequential
+baseline that decodes the same branches one after another.
+
+The k branches start with the k most likely first tokens and continue greedily. All
+live branches advance in one forward pass per step: each branch's newest token is a
+node that sees the shared prompt and its own branch only (a batched tree over the
+prompt cache), at the position it would have in a sequence of its own. So branch i is
+exactly the greedy continuation of the i-th first token.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from inkling.cache.prompt_cache import PromptCache
+
+from .decoding import Cancelled, Decoded, finish, greedy_decode
+from .stop_rules import StopRule
+
+MIN_FIRST_PROB = 1e-3     # first tokens less likely than this are not sensible drafts
+
+
+@dataclass
+class Branch:
+    ids: list[int]
+    logprob: float
+    cached: list[int] = field(default_factory=list)   # cache indices of its tokens
+    done: Decoded | None = None
+
+
+def first_tokens(logits: torch.Tensor, k: int) -> list[tuple[int, float]]:
+    """The k most likely first tokens with their log-probabilities, sensible ones only."""
+    logp = torch.log_softmax(logits.float(), -1)                        # [vocab]
+    top = torch.topk(logp, min(k, logp.shape[-1]))
+    return [(int(t), float(lp)) for lp, t in zip(top.values, top.indices)
+            if lp >= torch.log(torch.tensor(MIN_FIRST_PROB))]
+
+
+def check_branch(b: Branch, forwards: int, stop: StopRule, decode, max_new: int) -> None:
+    text = decode(b.ids)
+    cut = stop.cut(text) if not text.endswith("\ufffd") else None
+    if cut is not None:
+        b.done = Decoded(text[:cut], list(b.ids), b.logprob, forwards, "stop-rule")
+    elif len(b.ids) >= max_new:
+        b.done = finish(b.ids, b.logprob, forwards, stop, decode, "max-tokens")
+
+
+def branch_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRule,
+                  max_new_tokens: int, stop_ids: frozenset[int],
+                  decode: Callable[[list[int]], str],
+                  cancelled: Callable[[], bool] = lambda: False) -> tuple[list[Decoded], int]:
+    """Decode k branches together; returns their results and the forward passes used."""
+    branches = []
+    for tok, lp in first_tokens(logits, k):
+        b = Branch([], 0.0)
+        if tok in stop_ids:
+            b.done = finish([], 0.0, 0, stop, decode, "end-of-text")
+        else:
+            b.ids, b.logprob = [tok], lp
+            check_branch(b, 0, stop, decode, max_new_tokens)
+        branches.append(b)
+    forwards = advance_branches(cache, len(cache.ids), branches, stop, max_new_tokens, stop_ids,
+                                decode, cancelled)
+    return [b.done for b in branches], forwards
+
+
+def advance_branches(cache: PromptCache, shared: int, branches: list[Branch], stop: StopRule,
+                     max_new_tokens: int, stop_ids: frozenset[int], decode,
+                     cancelled: Callable[[], bool]) -> int:
+    """Greedy steps for every live branch, one forward pass per step, until all are done.
+
+    A live branch's tokens are all in the cache (at ``b.cached``) but its last one,
+    which is fed in the next step. The first ``shared`` cache entries (the prompt) are
+    seen by every branch.
+    """
+    forwards = 0
+    while live := [b for b in branches if b.done is None]:
+        if cancelled():
+            raise Cancelled()
+        start = len(cache.ids)
+        visible = [b.cached + [start + j] for j, b in enumerate(live)]
+        out = cache.extend_masked([b.ids[-1] for b in live],
+                                  [shared + len(b.ids) - 1 for b in live], visible, shared)
+        forwards += 1
+        for j, b in enumerate(live):                      # out: [len(live), vocab]
+            b.cached.append(start + j)
+            logp = torch.log_softmax(out[j], -1)
+            tok = int(torch.argmax(out[j]))
+            if tok in stop_ids:
+                b.done = finish(b.ids, b.logprob, forwards, stop, decode, "end-of-text")
+                continue
+            b.ids.append(tok)
+            b.logprob += float(logp[tok])
+            check_branch(b, forwards, stop, decode, max_new_tokens)
+    return forwards
+
+
+def sequential_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRule,
+                      max_new_tokens: int, stop_ids: frozenset[int],
+                      decode: Callable[[list[int]], str],
+                      cancelled: Callable[[], bool] = lambda: False
+                      ) -> tuple[list[Decoded], int]:
+    """The same branches, one after another (the cost baseline)."""
+    shared = len(cache.ids)
+    results, forwards = [], 0
+    for tok, lp in first_tokens(logits, k):
+        cache.truncate(shared)
+        forced = torch.full_like(logits, float("-inf"))
+        forced[tok] = 0.0                                 # this branch's first token
+        out = greedy_decode(cache, forced, stop, max_new_tokens, stop_ids, decode, cancelled)
+        out.logprob += lp
+        forwards += out.forwards
+        results.append(out)
+    return results, forwards

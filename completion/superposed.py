@@ -1,0 +1,157 @@
+"""Superposed decoding: k drafts from one sequence in the cache.
+
+Each step feeds one input, the probability-weighted sum of the k drafts' last-token
+embeddings; the one next-token distribution p is combined with each draft's n-gram
+distribution q (continuation counts from inkling's suffix indexes, mixed with p):
+score = (1 - a) log p + a log q. Of the k x k candidates the best k distinct drafts
+are kept. Drafts stay coherent for about ten tokens; after ``superposed_steps`` the
+superposed entries are dropped, the kept drafts are run exactly as branches over the
+shared prompt (which also rescores them with their true log-probabilities, so
+incoherent ones are filtered), and each continues greedily as a branch.
+"""
+from __future__ import annotations
+
+import math
+from typing import Callable
+
+import torch
+
+from inkling.cache.prompt_cache import PromptCache
+
+from .branches import Branch, advance_branches, check_branch, first_tokens
+from .decoding import Cancelled, Decoded, finish
+from .stop_rules import StopRule
+
+SUPERPOSED_STEPS = 10
+NGRAM_WEIGHT = 0.5          # a in p^(1-a) * q^a
+INCOHERENT_NATS = 2.5       # drop drafts this far below the best per-token log-probability
+
+
+def ngram_logprobs(sources: dict, context: list[int], p: torch.Tensor) -> torch.Tensor:
+    """log q: the next-token counts after the context's longest matches, mixed with p."""
+    counts: dict[int, int] = {}
+    for index in sources.values():
+        found = index.matches(context)
+        if not found:
+            continue
+        best = max(m.length for _, m in found)
+        for stream, m in found:
+            if m.length == best:
+                nxt = stream.continuation(m.end, 1)
+                if nxt:
+                    counts[nxt[0]] = counts.get(nxt[0], 0) + 1
+    if not counts:
+        return torch.log(p.clamp_min(1e-12))
+    q = torch.zeros_like(p)
+    total = sum(counts.values())
+    for tok, n in counts.items():
+        q[tok] = n / total
+    return torch.log((0.5 * q + 0.5 * p).clamp_min(1e-12))
+
+
+def _step_candidates(drafts, p, sources, context, k, stop_ids):
+    """The best k (draft ids, score) extensions of the live drafts."""
+    logp = torch.log(p.clamp_min(1e-12))
+    cands = []
+    for ids, score in drafts:
+        logq = ngram_logprobs(sources, context + ids, p)
+        combined = (1 - NGRAM_WEIGHT) * logp + NGRAM_WEIGHT * logq       # [vocab]
+        top = torch.topk(combined, k)
+        cands += [(ids + [int(t)], score + float(v)) for v, t in zip(top.values, top.indices)]
+    cands.sort(key=lambda c: c[1], reverse=True)
+    out, seen = [], set()
+    for ids, score in cands:
+        if tuple(ids) not in seen:
+            seen.add(tuple(ids))
+            out.append((ids, score))
+        if len(out) == k:
+            break
+    return out
+
+
+def superposed_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRule,
+                      max_new_tokens: int, stop_ids: frozenset[int],
+                      decode: Callable[[list[int]], str], sources: dict, context: list[int],
+                      cancelled: Callable[[], bool] = lambda: False,
+                      steps: int = SUPERPOSED_STEPS) -> tuple[list[Decoded], int]:
+    emb = cache.runtime.input_embeddings()
+    shared = len(cache.ids)
+    live = [([t], lp) for t, lp in first_tokens(logits, k)]
+    done: list[tuple[list[int], str]] = []
+    forwards = 0
+    for _ in range(steps):
+        live = _settle(live, done, stop, decode, stop_ids, max_new_tokens)
+        if not live:
+            break
+        if cancelled():
+            raise Cancelled()
+        w = torch.softmax(torch.tensor([s for _, s in live]), -1)               # [k]
+        rows = emb.weight[torch.tensor([ids[-1] for ids, _ in live])]          # [k, hidden]
+        mixed = (w[:, None].to(rows.dtype) * rows).sum(0, keepdim=True)        # [1, hidden]
+        p = torch.softmax(cache.extend_embeds(mixed)[-1], -1)                  # [vocab]
+        forwards += 1
+        live = _step_candidates(live, p, sources, context, k, stop_ids)
+    cache.truncate(shared)                                   # drop the superposed entries
+    branches = _exact_branches(cache, shared, logits, live, done, stop, decode, stop_ids,
+                               max_new_tokens)
+    forwards += 1
+    branches = _coherent(branches)
+    forwards += advance_branches(cache, shared, branches, stop, max_new_tokens, stop_ids,
+                                 decode, cancelled)
+    return [b.done for b in branches], forwards
+
+
+def _settle(live, done, stop, decode, stop_ids, max_new):
+    """Move drafts that ended (end of text, a stop rule, the budget) to ``done``."""
+    keep = []
+    for ids, score in live:
+        text = decode([t for t in ids if t not in stop_ids])
+        if ids[-1] in stop_ids:
+            done.append((ids[:-1], "end-of-text"))
+        elif stop.cut(text) is not None or len(ids) >= max_new:
+            done.append((ids, "stop-rule"))
+        else:
+            keep.append((ids, score))
+    return keep
+
+
+def _exact_branches(cache, shared, logits, live, done, stop, decode, stop_ids, max_new):
+    """Run every draft's tokens but the last as disjoint paths over the prompt in one
+    forward pass, scoring each draft with its true log-probabilities."""
+    drafts = [(ids, None) for ids, _ in live] + [(ids, why) for ids, why in done]
+    tokens, positions, visible, owner = [], [], [], []
+    start = len(cache.ids)
+    for d, (ids, _) in enumerate(drafts):
+        path = []
+        for j, tok in enumerate(ids[:-1]):
+            path.append(start + len(tokens))
+            tokens.append(tok)
+            positions.append(shared + j)
+            visible.append(list(path))
+            owner.append(d)
+    out = cache.extend_masked(tokens, positions, visible, shared) if tokens else None
+    logp0 = torch.log_softmax(logits.float(), -1)
+    branches = []
+    for d, (ids, why) in enumerate(drafts):
+        rows = [i for i, o in enumerate(owner) if o == d]
+        lp = float(logp0[ids[0]]) if ids else 0.0
+        for r, tok in zip(rows, ids[1:]):
+            lp += float(torch.log_softmax(out[r], -1)[tok])
+        b = Branch(list(ids), lp, [start + r for r in rows])
+        if why is not None or not ids:
+            b.done = finish(list(ids), lp, 0, stop, decode, why or "end-of-text")
+        else:
+            check_branch(b, 0, stop, decode, max_new)
+        branches.append(b)
+    return branches
+
+
+def _coherent(branches: list[Branch]) -> list[Branch]:
+    """Drop drafts far less likely per token than the best one (incoherent mixtures)."""
+    def per_token(b):
+        return b.logprob / max(1, len(b.ids))
+    if not branches:
+        return branches
+    best = max(per_token(b) for b in branches)
+    return [b for b in branches if per_token(b) >= best - INCOHERENT_NATS or math.isclose(
+        per_token(b), best)]

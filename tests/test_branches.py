@@ -1,0 +1,117 @@
+"""Several drafts: branches (lossless per branch), sequential, dedup, ranking, bad k."""
+import pytest
+import torch
+
+from inkling.cache.model_loader import load_runtime
+from inkling.cache.prompt_cache import PromptCache
+from inkling.completion.branches import branch_decode, first_tokens, sequential_decode
+from inkling.completion.decoding import Decoded, greedy_decode
+from inkling.completion.document import Position
+from inkling.completion.draft_ranking import rank_drafts
+from inkling.completion.engine import Engine
+from inkling.completion.errors import OptionError
+from inkling.completion.options import InklingOptions
+from inkling.completion.stop_rules import StopRule
+
+from conftest import make_tiny_model
+
+PROMPTS = ["def area(width, height):\n    return ", "import os\n\nfor name in os.",
+           "class Stack:\n    def push(self, item):\n        self.", "x = [1, 2, 3]\ny = "]
+
+
+@pytest.fixture(scope="module")
+def wide_runtime(tmp_path_factory):
+    d = make_tiny_model(tmp_path_factory.mktemp("wide"), initializer_range=0.3, seed=11)
+    return load_runtime(d, device="cpu", dtype="float32")
+
+
+def _alone(rt, ids, first, stop, budget):
+    cache = PromptCache(rt, "full")
+    cache.sync(ids)
+    forced = torch.full((rt.vocab_size,), float("-inf"))
+    forced[first] = 0.0
+    return greedy_decode(cache, forced, stop, budget, rt.stop_ids, rt.decode).token_ids
+
+
+@pytest.mark.parametrize("text", PROMPTS)
+def test_branch_i_is_the_greedy_continuation_of_the_ith_first_token(wide_runtime, text):
+    rt = wide_runtime
+    ids = rt.encode(text)
+    stop = StopRule(True, "")
+    cache = PromptCache(rt, "full")
+    logits = cache.sync(ids).logits
+    firsts = first_tokens(logits, 4)
+    outs, forwards = branch_decode(cache, logits, 4, stop, 12, rt.stop_ids, rt.decode)
+    assert len(outs) == len(firsts) and forwards <= 12
+    for (tok, _), out in zip(firsts, outs):
+        assert out.token_ids == _alone(rt, ids, tok, stop, 12)
+
+
+def test_sequential_gives_the_same_drafts_at_k_times_the_cost(wide_runtime):
+    rt = wide_runtime
+    ids = rt.encode(PROMPTS[0])
+    stop = StopRule(True, "")
+    c1, c2 = PromptCache(rt, "full"), PromptCache(rt, "full")
+    b, fb = branch_decode(c1, c1.sync(ids).logits, 3, stop, 10, rt.stop_ids, rt.decode)
+    s, fs = sequential_decode(c2, c2.sync(ids).logits, 3, stop, 10, rt.stop_ids, rt.decode)
+    assert [o.token_ids for o in b] == [o.token_ids for o in s]
+    assert fs > 2 * fb
+
+
+def _d(text, logprob, n):
+    return Decoded(text, list(range(n)), logprob, 0, "stop-rule")
+
+
+def test_dedup_and_ranking():
+    ranked = rank_drafts([_d("a = 1", -4.0, 4), _d("b", -0.5, 1), _d("a = 1  ", -1.0, 4),
+                          _d("", -0.1, 1), _d("c = 2", -2.0, 2)])
+    assert [d.text for d in ranked] == ["a = 1  ", "b", "c = 2"]   # -0.25, -0.5, -1.0 per token
+
+
+def test_k_beyond_the_sensible_candidates_gives_fewer_drafts(wide_runtime):
+    rt = wide_runtime
+    logits = torch.full((rt.vocab_size,), -30.0)
+    logits[[5, 9]] = 10.0                                      # only two tokens are plausible
+    assert [t for t, _ in first_tokens(logits, 8)] in ([5, 9], [9, 5])
+
+
+def test_engine_returns_k_distinct_ranked_drafts(wide_runtime):
+    engine = Engine(InklingOptions().merged({"completion": {"decoder": "branches"}}),
+                    runtime=wide_runtime)
+    engine.open("file:///w/a.py", PROMPTS[0] + "\n")
+    result = engine.complete("file:///w/a.py", Position(1, 11), k=3, trigger="invoked")
+    texts = [d.text.rstrip() for d in result.drafts]
+    assert 1 <= len(texts) <= 3 and len(set(texts)) == len(texts) and all(texts)
+    scores = [d.logprob / max(1, d.tokens) for d in result.drafts]
+    assert scores == sorted(scores, reverse=True)
+
+
+@pytest.mark.parametrize("k", [0, -2, 10_000])
+def test_bad_k_is_a_clear_error(wide_runtime, k):
+    engine = Engine(InklingOptions().merged({"completion": {"decoder": "branches"}}),
+                    runtime=wide_runtime)
+    engine.open("file:///w/a.py", "x = 1\n")
+    with pytest.raises(OptionError, match="between 1 and 16"):
+        engine.complete("file:///w/a.py", Position(0, 5), k=k)
+    with pytest.raises(OptionError, match="completion.drafts must be"):
+        engine.configure({"completion": {"drafts": k}})
+
+
+def test_superposed_gives_distinct_ranked_drafts_and_counts_forwards(wide_runtime):
+    engine = Engine(InklingOptions().merged({"completion": {"decoder": "superposed"}}),
+                    runtime=wide_runtime)
+    engine.open("file:///w/a.py", PROMPTS[0] + "\n\nprint(area(2, 3))\n")
+    result = engine.complete("file:///w/a.py", Position(1, 11), k=3, trigger="invoked")
+    texts = [d.text.rstrip() for d in result.drafts]
+    assert 1 <= len(texts) <= 3 and len(set(texts)) == len(texts)
+    assert result.forwards >= 2
+
+
+def test_superposed_needs_input_embeddings(wide_runtime, monkeypatch):
+    from inkling.cache.errors import ModelError
+    monkeypatch.setattr(wide_runtime.model, "get_input_embeddings", lambda: None)
+    engine = Engine(InklingOptions().merged({"completion": {"decoder": "superposed"}}),
+                    runtime=wide_runtime)
+    engine.open("file:///w/a.py", "x = 1\n")
+    with pytest.raises(ModelError, match="input embeddings"):
+        engine.complete("file:///w/a.py", Position(0, 5), k=3)
