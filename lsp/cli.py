@@ -73,7 +73,8 @@ def _options_from_args(args):
     from inkling.completion.options import InklingOptions
     opts = InklingOptions()
     changes = {"model": {"path": args.model or "", "device": args.device, "dtype": args.dtype},
-               "completion": {"fim_order": args.fim_order}}
+               "completion": {"fim_order": args.fim_order, "decoder": args.decoder,
+                              "draft": args.draft}, "cache": {"mode": args.cache}}
     if args.max_new_tokens:
         changes["completion"]["max_new_tokens"] = args.max_new_tokens
     return opts.merged(changes)
@@ -171,6 +172,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--drafts", type=int, default=1, metavar="K", help="number of drafts")
     p.add_argument("--max-new-tokens", type=int, default=0, metavar="N")
     p.add_argument("--fim-order", default="auto", choices=("auto", "psm", "spm"))
+    p.add_argument("--decoder", default="greedy",
+                   choices=("greedy", "branches", "superposed", "sequential"),
+                   help="how several drafts are decoded (greedy gives one)")
+    p.add_argument("--draft", default="none", choices=("none", "prompt-lookup", "suffix"),
+                   help="retrieval drafting verified by the model (lossless)")
+    p.add_argument("--cache", default="full", choices=("full", "pie", "naive"))
     p.add_argument("--json", action="store_true", help="print JSON with the drafts and timings")
     _add_model_flags(p)
     p.set_defaults(func=_cmd_complete)
