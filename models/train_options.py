@@ -28,3 +28,4 @@ class TrainOptions:
     device: str = "auto"
     max_minutes: float = 78.0
     shard_mb: int = 12
+    max_files: int = 0          # 0: the whole corpus (a smaller number for quick checks)

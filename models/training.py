@@ -95,6 +95,8 @@ def train(o: TrainOptions) -> dict:
     if device.type == "cpu":
         torch.set_num_threads(os.cpu_count() or 1)
     corpus = load_corpus()
+    if o.max_files:
+        corpus = type(corpus)(corpus.root, corpus.train[:o.max_files], corpus.held_out)
     print(f"corpus: {len(corpus.train)} training files ({corpus.train_chars / 1e6:.1f} M chars), "
           f"{len(corpus.held_out)} held out, from {corpus.root}")
     texts = [f.text for f in corpus.train]
