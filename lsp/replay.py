@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from inkling.analysis import AnalysisOptions, CodeAnalysis
+from inkling.analysis.trigger_identifier import identifier_matches
 from inkling.completion.engine import Engine
 from inkling.completion.errors import DocumentError
 from inkling.completion.options import InklingOptions
@@ -36,6 +38,9 @@ class _Session:
         self.trace, self.root, self.engine = trace, root, engine
         self.checker, self.result = checker, result
         self.versions: dict[str, int] = {}
+        # the metrics' own view of the workspace (undefined_names, identifier_match)
+        self.analysis = CodeAnalysis(AnalysisOptions(background=False, watch=False))
+        self.analysis.set_workspace_folders([root])
 
     def uri(self, path: str) -> str:
         return (self.root / path).as_uri()
@@ -53,6 +58,7 @@ class _Session:
         target = self.root / e.path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(e.text.encode("utf-8"))
+        self.analysis.index_file(target)
         self.engine.workspace_file_changed(str(target))    # as the server's file watcher does
 
     def _open(self, e: OpenEvent) -> None:
@@ -61,6 +67,7 @@ class _Session:
                              "open (close it first)")
         self.versions[e.path] = 1
         self.engine.open(self.uri(e.path), e.text, 1, self.language(e.path))
+        self.analysis.open(self.uri(e.path), e.text, self.language(e.path))
 
     def _change(self, e: ChangeEvent) -> None:
         version = self.versions.get(e.path, 0) + 1
@@ -68,6 +75,7 @@ class _Session:
         self.engine.apply_change(self.uri(e.path), list(e.changes), version)
         self.result.edit_ms.append((time.perf_counter() - t0) * 1000)
         self.versions[e.path] = version
+        self.analysis.change(self.uri(e.path), self.engine.document(self.uri(e.path)).text)
 
     def _complete(self, e: CompleteEvent) -> None:
         uri = self.uri(e.path)
@@ -78,10 +86,21 @@ class _Session:
         out = self.engine.complete(uri, e.position, k, e.trigger)
         drafts = tuple(d.text for d in out.drafts)
         valid = self.checker.valid(self.language(e.path), text, offset, drafts[0] if drafts else "")
+        undefined, matched = self._names(uri, text, offset, e.expected, drafts[0] if drafts else "")
         self.result.completions.append(CompletionRecord(
             e.line, e.path, e.expected, drafts, out.latency_ms, out.first_token_ms, out.model_ms,
             out.forwards, out.tokens, out.prefill_tokens, out.reused_tokens, valid,
-            out.stale_tokens, out.refreshed))
+            out.stale_tokens, out.refreshed, undefined, matched))
+
+    def _names(self, uri: str, text: str, offset: int, expected: str, draft: str
+               ) -> tuple[tuple[str, ...] | None, bool | None]:
+        """undefined_names (the names, None: not measured) and identifier_match (None: the
+        expected text has no identifier right after a trigger)."""
+        self.analysis.change(uri, text)
+        names = self.analysis.undefined_names(uri, offset, draft)
+        found = self.analysis.trigger_identifier(uri, offset, expected)
+        matched = identifier_matches(draft, expected, found) if found is not None else None
+        return (tuple(names) if names is not None else None), matched
 
     def _check(self, e: CheckEvent) -> None:
         actual = hashlib.sha256(self.engine.document(self.uri(e.path)).text.encode("utf-8"))
@@ -93,6 +112,7 @@ class _Session:
 
     def _close(self, e: CloseEvent) -> None:
         self.engine.close(self.uri(e.path))
+        self.analysis.close(self.uri(e.path))
         self.versions.pop(e.path, None)
 
     def failure(self, e: Event, exc: Exception) -> ReplayFailure:

@@ -5,9 +5,6 @@ from dataclasses import dataclass, field
 
 from . import metrics as m
 
-# Metrics that need later work; reported as null and shown as "not measured".
-NOT_MEASURED = ("undefined_names", "identifier_match")
-
 
 @dataclass(frozen=True)
 class CompletionRecord:
@@ -25,6 +22,13 @@ class CompletionRecord:
     syntax_valid: bool | None    # None: no grammar for the document's language
     stale_tokens: int = 0        # stale cached tokens when this completion ran
     refreshed: bool = False      # this completion's sync recomputed stale tokens
+    undefined: tuple[str, ...] | None = None   # names the first draft uses that cannot be
+                                               # right (None: not measured, e.g. no grammar)
+    identifier_match: bool | None = None       # None: no identifier after a trigger expected
+
+    @property
+    def undefined_names(self) -> bool | None:
+        return None if self.undefined is None else bool(self.undefined)
 
     @property
     def first(self) -> str:
@@ -86,7 +90,9 @@ def _quality(recs: list[CompletionRecord]) -> dict:
                            if expected_chars else None,
                            "per_completion": _round(m.mean(accepted))},
         "syntax_valid": _round(m.fraction([r.syntax_valid for r in recs])),
-        **{name: None for name in NOT_MEASURED},
+        "undefined_names": _round(m.fraction([r.undefined_names for r in recs])),
+        "identifier_match": _round(m.fraction([r.identifier_match for r in recs])),
+        "identifier_triggers": sum(r.identifier_match is not None for r in recs),
     }
 
 

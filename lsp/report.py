@@ -24,8 +24,8 @@ pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; }
 _METRICS = ("exact_line", "exact_line_any", "edit_similarity", "accepted_chars",
             "latency_ms", "first_token_ms", "edit_latency_ms", "forwards",
             "tokens_per_forward", "prefill_tokens", "reused_tokens", "syntax_valid",
-            "undefined_names", "identifier_match", "sync_ok", "checks", "checks_failed",
-            "model_ms", "total_ms", "completions", "edits")
+            "undefined_names", "identifier_match", "identifier_triggers", "sync_ok", "checks",
+            "checks_failed", "model_ms", "total_ms", "completions", "edits")
 
 
 def _png(fig) -> str:
@@ -105,7 +105,8 @@ def _metrics_table(summary: dict) -> str:
 
 
 def _per_trace_table(results: list[TraceResult], summaries: list[dict]) -> str:
-    keys = ("completions", "exact_line", "edit_similarity", "syntax_valid", "sync_ok")
+    keys = ("completions", "exact_line", "edit_similarity", "syntax_valid", "undefined_names",
+            "identifier_match", "sync_ok")
     head = "<tr><th>trace</th>" + "".join(f"<th>{k}</th>" for k in keys) + \
         "<th>accepted chars</th><th>latency p50 / p95 ms</th></tr>"
     rows = []

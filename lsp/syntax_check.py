@@ -18,12 +18,10 @@ _ROOTS = ("module", "program", "source_file", "translation_unit")
 
 
 def _language(name: str):
-    """The tree-sitter Language for ``name``, or None when no grammar is installed."""
-    if name != "python":
-        return None
-    import tree_sitter_python
-    from tree_sitter import Language
-    return Language(tree_sitter_python.language())
+    """The tree-sitter Language for ``name``, or None when no grammar is installed
+    (Python, JavaScript, TypeScript, Go, Rust and Java come with inkling)."""
+    from inkling.analysis.grammars import Grammars
+    return Grammars().language(name)
 
 
 def _is_statement(node) -> bool:

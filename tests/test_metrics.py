@@ -65,7 +65,7 @@ def test_syntax_check_compares_with_the_document_before():
     assert not c.valid("python", text, 14, "return x +")
     assert not c.valid("python", text, 14, "return (x")
     assert c.valid("python", text, 14, "")
-    assert c.valid("rust", text, 14, "anything") is None
+    assert c.valid("cobol", text, 14, "anything") is None
 
 
 @pytest.mark.parametrize("broken", ["x = = 1\n\ndef g():\n    \n",

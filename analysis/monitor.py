@@ -1,0 +1,168 @@
+"""Monitor-guided decoding: a state per decoding path that knows, after each emitted
+token, whether the text sits at a trigger and which tokens may come next.
+
+``MonitorContext`` is built once per completion (scope at the cursor, a resolver, the
+vocabulary's mask cache) and shared; ``MonitorState`` is immutable, so a fork is just
+another reference and every node of a draft tree can keep its own path's state.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from .cursor_scope import CursorScope
+from .module_paths import resolve_relative
+from .python_scanner import ScanState
+from .resolver import Resolver
+from .symbol_index import SymbolIndex
+from .token_masks import MaskCache
+from .trigger_site import TriggerSite, pending_chain, trigger_site
+
+
+@dataclass
+class MonitorContext:
+    """What every state of one completion shares. ``masks`` is None without a vocabulary
+    (then states still report triggers and allowed names, e.g. for metrics)."""
+    scope: CursorScope
+    resolver: Resolver
+    index: SymbolIndex
+    masks: MaskCache | None = None
+    statement_start_self: bool = False
+    _allowed: dict = field(default_factory=dict, repr=False)
+    _members: dict = field(default_factory=dict, repr=False)
+
+    def allowed(self, site: TriggerSite) -> frozenset[str] | None:
+        """The names that may come at ``site``; None when not known for certain."""
+        key = (site.kind, site.target, site.level, site.used, site.statement_start)
+        if key not in self._allowed:
+            try:
+                self._allowed[key] = self._resolve(site)
+            except Exception:          # noqa: BLE001 - analysis never breaks decoding
+                self._allowed[key] = None
+        return self._allowed[key]
+
+    def members_of(self, chain: str) -> frozenset[str] | None:
+        if chain not in self._members:
+            try:
+                entity = self.scope.resolve_chain(self.resolver, chain)
+                self._members[chain] = self.resolver.members(entity)
+            except Exception:          # noqa: BLE001
+                self._members[chain] = None
+        return self._members[chain]
+
+    def _resolve(self, site: TriggerSite) -> frozenset[str] | None:
+        sym = self.scope.symbols
+        if site.kind == "attribute":
+            root = site.target.split(".")[0]
+            if site.statement_start and not self.statement_start_self and \
+                    root in (self.scope.self_name, self.scope.cls_name) and \
+                    "." not in site.target:
+                return None                  # ``self.x`` may be a new attribute's target
+            return self.members_of(site.target)
+        if site.kind in ("import", "from_module"):
+            parent = resolve_relative(sym.module, sym.is_package, site.target, site.level) \
+                if site.level else site.target
+            if not parent:
+                return None if site.level else self.index.top_level_modules()
+            return self.index.submodules(parent) or None
+        if site.kind == "from_import":
+            module = resolve_relative(sym.module, sym.is_package, site.target, site.level)
+            return self.resolver.module_members(module) if module else None
+        if site.kind == "keyword":
+            entity = self.scope.resolve_chain(self.resolver, site.target)
+            names = self.resolver.call_keywords(entity)
+            return None if names is None else names - site.used
+        return None
+
+
+_SELF_TARGETS = re.compile(r"\s*(\w+)\.\w+(?:\s*,\s*\1\.\w+)*\s*(?::[^=]*)?=(?!=)")
+_SELF_NAME = re.compile(r"\b(\w+)\.(\w+)")
+
+
+@dataclass(frozen=True)
+class MonitorState:
+    """One decoding path's monitor. ``advance`` / ``advance_token`` return a new state;
+    ``mask()`` is None (no constraint) or a shared ``torch.bool`` tensor ``[vocab]``.
+
+    ``assigned``: attributes this path has assigned to ``self``/``cls`` so far (a draft
+    that sets ``self.x = ...`` may read ``self.x`` later)."""
+    context: MonitorContext
+    scan: ScanState
+    assigned: frozenset = frozenset()
+
+    def advance(self, text: str) -> "MonitorState":
+        """The state after ``text`` (an emitted token's text) is appended."""
+        if not text:
+            return self
+        if "=" not in text:
+            return MonitorState(self.context, self.scan.advance(text), self.assigned)
+        scan, assigned = self.scan, self.assigned
+        for i, piece in enumerate(text.split("\n")):        # each line's end is checked
+            scan = scan.advance(piece if i == 0 else "\n" + piece)
+            if "=" in piece and not scan.frames and scan.in_code:
+                assigned = self._assigned_on(scan.line, assigned)
+        return MonitorState(self.context, scan, assigned)
+
+    def _assigned_on(self, line: str, assigned: frozenset) -> frozenset:
+        m = _SELF_TARGETS.match(line)
+        scope = self.context.scope
+        if m is None or not m.group(1) or m.group(1) not in (scope.self_name, scope.cls_name):
+            return assigned
+        names = {attr for obj, attr in _SELF_NAME.findall(line[:m.end()]) if obj == m.group(1)}
+        return assigned | names
+
+    def advance_token(self, token_id: int) -> "MonitorState":
+        """``advance`` with the token's decoded text (special tokens change nothing)."""
+        masks = self.context.masks
+        if masks is None:
+            raise ValueError("this monitor has no vocabulary; use advance(text)")
+        v = masks.vocab
+        if not 0 <= token_id < v.size or v.special[token_id]:
+            return self
+        return self.advance(v.texts[token_id])
+
+    @cached_property
+    def site(self) -> TriggerSite | None:
+        """The trigger the text ends at, if any (whether or not it resolves)."""
+        return trigger_site(self.scan)
+
+    @cached_property
+    def allowed(self) -> frozenset[str] | None:
+        """The names allowed at the current trigger; None when unconstrained."""
+        site = self.site
+        if site is None:
+            return None
+        found = self.context.allowed(site)
+        if found is not None and self.assigned and site.kind == "attribute" and \
+                site.target in (self.context.scope.self_name, self.context.scope.cls_name):
+            found = found | self.assigned
+        return found
+
+    @property
+    def active(self) -> bool:
+        """A trigger resolved: the next tokens are constrained."""
+        return self.allowed is not None
+
+    def mask(self, device=None):
+        """``torch.bool [vocab]`` of the tokens allowed next, or None for "any token".
+
+        Shared and cached: apply it with ``logits.masked_fill(~mask, -inf)`` (never
+        in place on the mask)."""
+        masks = self.context.masks
+        if masks is None:
+            return None
+        site, allowed = self.site, self.allowed
+        if allowed is not None:
+            if not masks.has_prefix(allowed, site.typed) and not site.escape:
+                return None                  # the path already left the names: no guess
+            return masks.names_mask(allowed, site.typed, site.lead, site.escape, device)
+        if site is None and masks.vocab.dotted:
+            chain = pending_chain(self.scan)
+            members = self.context.members_of(chain) if chain else None
+            if members is not None and self.assigned and \
+                    chain in (self.context.scope.self_name, self.context.scope.cls_name):
+                members = members | self.assigned
+            if members is not None:
+                return masks.dotted_mask(members, device)
+        return None

@@ -1,0 +1,100 @@
+"""Does inserting text add a tree-sitter ERROR or MISSING node to its enclosing statement?
+
+Error nodes before and after the insertion are compared by kind and by where they
+start, mapped back to the document before the insertion (an old error that merely
+grows over the inserted text is the same error). Old errors do not count against the
+insertion: the document may be broken while someone types. The old tree is parsed once
+per (text) and each insertion is reparsed incrementally from it.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+
+from .text_edit import TextEdit, byte_offset
+
+_STATEMENT_SUFFIXES = ("_statement", "_definition", "_declaration", "_item")
+_ROOTS = ("module", "program", "source_file", "translation_unit")
+
+
+@dataclass(frozen=True)
+class Insertion:
+    start: int    # byte offset of the insertion in the old document
+    size: int     # bytes inserted
+
+    def back(self, byte: int) -> int | None:
+        """A byte offset of the new document in the old one (None: inside the insertion)."""
+        if byte <= self.start:
+            return byte
+        if byte >= self.start + self.size:
+            return byte - self.size
+        return None
+
+
+def error_nodes(node, lo: int, hi: int):
+    """ERROR and MISSING nodes under ``node`` that overlap bytes [lo, hi] (iterative)."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n.end_byte < lo or n.start_byte > hi:
+            continue
+        if n.is_error or n.is_missing:
+            yield n
+            if n.is_missing:
+                continue
+        if n.has_error:
+            stack.extend(reversed(n.children))
+
+
+def _key(node, start) -> tuple:
+    return ("MISSING " + node.type if node.is_missing else "ERROR"), start
+
+
+def is_statement(node) -> bool:
+    return node.type.endswith(_STATEMENT_SUFFIXES) or node.type in _ROOTS
+
+
+def enclosing_statement(root, lo: int, hi: int):
+    node = root.descendant_for_byte_range(lo, hi) or root
+    while node.parent is not None and not is_statement(node):
+        node = node.parent
+    return node
+
+
+@dataclass
+class InsertionChecker:
+    """Checks insertions into one text at one offset (the old tree parsed once)."""
+    parser: object
+    text: str
+    offset: int
+    _before: bytes = b""
+    _tree: object = None
+    _start: int = 0
+
+    def __post_init__(self):
+        self._before = self.text.encode("utf-8", "surrogatepass")
+        self._tree = self.parser.parse(self._before)
+        self._start = byte_offset(self.text, self.offset)
+
+    def introduces_error(self, insertion: str) -> bool:
+        if not insertion:
+            return False
+        data = insertion.encode("utf-8", "surrogatepass")
+        ins = Insertion(self._start, len(data))
+        after = self._before[:ins.start] + data + self._before[ins.start:]
+        new_root = self._reparse(insertion, after).root_node
+        stmt = enclosing_statement(new_root, ins.start, ins.start + ins.size)
+        lo, hi = stmt.start_byte, stmt.end_byte
+        old_lo, old_hi = ins.back(lo), ins.back(hi)
+        old = Counter(_key(n, n.start_byte) for n in error_nodes(self._tree.root_node,
+                                                                  old_lo, old_hi))
+        new = Counter(_key(n, ins.back(n.start_byte)) for n in error_nodes(new_root, lo, hi))
+        return bool(new - old)
+
+    def _reparse(self, insertion: str, after: bytes):
+        tree = self._tree.copy()
+        new_text_end = self.offset + len(insertion)
+        edit = TextEdit(self.offset, self.offset, new_text_end)
+        new_text = self.text[:self.offset] + insertion + self.text[self.offset:]
+        tree.edit(**edit.tree_sitter_args(self.text, new_text))
+        return self.parser.parse(after, tree)

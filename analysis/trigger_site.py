@@ -1,0 +1,118 @@
+"""Where a monitor triggers, read off the scanner state: after ``obj.``, in ``import`` and
+``from m import`` statements, and at a keyword argument of a call that has had one.
+
+A site says what kind of names may come next and what has been typed of the current one;
+what those names are is the resolver's business (``MonitorContext.allowed``).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .python_scanner import ScanState
+
+_CHAIN = r"(?<![\w.)\]}'\"])((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)"
+_ATTRIBUTE = re.compile(_CHAIN + r"\.(\w*)$")
+_PENDING = re.compile(_CHAIN + r"$")
+_FROM_IMPORT = re.compile(r"^\s*from\s+(\.*)([\w.]*)\s+import\b(.*)$")
+_IMPORT_LIST = re.compile(r"^(\s+)(?:\w+(?:\s+as\s+\w+)?\s*,\s*)*(\w*)$")
+_IMPORT = re.compile(r"^\s*import\b(\s*)((?:[\w.]+(?:\s+as\s+\w+)?\s*,\s*)*)([\w.]*)$")
+_FROM = re.compile(r"^\s*from\b(\s*)(\.*)([\w.]*)$")
+_IN_PARENS = re.compile(r"(?:^|[(,])\s*(\w*)$")
+_ARG = re.compile(r"^\s*(\w*)$")
+
+NONE, OPTIONAL, REQUIRED = "none", "optional", "required"     # whitespace before the name
+
+
+@dataclass(frozen=True)
+class TriggerSite:
+    kind: str                  # "attribute" | "import" | "from_module" | "from_import" | "keyword"
+    target: str                # receiver chain, parent module, or callee ('' for top level)
+    typed: str                 # identifier characters typed since the trigger
+    lead: str = NONE           # whitespace before the name: none | optional | required
+    escape: bool = False       # a non-identifier character may come instead of a name
+    level: int = 0             # leading dots of a relative module
+    used: frozenset = frozenset()   # keyword arguments already given
+    statement_start: bool = False   # the receiver begins the statement (a target, maybe)
+
+
+def trigger_site(scan: ScanState) -> TriggerSite | None:
+    """The trigger the end of the scanned text sits at, if any."""
+    if not scan.in_code:
+        return None
+    line = scan.line
+    top = scan.top
+    if top is not None and top.import_from is not None and len(scan.frames) == 1:
+        m = _IN_PARENS.search(line)
+        if m:
+            level = len(top.import_from) - len(top.import_from.lstrip("."))
+            return TriggerSite("from_import", top.import_from.lstrip("."), m.group(1),
+                               OPTIONAL if not m.group(1) else NONE, True, level)
+        return None
+    if not scan.frames:
+        site = _statement_site(line)
+        if site is not None or _FROM_IMPORT.match(line) or re.match(r"^\s*(import|from)\b", line):
+            return site
+    m = _ATTRIBUTE.search(line)
+    if m:
+        start = not scan.frames and not line[:m.start()].strip()
+        return TriggerSite("attribute", m.group(1), m.group(2), statement_start=start)
+    if top is not None and top.opener == "(" and top.callee and top.keyword_seen:
+        a = _ARG.match(top.arg)
+        if a:
+            return TriggerSite("keyword", top.callee, a.group(1),
+                               OPTIONAL if not a.group(1) else NONE, True,
+                               used=top.keywords)
+    return None
+
+
+def pending_chain(scan: ScanState) -> str | None:
+    """The dotted chain the text ends with, when a ``.`` typed next would trigger (a token
+    such as ``.append`` or ``._x`` holds the trigger and the name's start at once)."""
+    if not scan.in_code:
+        return None
+    if not scan.frames and re.match(r"^\s*(import|from)\b", scan.line):
+        return None
+    if scan.top is not None and scan.top.import_from is not None:
+        return None
+    m = _PENDING.search(scan.line)
+    if not m:
+        return None
+    if not scan.frames and not scan.line[:m.start()].strip() and "." not in m.group(1):
+        return None            # a statement's first name: maybe an assignment target
+    return m.group(1)
+
+
+def _statement_site(line: str) -> TriggerSite | None:
+    m = _FROM_IMPORT.match(line)
+    if m:
+        rest = m.group(3)
+        level = len(m.group(1))
+        if not rest:
+            return TriggerSite("from_import", m.group(2), "", REQUIRED, True, level)
+        names = _IMPORT_LIST.match(rest)
+        if names is None:
+            return None
+        lead = OPTIONAL if not names.group(2) else NONE
+        return TriggerSite("from_import", m.group(2), names.group(2), lead, True, level)
+    m = _IMPORT.match(line)
+    if m:
+        if not m.group(1) and not m.group(2) and not m.group(3):
+            return TriggerSite("import", "", "", REQUIRED)
+        if not m.group(1) and not m.group(2):
+            return None
+        parent, _, typed = m.group(3).rpartition(".")
+        lead = OPTIONAL if not m.group(3) else NONE
+        return TriggerSite("import", parent, typed, lead)
+    m = _FROM.match(line)
+    if m:
+        dots, dotted = m.group(2), m.group(3)
+        if not m.group(1) and not dots and not dotted:
+            return TriggerSite("from_module", "", "", REQUIRED)
+        if not m.group(1) and (dots or dotted):
+            return None
+        parent, _, typed = dotted.rpartition(".")
+        lead = OPTIONAL if not dots and not dotted else NONE
+        return TriggerSite("from_module", parent, typed, lead, bool(dots) and not dotted,
+                           len(dots))
+    return None
