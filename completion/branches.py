@@ -16,7 +16,7 @@ import torch
 
 from inkling.cache.prompt_cache import PromptCache
 
-from .decoding import Cancelled, Decoded, finish, greedy_decode
+from .decoding import Cancelled, Decoded, advance, finish, greedy_decode, masked
 from .stop_rules import StopRule
 
 MIN_FIRST_PROB = 1e-3     # first tokens less likely than this are not sensible drafts
@@ -28,6 +28,7 @@ class Branch:
     logprob: float
     cached: list[int] = field(default_factory=list)   # cache indices of its tokens
     done: Decoded | None = None
+    monitor: object = None                             # its analysis state, or None
 
 
 def first_tokens(logits: torch.Tensor, k: int) -> list[tuple[int, float]]:
@@ -50,11 +51,12 @@ def check_branch(b: Branch, forwards: int, stop: StopRule, decode, max_new: int)
 def branch_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRule,
                   max_new_tokens: int, stop_ids: frozenset[int],
                   decode: Callable[[list[int]], str],
-                  cancelled: Callable[[], bool] = lambda: False) -> tuple[list[Decoded], int]:
+                  cancelled: Callable[[], bool] = lambda: False,
+                  monitor=None) -> tuple[list[Decoded], int]:
     """Decode k branches together; returns their results and the forward passes used."""
     branches = []
-    for tok, lp in first_tokens(logits, k):
-        b = Branch([], 0.0)
+    for tok, lp in first_tokens(masked(logits, monitor), k):
+        b = Branch([], 0.0, monitor=advance(monitor, tok))
         if tok in stop_ids:
             b.done = finish([], 0.0, 0, stop, decode, "end-of-text")
         else:
@@ -86,8 +88,10 @@ def advance_branches(cache: PromptCache, shared: int, branches: list[Branch], st
         forwards += 1
         for j, b in enumerate(live):                      # out: [len(live), vocab]
             b.cached.append(start + j)
-            logp = torch.log_softmax(out[j], -1)
-            tok = int(torch.argmax(out[j]))
+            row = masked(out[j], b.monitor)
+            logp = torch.log_softmax(row, -1)
+            tok = int(torch.argmax(row))
+            b.monitor = advance(b.monitor, tok)
             if tok in stop_ids:
                 b.done = finish(b.ids, b.logprob, forwards, stop, decode, "end-of-text")
                 continue
@@ -100,16 +104,17 @@ def advance_branches(cache: PromptCache, shared: int, branches: list[Branch], st
 def sequential_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRule,
                       max_new_tokens: int, stop_ids: frozenset[int],
                       decode: Callable[[list[int]], str],
-                      cancelled: Callable[[], bool] = lambda: False
-                      ) -> tuple[list[Decoded], int]:
+                      cancelled: Callable[[], bool] = lambda: False,
+                      monitor=None) -> tuple[list[Decoded], int]:
     """The same branches, one after another (the cost baseline)."""
     shared = len(cache.ids)
     results, forwards = [], 0
-    for tok, lp in first_tokens(logits, k):
+    for tok, lp in first_tokens(masked(logits, monitor), k):
         cache.truncate(shared)
         forced = torch.full_like(logits, float("-inf"))
         forced[tok] = 0.0                                 # this branch's first token
-        out = greedy_decode(cache, forced, stop, max_new_tokens, stop_ids, decode, cancelled)
+        out = greedy_decode(cache, forced, stop, max_new_tokens, stop_ids, decode, cancelled,
+                            monitor)
         out.logprob += lp
         forwards += out.forwards
         results.append(out)

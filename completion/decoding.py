@@ -30,14 +30,34 @@ def pick(logits: torch.Tensor) -> tuple[int, float]:
     return tok, float(torch.log_softmax(logits, -1)[tok])
 
 
+def masked(logits: torch.Tensor, monitor) -> torch.Tensor:
+    """logits [vocab] with the monitor's disallowed tokens at -inf (unchanged without one)."""
+    if monitor is None:
+        return logits
+    allowed = monitor.mask(logits.device)                  # None or bool [vocab']
+    if allowed is None:
+        return logits
+    n = logits.shape[-1]
+    if allowed.shape[-1] < n:                               # ids the tokenizer does not know
+        allowed = torch.cat((allowed, allowed.new_zeros(n - allowed.shape[-1])))
+    return logits.masked_fill(~allowed[:n], float("-inf"))
+
+
+def advance(monitor, tok: int):
+    return None if monitor is None else monitor.advance_token(tok)
+
+
 def greedy_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule, max_new_tokens: int,
                   stop_ids: frozenset[int], decode: Callable[[list[int]], str],
-                  cancelled: Callable[[], bool] = lambda: False) -> Decoded:
-    """Decode from ``logits`` ([vocab], the prompt's last position) until a stop."""
+                  cancelled: Callable[[], bool] = lambda: False, monitor=None) -> Decoded:
+    """Decode from ``logits`` ([vocab], the prompt's last position) until a stop.
+
+    ``monitor``: an analysis MonitorState masking what cannot be right, or None."""
     ids: list[int] = []
     logprob, forwards = 0.0, 0
     while True:
-        tok, lp = pick(logits)
+        tok, lp = pick(masked(logits, monitor))
+        monitor = advance(monitor, tok)
         if tok in stop_ids:
             return finish(ids, logprob, forwards, stop, decode, "end-of-text")
         ids.append(tok)

@@ -63,7 +63,8 @@ class Engine:
         self._drafts: OrderedDict[str, Draft] = OrderedDict()
         self._ids = itertools.count(1)
         self.stats = EngineStats()
-        self.workspace_folders: list[str] = []   # file:// URIs, from the editor
+        self._folders: list[str] = []            # file:// URIs, from the editor
+        self._analysis = None                    # CodeAnalysis, once the monitor is on
         self.workspace = None                    # a WorkspaceIndex once indexed
         self._history = None                     # accepted completions (a SuffixIndex)
         self._doc_indexes: dict[str, tuple[str, object]] = {}
@@ -94,17 +95,52 @@ class Engine:
             self._runtime = load_runtime(resolve_model_path(m.path), m.device, m.dtype, progress)
         return self._runtime
 
+    # ---------------------------------------------------------------- analysis
+    @property
+    def workspace_folders(self) -> list[str]:
+        return self._folders
+
+    @workspace_folders.setter
+    def workspace_folders(self, folders: list[str]) -> None:
+        self._folders = list(folders)
+        if self._analysis is not None:
+            self._analysis.set_workspace_folders(self._folders)
+
+    @property
+    def analysis(self):
+        """tree-sitter documents and the symbol index (made when the monitor is first on)."""
+        if self._analysis is None:
+            from inkling.analysis import AnalysisOptions, CodeAnalysis
+            self._analysis = CodeAnalysis(AnalysisOptions())
+            self._analysis.set_workspace_folders(self._folders)
+            for doc in self._documents.values():
+                self._analysis.open(doc.uri, doc.text, doc.language_id)
+        return self._analysis
+
+    def shutdown(self) -> None:
+        if self._analysis is not None:
+            self._analysis.shutdown()
+        if self.workspace is not None:
+            self.workspace.stop()
+
     # --------------------------------------------------------------- documents
     def open(self, uri: str, text: str, version: int = 0, language_id: str = "python") -> None:
         self._documents[uri] = Document(uri, text, version, language_id)
+        if self._analysis is not None or self.options.completion.monitor == "on":
+            self.analysis.open(uri, text, language_id)
 
     def apply_change(self, uri: str, changes: list[TextChange], version: int | None = None) -> None:
-        self.document(uri).apply(changes, version)
+        doc = self.document(uri)
+        doc.apply(changes, version)
+        if self._analysis is not None:             # tree.edit and an incremental reparse
+            self._analysis.change(uri, doc.text)
 
     def close(self, uri: str) -> None:
         self.document(uri)
         del self._documents[uri]
         self._doc_indexes.pop(uri, None)
+        if self._analysis is not None:
+            self._analysis.close(uri)
 
     def document(self, uri: str) -> Document:
         try:
@@ -147,12 +183,15 @@ class Engine:
         self.stats.refreshes += synced.refreshed
         first_ms = (time.perf_counter() - t0) * 1000
         budget = c.max_block_tokens if stop.block else c.max_new_tokens
+        monitor, guard = self._monitor(uri, offset, doc, runtime)
         outs, forwards = self._decode(k, cache, synced.logits, stop, budget, uri, doc, prompt,
-                                      cancelled)
+                                      cancelled, monitor)
         self._caches.trim()
         drafts, seen = [], set()
         for out in outs:
             text = trim_repeated_suffix(out.text, prompt.line_suffix, prompt.suffix)
+            if guard is not None:                 # no new ERROR or MISSING node in its statement
+                text = text[:guard.longest_valid_prefix(text)]
             if len(outs) > 1 and (not text.strip() or text.rstrip() in seen):
                 continue                      # several drafts: no empty or repeated ones
             seen.add(text.rstrip())
@@ -170,7 +209,16 @@ class Engine:
                           cache_mode=synced.mode,
                           stopped_by=outs[0].stopped_by if outs else "", block=stop.block)
 
-    def _decode(self, k, cache, logits, stop, budget, uri, doc, prompt, cancelled):
+    def _monitor(self, uri: str, offset: int, doc: Document, runtime):
+        """(monitor state, syntax guard) at the cursor when the monitor is on, else Nones.
+        Analysis never raises into decoding: what it cannot resolve is unconstrained."""
+        if self.options.completion.monitor != "on":
+            return None, None
+        an = self.analysis
+        vocab = an.vocabulary(runtime.tokenizer, runtime.vocab_size)
+        return an.monitor(uri, offset, vocab, text=doc.text), an.guard(uri, offset)
+
+    def _decode(self, k, cache, logits, stop, budget, uri, doc, prompt, cancelled, monitor):
         """Decoded drafts (best first) and the decoding forward passes they took."""
         from .branches import branch_decode, sequential_decode
         from .decoding import greedy_decode
@@ -180,21 +228,23 @@ class Engine:
         args = (runtime.stop_ids, runtime.decode)
         if c.decoder == "greedy" or k == 1:
             if c.draft == "none":
-                out = greedy_decode(cache, logits, stop, budget, *args, cancelled)
+                out = greedy_decode(cache, logits, stop, budget, *args, cancelled, monitor)
             else:
                 drafter, context = self._drafter(c.draft, uri, doc, prompt, stop.block)
                 out = speculative_decode(cache, logits, stop, budget, *args, drafter, context,
-                                         cancelled)
+                                         cancelled, monitor)
             return [out], out.forwards
         if c.decoder == "branches":
-            outs, forwards = branch_decode(cache, logits, k, stop, budget, *args, cancelled)
+            outs, forwards = branch_decode(cache, logits, k, stop, budget, *args, cancelled,
+                                           monitor)
         elif c.decoder == "sequential":
-            outs, forwards = sequential_decode(cache, logits, k, stop, budget, *args, cancelled)
+            outs, forwards = sequential_decode(cache, logits, k, stop, budget, *args, cancelled,
+                                               monitor)
         else:
             from .superposed import superposed_decode
             outs, forwards = superposed_decode(cache, logits, k, stop, budget, *args,
                                                self._sources(uri, doc), list(prompt.prefix_ids),
-                                               cancelled)
+                                               cancelled, monitor)
         return rank_drafts(outs), forwards
 
     def accept(self, draft_id: str) -> Draft:

@@ -20,7 +20,7 @@ MONITOR_MODES = ("off", "on")
 # What this build implements; anything else in the choices above is refused clearly.
 IMPLEMENTED = {"decoder": ("greedy", "branches", "superposed", "sequential"), "cache": ("full", "pie", "naive"),
                "draft": ("none", "prompt-lookup", "suffix"),
-               "monitor": ("off",)}
+               "monitor": ("off", "on")}
 
 
 @dataclass

@@ -14,7 +14,7 @@ import torch
 
 from inkling.cache.prompt_cache import PromptCache
 
-from .decoding import Cancelled, Decoded, finish, pick
+from .decoding import Cancelled, Decoded, advance, finish, masked, pick
 from .draft_tree import DraftTree
 from .stop_rules import StopRule
 
@@ -43,12 +43,14 @@ def accept(tree: DraftTree, logits: torch.Tensor) -> tuple[list[int], int]:
 def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
                        max_new_tokens: int, stop_ids: frozenset[int],
                        decode: Callable[[list[int]], str], drafter: Drafter,
-                       context: list[int], cancelled: Callable[[], bool] = lambda: False
-                       ) -> Decoded:
-    """``context``: the ids before the cursor (what drafts continue)."""
+                       context: list[int], cancelled: Callable[[], bool] = lambda: False,
+                       monitor=None) -> Decoded:
+    """``context``: the ids before the cursor (what drafts continue); ``monitor``: the
+    analysis state masking each verified position along its own path, or None."""
     ids: list[int] = []
     logprob, forwards, drafted, accepted_drafts = 0.0, 0, 0, 0
-    tok, lp = pick(logits)
+    tok, lp = pick(masked(logits, monitor))
+    monitor = advance(monitor, tok)
     while True:
         if tok in stop_ids:
             return finish(ids, logprob, forwards, stop, decode, "end-of-text")
@@ -63,7 +65,11 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
         start = len(cache.ids)
         out = cache.extend_tree([tok] + tree.tokens, [-1] + [p + 1 for p in tree.parents])
         forwards += 1
+        states = _node_states(monitor, tree)
+        if monitor is not None:                          # each row masked by its path's state
+            out = torch.stack([masked(out[r], st) for r, st in enumerate(states)])
         path, row = accept(DraftTree(tree.tokens, tree.parents), out)
+        monitor = states[row]
         drafted += len(tree)
         accepted_drafts += len(path)
         cache.keep_new(start, [0] + [i + 1 for i in path])
@@ -78,6 +84,17 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
             if done is not None:
                 return done
         tok, lp = pick(out[row])
+        monitor = advance(monitor, tok)
+
+
+def _node_states(monitor, tree: DraftTree) -> list:
+    """The monitor state after the root (row 0) and after each tree node (row i + 1)."""
+    if monitor is None:
+        return [None] * (len(tree) + 1)
+    states = [monitor]
+    for tok, parent in zip(tree.tokens, tree.parents):
+        states.append(states[parent + 1].advance_token(tok))
+    return states
 
 
 def _stopped(ids, logprob, forwards, stop: StopRule, decode, max_new_tokens) -> Decoded | None:

@@ -19,7 +19,7 @@ import torch
 from inkling.cache.prompt_cache import PromptCache
 
 from .branches import Branch, advance_branches, check_branch, first_tokens
-from .decoding import Cancelled, Decoded, finish
+from .decoding import Cancelled, Decoded, advance, finish, masked
 from .stop_rules import StopRule
 
 SUPERPOSED_STEPS = 10
@@ -49,21 +49,22 @@ def ngram_logprobs(sources: dict, context: list[int], p: torch.Tensor) -> torch.
     return torch.log((0.5 * q + 0.5 * p).clamp_min(1e-12))
 
 
-def _step_candidates(drafts, p, sources, context, k, stop_ids):
-    """The best k (draft ids, score) extensions of the live drafts."""
+def _step_candidates(drafts, p, sources, context, k):
+    """The best k (ids, score, monitor) extensions of the live drafts."""
     logp = torch.log(p.clamp_min(1e-12))
     cands = []
-    for ids, score in drafts:
+    for ids, score, mon in drafts:
         logq = ngram_logprobs(sources, context + ids, p)
-        combined = (1 - NGRAM_WEIGHT) * logp + NGRAM_WEIGHT * logq       # [vocab]
+        combined = masked((1 - NGRAM_WEIGHT) * logp + NGRAM_WEIGHT * logq, mon)   # [vocab]
         top = torch.topk(combined, k)
-        cands += [(ids + [int(t)], score + float(v)) for v, t in zip(top.values, top.indices)]
+        cands += [(ids + [int(t)], score + float(v), mon, int(t))
+                  for v, t in zip(top.values, top.indices) if v > float("-inf")]
     cands.sort(key=lambda c: c[1], reverse=True)
     out, seen = [], set()
-    for ids, score in cands:
+    for ids, score, mon, tok in cands:
         if tuple(ids) not in seen:
             seen.add(tuple(ids))
-            out.append((ids, score))
+            out.append((ids, score, advance(mon, tok)))
         if len(out) == k:
             break
     return out
@@ -72,11 +73,11 @@ def _step_candidates(drafts, p, sources, context, k, stop_ids):
 def superposed_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRule,
                       max_new_tokens: int, stop_ids: frozenset[int],
                       decode: Callable[[list[int]], str], sources: dict, context: list[int],
-                      cancelled: Callable[[], bool] = lambda: False,
+                      cancelled: Callable[[], bool] = lambda: False, monitor=None,
                       steps: int = SUPERPOSED_STEPS) -> tuple[list[Decoded], int]:
     emb = cache.runtime.input_embeddings()
     shared = len(cache.ids)
-    live = [([t], lp) for t, lp in first_tokens(logits, k)]
+    live = [([t], lp, advance(monitor, t)) for t, lp in first_tokens(masked(logits, monitor), k)]
     done: list[tuple[list[int], str]] = []
     forwards = 0
     for _ in range(steps):
@@ -85,12 +86,12 @@ def superposed_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: St
             break
         if cancelled():
             raise Cancelled()
-        w = torch.softmax(torch.tensor([s for _, s in live]), -1)               # [k]
-        rows = emb.weight[torch.tensor([ids[-1] for ids, _ in live])]          # [k, hidden]
+        w = torch.softmax(torch.tensor([s for _, s, _ in live]), -1)            # [k]
+        rows = emb.weight[torch.tensor([ids[-1] for ids, _, _ in live])]       # [k, hidden]
         mixed = (w[:, None].to(rows.dtype) * rows).sum(0, keepdim=True)        # [1, hidden]
         p = torch.softmax(cache.extend_embeds(mixed)[-1], -1)                  # [vocab]
         forwards += 1
-        live = _step_candidates(live, p, sources, context, k, stop_ids)
+        live = _step_candidates(live, p, sources, context, k)
     cache.truncate(shared)                                   # drop the superposed entries
     branches = _exact_branches(cache, shared, logits, live, done, stop, decode, stop_ids,
                                max_new_tokens)
@@ -104,24 +105,24 @@ def superposed_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: St
 def _settle(live, done, stop, decode, stop_ids, max_new):
     """Move drafts that ended (end of text, a stop rule, the budget) to ``done``."""
     keep = []
-    for ids, score in live:
+    for ids, score, mon in live:
         text = decode([t for t in ids if t not in stop_ids])
         if ids[-1] in stop_ids:
-            done.append((ids[:-1], "end-of-text"))
+            done.append((ids[:-1], "end-of-text", mon))
         elif stop.cut(text) is not None or len(ids) >= max_new:
-            done.append((ids, "stop-rule"))
+            done.append((ids, "stop-rule", mon))
         else:
-            keep.append((ids, score))
+            keep.append((ids, score, mon))
     return keep
 
 
 def _exact_branches(cache, shared, logits, live, done, stop, decode, stop_ids, max_new):
     """Run every draft's tokens but the last as disjoint paths over the prompt in one
     forward pass, scoring each draft with its true log-probabilities."""
-    drafts = [(ids, None) for ids, _ in live] + [(ids, why) for ids, why in done]
+    drafts = [(ids, None, mon) for ids, _, mon in live] + list(done)
     tokens, positions, visible, owner = [], [], [], []
     start = len(cache.ids)
-    for d, (ids, _) in enumerate(drafts):
+    for d, (ids, _, _) in enumerate(drafts):
         path = []
         for j, tok in enumerate(ids[:-1]):
             path.append(start + len(tokens))
@@ -132,12 +133,12 @@ def _exact_branches(cache, shared, logits, live, done, stop, decode, stop_ids, m
     out = cache.extend_masked(tokens, positions, visible, shared) if tokens else None
     logp0 = torch.log_softmax(logits.float(), -1)
     branches = []
-    for d, (ids, why) in enumerate(drafts):
+    for d, (ids, why, mon) in enumerate(drafts):
         rows = [i for i, o in enumerate(owner) if o == d]
         lp = float(logp0[ids[0]]) if ids else 0.0
         for r, tok in zip(rows, ids[1:]):
             lp += float(torch.log_softmax(out[r], -1)[tok])
-        b = Branch(list(ids), lp, [start + r for r in rows])
+        b = Branch(list(ids), lp, [start + r for r in rows], monitor=mon)
         if why is not None or not ids:
             b.done = finish(list(ids), lp, 0, stop, decode, why or "end-of-text")
         else:

@@ -305,8 +305,7 @@ def build_server(engine: Engine) -> InklingServer:
     @server.feature(lsp.SHUTDOWN)
     def shutdown(ls: InklingServer, params=None):
         ls.worker.shutdown()
-        if ls.engine.workspace is not None:
-            ls.engine.workspace.stop()
+        ls.engine.shutdown()
 
     return server
 

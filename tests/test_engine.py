@@ -2,7 +2,7 @@ import pytest
 
 from inkling.completion.document import Position, Range, TextChange
 from inkling.completion.engine import Engine
-from inkling.completion.errors import DocumentError, NotImplementedYet, OptionError
+from inkling.completion.errors import DocumentError, OptionError
 from inkling.completion.options import InklingOptions
 
 URI = "file:///ws/a.py"
@@ -85,8 +85,8 @@ def test_options_validation_keeps_previous_values(engine):
         engine.configure({"completion": {"maxNewTokens": "many"}})
     with pytest.raises(OptionError, match="unknown option 'completion.colour'"):
         engine.configure({"completion": {"colour": 1}})
-    with pytest.raises(NotImplementedYet, match="monitor 'on' is not implemented yet"):
-        engine.configure({"completion": {"monitor": "on"}})
+    with pytest.raises(OptionError, match="completion.monitor must be one of off, on"):
+        engine.configure({"completion": {"monitor": "maybe"}})
     with pytest.raises(OptionError, match="cache.mode must be one of full, pie, naive"):
         engine.configure({"cache": {"mode": "fast"}})
     assert engine.options is before

@@ -1,0 +1,54 @@
+"""The monitor inside decoding: every decoder only writes members that exist."""
+import re
+
+import pytest
+
+from inkling.completion.document import Position
+from inkling.completion.engine import Engine
+from inkling.completion.options import InklingOptions
+
+TEXT = ("class Box:\n    def __init__(self):\n        self.width = 1\n        self.height = 2\n\n"
+        "    def area(self):\n        return self.\n")
+MEMBERS = {"width", "height", "area", "__init__"} | set(dir(object))   # object members too
+
+
+def _first_name(text: str) -> str:
+    m = re.match(r"\w*", text)
+    return m.group(0) if m else ""
+
+
+@pytest.mark.parametrize("decoder,draft", [("greedy", "none"), ("greedy", "suffix"),
+                                           ("greedy", "prompt-lookup"), ("branches", "none"),
+                                           ("superposed", "none"), ("sequential", "none")])
+def test_members_after_self_dot_are_real(tiny_runtime, decoder, draft):
+    opts = InklingOptions().merged({"completion": {"monitor": "on", "decoder": decoder,
+                                                   "draft": draft, "max_new_tokens": 6}})
+    engine = Engine(opts, runtime=tiny_runtime)
+    engine.open("file:///w/box.py", TEXT)
+    result = engine.complete("file:///w/box.py", Position(6, 20), k=3)
+    for d in result.drafts:
+        name = _first_name(d.text)
+        assert any(m.startswith(name) for m in MEMBERS) and name, d.text
+
+
+def test_without_the_monitor_a_random_model_writes_anything(tiny_runtime):
+    engine = Engine(InklingOptions().merged({"completion": {"max_new_tokens": 6}}),
+                    runtime=tiny_runtime)
+    engine.open("file:///w/box.py", TEXT)
+    text = engine.complete("file:///w/box.py", Position(6, 20)).drafts[0].text
+    assert not any(m.startswith(_first_name(text)) and _first_name(text) for m in MEMBERS)
+
+
+def test_edits_keep_the_analysis_in_step(tiny_runtime):
+    from inkling.completion.document import Range, TextChange
+    engine = Engine(InklingOptions().merged({"completion": {"monitor": "on",
+                                                            "max_new_tokens": 4}}),
+                    runtime=tiny_runtime)
+    engine.open("file:///w/box.py", TEXT)
+    at = Position(3, 23)
+    engine.apply_change("file:///w/box.py", [TextChange("\n        self.depth = 3",
+                                                        Range(at, at))])
+    assert engine.analysis.text("file:///w/box.py") == engine.document("file:///w/box.py").text
+    result = engine.complete("file:///w/box.py", Position(7, 20))
+    name = _first_name(result.drafts[0].text)
+    assert any(m.startswith(name) for m in MEMBERS | {"depth"}) and name
