@@ -54,3 +54,12 @@ def completion_items(result: Completion) -> lsp.CompletionList:
             text_edit=lsp.TextEdit(range=lsp.Range(start=at, end=at), new_text=d.text),
             command=_accept(d)))
     return lsp.CompletionList(is_incomplete=True, items=items)
+
+
+def completion_metrics(result: Completion) -> dict:
+    """The Engine's own figures for one completion (the `inkling/lastCompletion` request)."""
+    return {"latencyMs": result.latency_ms, "firstTokenMs": result.first_token_ms,
+            "modelMs": result.model_ms, "forwards": result.forwards, "tokens": result.tokens,
+            "prefillTokens": result.prefill_tokens, "reusedTokens": result.reused_tokens,
+            "staleTokens": result.stale_tokens, "refreshed": result.refreshed,
+            "drafts": [d.text for d in result.drafts]}

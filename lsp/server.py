@@ -13,6 +13,8 @@ import uuid
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.protocol.language_server import lsp_method
 
 from inkling.cache.errors import ModelError
 from inkling.completion.decoding import Cancelled
@@ -28,19 +30,37 @@ log = logging.getLogger("inkling.server")
 VERSION = "0.1.0"
 STATUS = "inkling/status"
 STATS = "inkling/stats"
+DOCUMENT = "inkling/document"
+LAST_COMPLETION = "inkling/lastCompletion"
+
+
+class InklingProtocol(LanguageServerProtocol):
+    """pygls' protocol, except that document changes reach the Engine untouched.
+
+    pygls keeps its own copy of each document and, while updating it, clamps an
+    out-of-range change position *in the request's own params*, so the Engine would
+    apply an edit the client never sent. The Engine keeps the documents here (and
+    refuses such a change with a message), so pygls' copy is not kept.
+    """
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams):
+        if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
 
 
 class InklingServer(LanguageServer):
     """The server's state: the Engine, the model worker, counters, typing cadence."""
 
     def __init__(self, engine: Engine):
-        super().__init__("inkling", VERSION)
+        super().__init__("inkling", VERSION, protocol_cls=InklingProtocol)
         self.engine = engine
         self.worker = ModelWorker()
         self.stats = ServerStats()
         self.cadence = TypingCadence()
         self.state = "starting"
         self.last_latency_ms: float | None = None
+        self.last_completion: dict | None = None
         self._warned: set[str] = set()
         self._idle_timer: asyncio.TimerHandle | None = None
 
@@ -205,6 +225,7 @@ class InklingServer(LanguageServer):
             self.show_once(f"inkling: {exc}")
             return None
         self.stats.answered += 1
+        self.last_completion = convert.completion_metrics(result)
         self.stats.latencies_ms.append(result.latency_ms)
         self.last_latency_ms = round(result.latency_ms, 1)
         self.status("ready", f"{len(result.drafts)} draft(s)")
@@ -301,6 +322,25 @@ def build_server(engine: Engine) -> InklingServer:
         return {**ls.stats.as_dict(), "state": ls.state,
                 "documents": len(ls.engine.documents()), "refreshes": ls.engine.stats.refreshes,
                 "cache_mode": ls.engine.options.cache.mode}
+
+    @server.feature(DOCUMENT)
+    def document(ls: InklingServer, params):
+        """The server's copy of a document: version and SHA-256 (to check sync)."""
+        uri = getattr(params, "uri", None)
+        if not isinstance(uri, str):
+            raise JsonRpcInvalidParams(f"{DOCUMENT} needs {{\"uri\": ...}}, got {params!r}")
+        try:
+            doc = ls.engine.document(uri)
+        except DocumentError as exc:
+            raise JsonRpcInvalidParams(str(exc)) from None
+        import hashlib
+        return {"uri": uri, "version": doc.version, "length": len(doc.text),
+                "sha256": hashlib.sha256(doc.text.encode("utf-8")).hexdigest()}
+
+    @server.feature(LAST_COMPLETION)
+    def last_completion(ls: InklingServer, params=None):
+        """What the Engine measured for the last answered completion (for replay via LSP)."""
+        return ls.last_completion
 
     @server.feature(lsp.SHUTDOWN)
     def shutdown(ls: InklingServer, params=None):
