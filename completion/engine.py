@@ -149,6 +149,10 @@ class Engine:
             raise DocumentError(f"unknown document {uri} (it was never opened, or was closed)") \
                 from None
 
+    def document_sha256(self, uri: str) -> str:
+        import hashlib
+        return hashlib.sha256(self.document(uri).text.encode("utf-8")).hexdigest()
+
     def documents(self) -> list[str]:
         return list(self._documents)
 

@@ -39,6 +39,8 @@ def _add_replay(sub) -> None:
     p.add_argument("--json", metavar="OUT", help="write the metrics as JSON ('-': standard "
                    "output)")
     p.add_argument("--report", metavar="OUT.html", help="write an HTML report with plots")
+    p.add_argument("--via-lsp", action="store_true",
+                   help="replay through `inkling serve` over stdio with a real LSP client")
     p.set_defaults(func=_cmd_replay)
 
 
@@ -117,23 +119,31 @@ def _config(options, runtime) -> dict:
     return config
 
 
-def _replay_all(options, traces, progress_file):
-    """Load the model once and replay every trace with a progress bar over events."""
+def _replay_all(options, traces, progress_file, via_lsp: bool = False):
+    """Load the model once (or start the server) and replay every trace with a progress
+    bar over events."""
     from tqdm import tqdm
 
     from inkling.completion.engine import Engine
 
     from .cli import _load_progress
-    from .replay import Replayer
+    from .replay import LspReplayer, Replayer
     from .syntax_check import SyntaxChecker
-    runtime = Engine(options).load_model(_load_progress())
-    replayer = Replayer(options, runtime, SyntaxChecker())
+    if via_lsp:
+        runtime, replayer = None, LspReplayer(options, SyntaxChecker())
+    else:
+        runtime = Engine(options).load_model(_load_progress())
+        replayer = Replayer(options, runtime, SyntaxChecker())
     results = []
-    with tqdm(total=sum(len(t.events) for t in traces), desc="replaying", unit="event",
-              file=progress_file, disable=None) as bar:
-        for trace in traces:
-            bar.set_postfix_str(trace.name[:40])
-            results.append(replayer.replay(trace, bar.update))
+    try:
+        with tqdm(total=sum(len(t.events) for t in traces), desc="replaying", unit="event",
+                  file=progress_file, disable=None) as bar:
+            for trace in traces:
+                bar.set_postfix_str(trace.name[:40])
+                results.append(replayer.replay(trace, bar.update))
+    finally:
+        if via_lsp:
+            replayer.close()
     return runtime, results
 
 
@@ -154,10 +164,13 @@ def _cmd_replay(args) -> int:
     from .replay_result import replay_json
     options = replay_options(args)
     traces, failed = _read_traces(args.traces)
-    runtime, results = _replay_all(options, traces, sys.stderr) if traces else (None, [])
+    runtime, results = (_replay_all(options, traces, sys.stderr, args.via_lsp) if traces
+                        else (None, []))
     order = {path: i for i, path in enumerate(args.traces)}
     results = sorted(results + failed, key=lambda t: order.get(t.source, len(order)))
-    report = replay_json(results, _config(options, runtime))
+    config = _config(options, runtime)
+    config["via_lsp"] = bool(args.via_lsp)
+    report = replay_json(results, config)
     if args.json:
         _write_json(report, args.json)
     if args.report:

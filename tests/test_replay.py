@@ -268,3 +268,18 @@ def test_sample_traces_replay_in_sync(replayer, shared_dir):
         sum(1 for line in p.read_text().splitlines() if '"kind": "complete"' in line)
         for p in paths)
     assert report["checks"] > 0 and report["latency_ms"]["p50"] > 0
+
+
+def test_replay_via_lsp_keeps_documents_in_sync(tmp_path, tiny_model_dir, capsys):
+    text = "def f(a):\n    return a\n"
+    edited = "def f(a):\n    b = a\n    return a\n"
+    trace = write(tmp_path, "t.jsonl", {"kind": "open", "path": "a.py", "text": text},
+                  change("a.py", (1, 0), (1, 0), "    b = a\n"),
+                  {"kind": "complete", "path": "a.py", "position": pos(2, 11), "expected": "\n"},
+                  {"kind": "check", "path": "a.py", "sha256": sha(edited)})
+    code = main(["replay", trace, "--via-lsp", "--model", str(tiny_model_dir),
+                 "--max-new-tokens", "2", "--json", "-"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["sync_ok"] and report["config"]["via_lsp"]
+    assert report["completions"] == 1 and report["checks"] == 1
+    assert report["latency_ms"]["p50"] >= report["first_token_ms"]["p50"]

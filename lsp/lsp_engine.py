@@ -1,0 +1,161 @@
+"""An Engine stand-in that drives `inkling serve` over stdio with a real LSP client, so
+`inkling replay --via-lsp` measures what the protocol adds.
+
+The client runs on its own event loop thread; each method sends the LSP message the
+Engine call corresponds to and waits for the answer. A client-side mirror of every
+document gives the replay the text it needs for its metrics; `check` events compare
+the server's own copy (`inkling/document`).
+"""
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+import time
+from dataclasses import asdict
+
+from lsprotocol import types as lsp
+from pygls.lsp.client import LanguageClient
+
+from inkling.completion.document import Document, Position, TextChange
+from inkling.completion.engine import Completion, Draft
+from inkling.completion.errors import DocumentError, InklingError
+from inkling.completion.options import InklingOptions
+
+
+class LspEngine:
+    def __init__(self, options: InklingOptions, root_uri: str, timeout_s: float = 600):
+        self.options = options
+        self.workspace_folders = [root_uri]
+        self.timeout_s = timeout_s
+        self._docs: dict[str, Document] = {}
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
+                                        name="inkling-lsp-client")
+        self._thread.start()
+        self.client = LanguageClient("inkling-replay", "1")
+        self.status: dict = {}
+
+        self.messages: list[str] = []
+        self.overhead_ms: list[float] = []      # client wall time minus the Engine's latency
+
+        @self.client.feature("inkling/status")
+        def on_status(params):
+            self.status = params._asdict() if hasattr(params, "_asdict") else dict(params)
+
+        @self.client.feature(lsp.WINDOW_LOG_MESSAGE)
+        def on_log(params: lsp.LogMessageParams):
+            self.messages.append(params.message)
+
+        @self.client.feature(lsp.WINDOW_SHOW_MESSAGE)
+        def on_show(params: lsp.ShowMessageParams):
+            self.messages.append(params.message)
+        self._call(self._start(root_uri))
+
+    # ------------------------------------------------------------------ plumbing
+    def _call(self, coro):
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(self.timeout_s)
+
+    async def _start(self, root_uri: str) -> None:
+        await self.client.start_io(sys.executable, "-m", "inkling.lsp.cli", "serve")
+        settings = asdict(self.options)
+        settings["server"].update(debounce_min_ms=0, debounce_max_ms=0)   # no waiting here
+        await self.client.initialize_async(lsp.InitializeParams(
+            capabilities=lsp.ClientCapabilities(),
+            workspace_folders=[lsp.WorkspaceFolder(uri=root_uri, name="replay")],
+            initialization_options=settings))
+        self.client.initialized(lsp.InitializedParams())
+        while self.status.get("state") not in ("ready", "error"):
+            await asyncio.sleep(0.02)
+        if self.status.get("state") == "error":
+            raise InklingError(f"inkling serve: {self.status.get('message')}")
+
+    def shutdown(self) -> None:
+        async def stop():
+            await self.client.shutdown_async(None)
+            self.client.exit(None)
+            await self.client.stop()
+        try:
+            self._call(stop())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+
+    # ----------------------------------------------------------- Engine's calls
+    def document(self, uri: str) -> Document:
+        try:
+            return self._docs[uri]
+        except KeyError:
+            raise DocumentError(f"unknown document {uri} (it was never opened, or was closed)") \
+                from None
+
+    def document_sha256(self, uri: str) -> str:
+        """The SHA-256 of the *server's* copy."""
+        async def ask():
+            return await self.client.protocol.send_request_async("inkling/document", {"uri": uri})
+        return self._call(ask()).sha256
+
+    def open(self, uri: str, text: str, version: int = 0, language_id: str = "python") -> None:
+        self._docs[uri] = Document(uri, text, version, language_id)
+        self._loop.call_soon_threadsafe(self.client.text_document_did_open,
+                                        lsp.DidOpenTextDocumentParams(text_document=lsp.TextDocumentItem(
+                                            uri=uri, language_id=language_id, version=version,
+                                            text=text)))
+
+    def apply_change(self, uri: str, changes: list[TextChange], version: int | None = None) -> None:
+        self.document(uri).apply(changes, version)       # refuses a bad change, as the server
+        events = [lsp.TextDocumentContentChangeWholeDocument(text=c.text) if c.range is None else
+                  lsp.TextDocumentContentChangePartial(text=c.text, range=_range(c.range))
+                  for c in changes]
+        self._loop.call_soon_threadsafe(self.client.text_document_did_change,
+                                        lsp.DidChangeTextDocumentParams(
+                                            text_document=lsp.VersionedTextDocumentIdentifier(
+                                                uri=uri, version=version or 0),
+                                            content_changes=events))
+
+    def close(self, uri: str) -> None:
+        self.document(uri)
+        del self._docs[uri]
+        self._loop.call_soon_threadsafe(self.client.text_document_did_close,
+                                        lsp.DidCloseTextDocumentParams(
+                                            text_document=lsp.TextDocumentIdentifier(uri=uri)))
+
+    def complete(self, uri: str, position: Position, k: int | None = None,
+                 trigger: str = "automatic") -> Completion:
+        kind = (lsp.InlineCompletionTriggerKind.Invoked if trigger == "invoked"
+                else lsp.InlineCompletionTriggerKind.Automatic)
+        params = lsp.InlineCompletionParams(
+            text_document=lsp.TextDocumentIdentifier(uri=uri),
+            position=lsp.Position(line=position.line, character=position.character),
+            context=lsp.InlineCompletionContext(trigger_kind=kind))
+
+        async def ask():
+            t0 = time.perf_counter()
+            items = await self.client.text_document_inline_completion_async(params)
+            latency = (time.perf_counter() - t0) * 1000
+            metrics = await self.client.protocol.send_request_async("inkling/lastCompletion", {})
+            return items, latency, metrics
+        try:
+            items, latency, m = self._call(ask())
+        except Exception as exc:                          # an error answer names its culprit
+            raise DocumentError(str(exc)) from None
+        if m is None:
+            raise DocumentError(f"inkling serve answered no completion for {uri}: "
+                                f"{self.messages[-1] if self.messages else 'no reason given'}")
+        self.overhead_ms.append(latency - m.latencyMs)
+        drafts = list(m.drafts)
+        return Completion(uri, position, [Draft(f"lsp{i}", t, 0.0, 0) for i, t in enumerate(drafts)],
+                          trigger, first_token_ms=m.firstTokenMs, latency_ms=latency,
+                          model_ms=m.modelMs, forwards=m.forwards, tokens=m.tokens,
+                          prefill_tokens=m.prefillTokens, reused_tokens=m.reusedTokens,
+                          stale_tokens=m.staleTokens, refreshed=m.refreshed)
+
+    def index_workspace(self, progress=None):
+        return None                                       # the server indexes at start
+
+    def workspace_file_changed(self, path: str) -> None:
+        return None                                       # the server's watcher sees it
+
+
+def _range(r):
+    return lsp.Range(start=lsp.Position(line=r.start.line, character=r.start.character),
+                     end=lsp.Position(line=r.end.line, character=r.end.character))

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Run every benchmark on the bundled model (or MODEL=path) and keep what each printed
+# in benchmarks/results/NAME.txt.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=benchmarks/results
+mkdir -p "$out"
+py=.venv/bin/python
+model=(${MODEL:+--model "$MODEL"})
+run() {
+    local name=$1; shift
+    echo "== $name: $*"
+    { echo "\$ $*"; "$@"; } 2>"$out/$name.stderr" | tee "$out/$name.txt"
+}
+run cli_latency   $py benchmarks/cli_latency.py --runs 5
+run cache_modes   $py benchmarks/cache_modes.py "${model[@]}"
+run cache_kl      $py benchmarks/cache_kl.py "${model[@]}"
+run drafting      $py benchmarks/drafting.py "${model[@]}"
+run drafting_cost $py benchmarks/drafting_cost.py "${model[@]}"
+run decoders      $py benchmarks/decoders.py "${model[@]}"
+run monitor       $py benchmarks/monitor.py "${model[@]}"
+run lsp_overhead  $py benchmarks/lsp_overhead.py "${model[@]}"
+run monitor_cost  $py benchmarks/monitor_cost.py
