@@ -13,6 +13,7 @@ run() {
     { echo "\$ $*"; "$@"; } 2>"$out/$name.stderr" | tee "$out/$name.txt"
 }
 run cli_latency   $py benchmarks/cli_latency.py --runs 5
+run baseline      $py benchmarks/baseline.py "${model[@]}"
 run cache_modes   $py benchmarks/cache_modes.py "${model[@]}"
 run cache_kl      $py benchmarks/cache_kl.py "${model[@]}"
 run drafting      $py benchmarks/drafting.py "${model[@]}"
