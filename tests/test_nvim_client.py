@@ -1,0 +1,446 @@
+"""The Neovim plugin (editors/nvim) in a real headless Neovim, driven over its RPC API.
+
+End to end: Neovim starts the real server (the bundled model when it is in the checkout,
+else the tiny random model of tests/conftest.py), ghost text appears as an extmark while
+typing, the next-draft key changes it, the accept key inserts it, and the server's
+inkling/stats counts the acceptance. Also: a missing or crashing server is reported once,
+shows an error status and is restarted with backoff, and typing goes on meanwhile; and the
+plugin's pure helpers.
+"""
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+NVIM = shutil.which("nvim")
+pytestmark = pytest.mark.skipif(NVIM is None, reason="nvim is not installed")
+pynvim = pytest.importorskip("pynvim")
+
+REPO = Path(__file__).resolve().parents[1]
+PLUGIN = REPO / "editors" / "nvim"
+SERVER = [sys.executable, "-m", "inkling.lsp.cli", "serve"]
+# the options the issue asks for: several drafts from the "branches" decoder
+DRAFT_OPTIONS = {"completion": {"decoder": "branches", "drafts": 3, "automaticDrafts": 1}}
+
+SAMPLE = '''"""Small helpers."""
+import os
+
+
+def read_lines(path):
+    with open(path) as handle:
+        return handle.read().splitlines()
+
+
+'''
+
+
+def _lua_json(value) -> str:
+    return "vim.json.decode([==[" + json.dumps(value) + "]==])"
+
+
+def _write_init(tmp_path: Path, cmd: list[str], init_options: dict, extra: str = "") -> Path:
+    init = tmp_path / "init.lua"
+    init.write_text(f"""
+vim.opt.runtimepath:prepend({json.dumps(str(PLUGIN))})
+vim.o.swapfile = false
+vim.o.expandtab = true
+vim.o.shiftwidth = 4
+vim.o.autoindent = true
+require("inkling").setup({{
+  cmd = {_lua_json(cmd)},
+  init_options = {_lua_json(init_options)},
+  restart = {{ initial_ms = 200, factor = 2, max_ms = 1000 }},
+  {extra}
+}})
+""")
+    return init
+
+
+def _start(init: Path, cwd: Path):
+    return pynvim.attach("child", argv=[NVIM, "--embed", "--headless", "--clean", "-n",
+                                        "-u", str(init), "--cmd", f"cd {cwd}"])
+
+
+def _wait(predicate, timeout: float, step: float = 0.05):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(step)
+
+
+def _lua(nvim, code: str, *args):
+    return nvim.exec_lua(code, *args)
+
+
+def _statusline(nvim) -> str:
+    return _lua(nvim, "return require('inkling').statusline()")
+
+
+def _ghost(nvim):
+    return _lua(nvim, "return require('inkling').ghost_text()")
+
+
+def _ghost_extmarks(nvim):
+    """Extmarks with virtual text in the plugin's namespace (or the built-in one on 0.12+)."""
+    spaces = nvim.api.get_namespaces()
+    marks = []
+    for name in ("inkling", "nvim.lsp.inline_completion"):
+        if name in spaces:
+            marks += [m for m in nvim.api.buf_get_extmarks(0, spaces[name], 0, -1,
+                                                            {"details": True})
+                      if m[3].get("virt_text") or m[3].get("virt_lines")]
+    return marks
+
+
+def _stats(nvim, timeout: float = 10.0) -> dict:
+    _lua(nvim, "_G.__inkling_stats = nil; require('inkling').stats(function(err, result) "
+               "_G.__inkling_stats = err and {error = err.message or tostring(err)} or result end)")
+    stats = _wait(lambda: _lua(nvim, "return _G.__inkling_stats"), timeout)
+    assert stats and "error" not in stats, stats
+    return stats
+
+
+def _messages(nvim) -> str:
+    return nvim.command_output("messages")
+
+
+def _close(nvim) -> None:
+    try:
+        nvim.command("qa!")
+    except Exception:
+        pass
+    try:
+        nvim.close()
+    except Exception:
+        pass
+
+
+@pytest.fixture(scope="module")
+def model_options(request) -> dict:
+    """The bundled model when it is in the checkout, else the tiny random-weight model."""
+    from inkling.models import BUNDLED_MODEL_DIR
+    if (BUNDLED_MODEL_DIR / "config.json").is_file():
+        return {}
+    tiny = request.getfixturevalue("tiny_model_dir")
+    return {"model": {"path": str(tiny)}, "completion": {"maxNewTokens": 12}}
+
+
+@pytest.fixture(scope="module")
+def editor(tmp_path_factory, model_options):
+    """Neovim with the plugin set up as the issue says, the server loaded and ready."""
+    tmp = tmp_path_factory.mktemp("nvim")
+    if model_options:
+        # The server applies an options tree as a whole, so a value it refuses would drop
+        # the model path sent with it: the model first, then the drafts with
+        # workspace/didChangeConfiguration (require("inkling").configure).
+        init_options, later = model_options, DRAFT_OPTIONS
+    else:
+        init_options, later = DRAFT_OPTIONS, None
+    nvim = _start(_write_init(tmp, SERVER, init_options), tmp)
+    try:
+        first = tmp / "sample.py"
+        first.write_text(SAMPLE)
+        nvim.command(f"edit {first}")
+        status = _wait(lambda: (s := _statusline(nvim)) and ("ready" in s or "error" in s) and s,
+                       60)
+        assert status and "ready" in status, (status, _messages(nvim))
+        if later:
+            _lua(nvim, f"require('inkling').configure({_lua_json(later)})")
+        nvim.tmp = tmp
+        yield nvim
+    finally:
+        _close(nvim)
+
+
+def _open(nvim, name: str) -> None:
+    nvim.input("<Esc>")
+    path = nvim.tmp / name
+    if not path.exists():
+        path.write_text(SAMPLE)
+    nvim.command(f"edit {path}")
+    _wait(lambda: _lua(nvim, "return vim.lsp.buf_is_attached(0, require('inkling.server')"
+                             ".client_id or -1)"), 10)
+
+
+def _answered_here(nvim) -> bool:
+    """An answer for the cursor position arrived (with drafts or without)."""
+    last = _lua(nvim, "return require('inkling').last_answer()")
+    row, col = nvim.current.window.cursor
+    return bool(last) and last["row"] == row - 1 and last["col"] == col
+
+
+def _type_until_ghost(nvim, pieces, timeout: float = 15.0, good=lambda g: bool(g)):
+    """Type the pieces one after the other until ghost text shows; the ghost text or None."""
+    ghost = None
+    for piece in pieces:
+        nvim.input(piece)
+        time.sleep(0.1)
+        _wait(lambda: good(_ghost(nvim)) or _answered_here(nvim), timeout)
+        ghost = _wait(lambda: _ghost(nvim), 0.3)
+        if good(ghost):
+            return ghost
+    return ghost if good(ghost) else None
+
+
+def test_ghost_text_cycle_accept_and_stats(editor):
+    nvim = editor
+    _open(nvim, "cycle.py")
+    branches_refused = lambda: "not implemented yet" in _messages(nvim)  # noqa: E731
+
+    # type a function; ghost text appears as an extmark at the cursor
+    nvim.input("G")
+    ghost = _type_until_ghost(nvim, ["odef count_words(text):<CR>", "words = text.split()<CR>",
+                                     "return len(", "w"])
+    assert ghost, ("no ghost text", _statusline(nvim), _messages(nvim))
+    marks = _ghost_extmarks(nvim)
+    assert marks, "ghost text is not an extmark"
+    row = nvim.current.window.cursor[0] - 1
+    assert marks[0][1] == row
+
+    # the next-draft key shows another draft (an invoked request asks for 3 drafts)
+    nvim.input("<M-]>")
+    changed = _wait(lambda: (g := _ghost(nvim)) and g != ghost and g, 15)
+    if changed:    # and the previous-draft key brings the first one back
+        nvim.input("<M-[>")
+        assert _wait(lambda: _ghost(nvim) == ghost, 5), (_ghost(nvim), ghost)
+        nvim.input("<M-]>")
+        assert _wait(lambda: _ghost(nvim) == changed, 5), (_ghost(nvim), changed)
+    shown = _ghost(nvim)
+    assert shown, "cycling lost the ghost text"
+
+    # accept inserts the draft on screen into the buffer
+    before = "\n".join(nvim.current.buffer[:])
+    line_before = nvim.current.line
+    col = nvim.current.window.cursor[1]
+    nvim.input("<Tab>")
+    _wait(lambda: "\n".join(nvim.current.buffer[:]) != before, 5)
+    first, *rest = shown.split("\n")
+    assert nvim.current.buffer[row] == line_before[:col] + first + (
+        "" if rest else line_before[col:]), (shown, nvim.current.buffer[:])
+    assert shown in "\n".join(nvim.current.buffer[:])
+
+    # and the server heard about it (workspace/executeCommand inkling.accept)
+    stats = _wait(lambda: (s := _stats(nvim))["accepted"] >= 1 and s, 10) or _stats(nvim)
+    assert stats["accepted"] >= 1, stats
+    assert stats["answered"] >= 1 and stats["errors"] == 0, stats
+
+    # This is the assertion that needs the "branches" decoder: with the greedy decoder the
+    # server answers one draft, so there is no other draft to show.
+    if not changed:
+        if branches_refused():
+            pytest.xfail("the next-draft key cannot change the ghost text yet: the server "
+                         "refuses decoder 'branches' (not implemented yet) and gives 1 draft")
+        pytest.fail("the next-draft key did not change the ghost text")
+
+
+def test_typing_along_dismiss_and_partial_accept(editor):
+    """Typing along the ghost text keeps the rest; dismiss clears it; accept a word."""
+    nvim = editor
+    _open(nvim, "keys.py")
+    nvim.input("Goif __name__ == ")
+    long_enough = lambda g: bool(g) and len(g.strip()) >= 2  # noqa: E731
+    ghost = _type_until_ghost(nvim, ['"__main__":<CR>', "print(", "read_lines(os."],
+                              good=long_enough)
+    if not ghost:
+        pytest.skip(f"the model suggested too little to test typing along: {_ghost(nvim)!r}")
+    # dismiss clears it, and it stays cleared until the next keystroke
+    nvim.input("<C-]>")
+    assert _wait(lambda: not _ghost(nvim) and not _ghost_extmarks(nvim), 3)
+    time.sleep(0.5)
+    assert not _ghost_extmarks(nvim)
+    # next-draft with nothing on screen asks for a suggestion (invoked)
+    nvim.input("<M-]>")
+    ghost = _wait(lambda: long_enough(_ghost(nvim)) and _ghost(nvim), 15)
+    if not ghost:
+        pytest.skip(f"the model suggested too little to test typing along: {_ghost(nvim)!r}")
+    # typing its first character keeps the rest on screen at once
+    lead = len(ghost) - len(ghost.lstrip(" "))
+    typed = ghost[: lead + 1]
+    nvim.input(typed.replace("<", "<lt>"))
+    rest = _wait(lambda: _ghost(nvim), 2)
+    assert rest and ghost[len(typed):].startswith(rest[:1]), (ghost, typed, rest)
+    # accept a word: the buffer grows by the next word of the ghost text only
+    row = nvim.current.window.cursor[0] - 1
+    lines = nvim.current.buffer[:]
+    col = nvim.current.window.cursor[1]
+    word = _lua(nvim, "return require('inkling.util').next_word(...)", rest)
+    nvim.input("<M-Right>")
+    assert _wait(lambda: nvim.current.buffer[:] != lines, 3)
+    line = lines[row]
+    expected = (line[:col] + word + line[col:]).split("\n")
+    assert nvim.current.buffer[row:row + len(expected)] == expected, (word, nvim.current.buffer[:])
+    # the rest of the draft stays on screen
+    remaining = rest[len(word):]
+    if remaining.strip():
+        assert _wait(lambda: (_ghost(nvim) or "").startswith(remaining[:1]), 3), (
+            rest, word, _ghost(nvim))
+
+
+FAKE_SERVER = [sys.executable, str(Path(__file__).with_name("editor_fake_server.py"))]
+
+
+@pytest.fixture()
+def scripted(tmp_path):
+    """Neovim with the plugin on the scripted server (tests/editor_fake_server.py)."""
+    nvim = _start(_write_init(tmp_path, FAKE_SERVER, {}), tmp_path)
+    try:
+        sample = tmp_path / "add.py"
+        sample.write_text("def add(a, b):\n")
+        nvim.command(f"edit {sample}")
+        assert _wait(lambda: "ready" in _statusline(nvim), 20), _messages(nvim)
+        yield nvim
+    finally:
+        _close(nvim)
+
+
+def test_scripted_cycling_through_three_drafts(scripted):
+    nvim = scripted
+    nvim.input("Goreturn ")
+    assert _wait(lambda: _ghost(nvim) == "a + b", 5), _ghost(nvim)
+    mark = _ghost_extmarks(nvim)[0]
+    assert mark[1:3] == [1, 11] and mark[3]["virt_text"][0][0] == "a + b"
+    assert mark[3]["virt_text"][0][1] == "InklingGhost"
+    nvim.input("<M-]>")                       # one draft shown: an invoked request for three
+    assert _wait(lambda: _ghost(nvim) == "b + a", 5), _ghost(nvim)
+    assert _statusline(nvim).endswith("[2/3]")
+    nvim.input("<M-]>")
+    assert _wait(lambda: _ghost(nvim) == "sum((a, b))", 5), _ghost(nvim)
+    nvim.input("<M-]>")                       # wraps around
+    assert _wait(lambda: _ghost(nvim) == "a + b", 5), _ghost(nvim)
+    nvim.input("<M-[>")
+    assert _wait(lambda: _ghost(nvim) == "sum((a, b))", 5), _ghost(nvim)
+    nvim.input("<Tab>")
+    assert _wait(lambda: nvim.current.buffer[1] == "    return sum((a, b))", 5), \
+        nvim.current.buffer[:]
+    stats = _wait(lambda: (s := _stats(nvim))["accepted"] == 1 and s, 5)
+    assert stats and stats["accepted_texts"] == ["sum((a, b))"], stats
+
+
+def test_scripted_typing_along_words_and_dismiss(scripted):
+    nvim = scripted
+    nvim.input("Goreturn ")
+    assert _wait(lambda: _ghost(nvim) == "a + b", 5)
+    nvim.input("a")                           # typing along keeps the rest on screen
+    assert _wait(lambda: _ghost(nvim) == " + b", 2), _ghost(nvim)
+    nvim.input("<M-Right>")                   # accept a word
+    assert _wait(lambda: nvim.current.buffer[1] == "    return a +", 3), nvim.current.buffer[:]
+    assert _wait(lambda: _ghost(nvim) == " b", 2), _ghost(nvim)
+    assert _stats(nvim)["accepted"] == 0      # not all of it yet
+    nvim.input("<M-Right>")                   # the last word: the whole draft was taken
+    assert _wait(lambda: nvim.current.buffer[1] == "    return a + b", 3), nvim.current.buffer[:]
+    assert _wait(lambda: _stats(nvim)["accepted"] == 1, 5)
+    nvim.input("<CR>return ")                 # (the indent script dedents after a return)
+    assert _wait(lambda: _ghost(nvim) == "a + b", 5)
+    nvim.input("<C-]>")
+    assert _wait(lambda: _ghost(nvim) is None and not _ghost_extmarks(nvim), 2)
+    nvim.input("<C-]>")                       # nothing shown: the key is itself again
+    nvim.input("x")
+    assert _wait(lambda: nvim.current.buffer[2] == "return x", 3), nvim.current.buffer[:]
+
+
+def test_scripted_multi_line_draft_and_line_accept(scripted):
+    nvim = scripted
+    nvim.input("Go<Space><BS>")               # an indented blank line in the function
+    assert _wait(lambda: _ghost(nvim) == "total = a + b\n    return total", 5), _ghost(nvim)
+    mark = _ghost_extmarks(nvim)[0]
+    assert mark[3]["virt_text"][0][0] == "total = a + b"
+    assert [c[0] for c in mark[3]["virt_lines"][0]] == ["    return total"]
+    nvim.input("<M-Down>")                    # accept the line
+    assert _wait(lambda: nvim.current.buffer[1] == "    total = a + b", 3), nvim.current.buffer[:]
+    assert _wait(lambda: _ghost(nvim) == "\n    return total", 2), _ghost(nvim)
+    nvim.input("<M-Down>")                    # the newline and the next line: all of it
+    assert _wait(lambda: nvim.current.buffer[1:3] == ["    total = a + b", "    return total"],
+                 3), nvim.current.buffer[:]
+    assert tuple(nvim.current.window.cursor) == (3, 16)
+    stats = _wait(lambda: (s := _stats(nvim))["accepted"] == 1 and s, 5)
+    assert stats and stats["accepted_texts"] == ["total = a + b\n    return total"], stats
+
+
+def test_missing_server_is_reported_once_and_typing_goes_on(tmp_path):
+    sample = tmp_path / "m.py"
+    sample.write_text("x = 1\n")
+    nvim = _start(_write_init(tmp_path, [str(tmp_path / "no-such-inkling"), "serve"], {}),
+                  tmp_path)
+    try:
+        nvim.command(f"edit {sample}")
+        nvim.input("Goy = 2")
+        assert _wait(lambda: nvim.current.buffer[:] == ["x = 1", "y = 2"], 5)
+        # retries with backoff: 200, 400, 800, 1000 ms ...
+        assert _wait(lambda: _lua(nvim, "return require('inkling.server').failures") >= 3, 6)
+        assert "error" in _statusline(nvim)
+        messages = _messages(nvim)
+        assert messages.count("cannot start the server") == 1, messages
+        nvim.input("<Tab>z")            # keys fall back to their own meaning
+        assert _wait(lambda: nvim.current.buffer[1] == "y = 2\tz"
+                     or nvim.current.buffer[1].startswith("y = 2 ") and
+                     nvim.current.buffer[1].endswith("z"), 3), nvim.current.buffer[:]
+    finally:
+        _close(nvim)
+
+
+def test_crashing_server_is_restarted_with_backoff_and_reported_once(tmp_path):
+    crash = [sys.executable, "-c", "import sys; sys.stdin.read(1); sys.exit(3)"]
+    sample = tmp_path / "c.py"
+    sample.write_text("x = 1\n")
+    nvim = _start(_write_init(tmp_path, crash, {}), tmp_path)
+    try:
+        nvim.command(f"edit {sample}")
+        nvim.input("Goy = 2")
+        assert _wait(lambda: _lua(nvim, "return require('inkling.server').failures") >= 3, 8)
+        delays = _lua(nvim, "return require('inkling.util').backoff_ms(3, "
+                            "require('inkling.server').cfg.restart)")
+        assert delays == 800
+        assert "error" in _statusline(nvim)
+        messages = _messages(nvim)
+        assert messages.count("the server exited") == 1, messages
+        assert "quit with exit code" not in messages, messages
+        assert nvim.current.buffer[:] == ["x = 1", "y = 2"]
+        # :InklingRestart starts afresh (and may say so once more)
+        nvim.input("<Esc>")
+        nvim.command("InklingRestart")
+        assert _wait(lambda: _lua(nvim, "return require('inkling.server').failures") >= 1, 5)
+    finally:
+        _close(nvim)
+
+
+def test_pure_helpers(tmp_path):
+    """editors/nvim/lua/inkling/util.lua, run inside Neovim."""
+    nvim = _start(_write_init(tmp_path, [str(tmp_path / "absent")], {},
+                              "filetypes = {}"), tmp_path)
+    try:
+        u = "require('inkling.util')"
+        assert _lua(nvim, f"return {u}.utf16_col(...)", "aé😀b", 1 + 2 + 4) == 4
+        assert _lua(nvim, f"return {u}.byte_col(...)", "aé😀b", 4) == 7
+        assert _lua(nvim, f"return {u}.utf16_col(...)", "abc", 10) == 3
+        assert _lua(nvim, f"return {u}.next_word(...)", "  foo(bar)") == "  foo"
+        assert _lua(nvim, f"return {u}.next_word(...)", "(bar)") == "("
+        assert _lua(nvim, f"return {u}.next_word(...)", "\n    x") == "\n    "
+        assert _lua(nvim, f"return {u}.next_line(...)", "a + b\nc") == "a + b"
+        assert _lua(nvim, f"return {u}.next_line(...)", "\n    c\nd") == "\n    c"
+        assert _lua(nvim, f"return {u}.split_lines(...)", "a\n") == ["a", ""]
+        backoff = [_lua(nvim, f"return {u}.backoff_ms(...)", n,
+                        {"initial_ms": 1000, "factor": 2, "max_ms": 5000}) for n in range(1, 6)]
+        assert backoff == [1000, 2000, 4000, 5000, 5000]
+        fmt = f"return {u}.format_status(...)"
+        assert _lua(nvim, fmt, None) == "inkling: starting"
+        assert _lua(nvim, fmt, {"state": "loading", "progress": 40}) == "inkling: loading 40%"
+        assert _lua(nvim, fmt, {"state": "ready", "latencyMs": 41.6}) == "inkling: ready 42ms"
+        assert _lua(nvim, fmt, {"state": "busy"}) == "inkling: busy"
+        assert _lua(nvim, fmt, {"state": "error", "message": "boom"}) == "inkling: error (boom)"
+        lines = _lua(nvim, f"return {u}.format_stats(...)",
+                     {"requests": 3, "accepted": 1, "latency_ms": {"p50": 9.25, "p95": 20,
+                                                                    "count": 3}})
+        assert any("accepted    1" in line for line in lines)
+        assert any("p50 9.2" in line or "p50 9.3" in line for line in lines)
+        merged = _lua(nvim, f"return {u}.merge(...)", {"a": {"b": 1, "c": 2}, "l": [1, 2]},
+                      {"a": {"c": 3}, "l": [9]})
+        assert merged == {"a": {"b": 1, "c": 3}, "l": [9]}
+    finally:
+        _close(nvim)
