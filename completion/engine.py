@@ -181,6 +181,7 @@ class Engine:
                                          c.max_block_tokens)
         prompt = build_prompt(runtime, text[:offset], text[offset:], pre_budget, suf_budget, order)
         stop = stop_rule_for(prompt.line_prefix, prompt.prefix, prompt.line_suffix, prompt.suffix)
+        prompt, healed = self._heal(prompt, runtime, order)
         o = self.options.cache
         cache = self._caches.get(uri, lambda: PromptCache(runtime, o.mode, o.stale_threshold))
         synced = cache.sync(prompt.ids)
@@ -188,8 +189,13 @@ class Engine:
         first_ms = (time.perf_counter() - t0) * 1000
         budget = c.max_block_tokens if stop.block else c.max_new_tokens
         monitor, guard = self._monitor(uri, offset, doc, runtime)
+        decode = runtime.decode
+        if healed:
+            from .token_healing import Healing, healed_decode
+            monitor = Healing(self._texts(runtime), healed, monitor)
+            decode = healed_decode(runtime.decode, healed)
         outs, forwards = self._decode(k, cache, synced.logits, stop, budget, uri, doc, prompt,
-                                      cancelled, monitor)
+                                      cancelled, monitor, decode)
         self._caches.trim()
         drafts, seen = [], set()
         for out in outs:
@@ -222,14 +228,38 @@ class Engine:
         vocab = an.vocabulary(runtime.tokenizer, runtime.vocab_size)
         return an.monitor(uri, offset, vocab, text=doc.text), an.guard(uri, offset)
 
-    def _decode(self, k, cache, logits, stop, budget, uri, doc, prompt, cancelled, monitor):
+    def _heal(self, prompt, runtime, order: str):
+        """(prompt without its last token before the cursor, that token's text) when token
+        healing is on; else (prompt, "")."""
+        import dataclasses
+        if not self.options.completion.token_healing or len(prompt.prefix_ids) < 2:
+            return prompt, ""
+        healed = runtime.decode(prompt.prefix_ids[-1:])
+        if not healed or "\ufffd" in healed:
+            return prompt, ""
+        prefix_ids = prompt.prefix_ids[:-1]
+        if runtime.fim is None:
+            ids = prefix_ids
+        else:
+            from .prompt import _TokenIds
+            ids = runtime.fim.build(order, prefix_ids, prompt.suffix_ids, _TokenIds(runtime))
+        return dataclasses.replace(prompt, ids=ids, prefix_ids=prefix_ids), healed
+
+    def _texts(self, runtime):
+        if getattr(self, "_token_texts", None) is None or self._token_texts[0] is not runtime:
+            from .token_healing import TokenTexts
+            self._token_texts = (runtime, TokenTexts(runtime.tokenizer, runtime.vocab_size))
+        return self._token_texts[1]
+
+    def _decode(self, k, cache, logits, stop, budget, uri, doc, prompt, cancelled, monitor,
+                decode):
         """Decoded drafts (best first) and the decoding forward passes they took."""
         from .branches import branch_decode, sequential_decode
         from .decoding import greedy_decode
         from .draft_ranking import rank_drafts
         from .speculative import speculative_decode
         c, runtime = self.options.completion, self._runtime
-        args = (runtime.stop_ids, runtime.decode)
+        args = (runtime.stop_ids, decode)
         if c.decoder == "greedy" or k == 1:
             if c.draft == "none":
                 out = greedy_decode(cache, logits, stop, budget, *args, cancelled, monitor)

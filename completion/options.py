@@ -39,6 +39,7 @@ class CompletionOptions:
     prefix_tokens: int = 0      # prompt budget before the cursor (0: from the model's context)
     suffix_tokens: int = 0      # prompt budget after the cursor (0: from the model's context)
     fim_order: str = "auto"     # auto | psm | spm
+    token_healing: bool = True  # re-decode the last token before the cursor
     decoder: str = "greedy"
     draft: str = "none"
     monitor: str = "off"
@@ -137,6 +138,8 @@ def _merge(obj, changes: dict[str, Any], where: str):
             raise OptionError(f"{name} must be an integer, got {value!r}")
         elif type(current) is str and not isinstance(value, str):
             raise OptionError(f"{name} must be a string, got {value!r}")
+        elif type(current) is bool and not isinstance(value, bool):
+            raise OptionError(f"{name} must be true or false, got {value!r}")
         elif type(current) is float and (isinstance(value, bool)
                                          or not isinstance(value, (int, float))):
             raise OptionError(f"{name} must be a number, got {value!r}")

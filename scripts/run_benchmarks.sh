@@ -12,6 +12,7 @@ run() {
     echo "== $name: $*"
     { echo "\$ $*"; "$@"; } 2>"$out/$name.stderr" | tee "$out/$name.txt"
 }
+run evaluate      .venv/bin/inkling evaluate --write-card
 run cli_latency   $py benchmarks/cli_latency.py --runs 5
 run baseline      $py benchmarks/baseline.py "${model[@]}"
 run cache_modes   $py benchmarks/cache_modes.py "${model[@]}"

@@ -1,0 +1,81 @@
+"""Token healing at the cursor.
+
+The prompt is tokenized up to the cursor, so its last token is often one the model
+rarely saw there: after an indentation of four spaces the training text had "   "
+and " if", never "    " then "if". The last token before the cursor is therefore
+taken back out of the prompt, and decoding is constrained until it has re-emitted
+that text (in whatever tokens the model prefers); the suggestion is what comes after.
+
+``Healing`` has the interface of an analysis monitor state (``mask`` and
+``advance_token``), wraps the real monitor (if any) and hands over to it once the
+healed text is covered.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+class TokenTexts:
+    """Each token id's text alone (computed once per tokenizer), and masks of the ids
+    consistent with a given remaining text."""
+
+    def __init__(self, tokenizer, vocab_size: int):
+        n = tokenizer.get_vocab_size()
+        self.texts = [tokenizer.decode([i]) for i in range(n)]
+        self.vocab_size = max(vocab_size, n)
+        self._masks: dict[str, torch.Tensor] = {}
+
+    def mask(self, remaining: str) -> torch.Tensor:
+        """bool [vocab]: tokens that cover a prefix of ``remaining`` or all of it and more."""
+        found = self._masks.get(remaining)
+        if found is None:
+            allowed = torch.zeros(self.vocab_size, dtype=torch.bool)
+            for i, t in enumerate(self.texts):
+                if t and "\ufffd" not in t and (remaining.startswith(t) or t.startswith(remaining)):
+                    allowed[i] = True
+            if len(self._masks) > 256:
+                self._masks.clear()
+            found = self._masks[remaining] = allowed
+        return found
+
+
+@dataclass(frozen=True)
+class Healing:
+    texts: TokenTexts
+    remaining: str               # healed text not yet re-emitted ("" once covered)
+    inner: object = None         # the analysis monitor state, used after the healed text
+
+    def mask(self, device=None):
+        if self.remaining:
+            m = self.texts.mask(self.remaining)
+            return m if device is None else m.to(device)
+        return None if self.inner is None else self.inner.mask(device)
+
+    def advance_token(self, token_id: int) -> "Healing":
+        text = self.texts.texts[token_id] if token_id < len(self.texts.texts) else ""
+        if not self.remaining:
+            inner = None if self.inner is None else self.inner.advance_token(token_id)
+            return Healing(self.texts, "", inner)
+        if len(text) <= len(self.remaining):
+            return Healing(self.texts, self.remaining[len(text):], self.inner)
+        extra = text[len(self.remaining):]                     # the token went past it
+        inner = None if self.inner is None else self.inner.advance(extra)
+        return Healing(self.texts, "", inner)
+
+    def advance(self, text: str) -> "Healing":
+        if not self.remaining:
+            return Healing(self.texts, "", None if self.inner is None else self.inner.advance(text))
+        if len(text) <= len(self.remaining):
+            return Healing(self.texts, self.remaining[len(text):], self.inner)
+        extra = text[len(self.remaining):]
+        return Healing(self.texts, "", None if self.inner is None else self.inner.advance(extra))
+
+
+def healed_decode(decode, healed: str):
+    """A decode function that leaves out the healed text (empty until it is covered)."""
+    def run(ids: list[int]) -> str:
+        text = decode(ids)
+        return text[len(healed):] if len(text) >= len(healed) else ""
+    return run
