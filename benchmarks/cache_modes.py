@@ -41,7 +41,7 @@ def main() -> int:
     ap.add_argument("--model", default="")
     ap.add_argument("--min-lines", type=int, default=300)
     ap.add_argument("--max-functions", type=int, default=4)
-    ap.add_argument("--stale-threshold", type=float, default=0.9)
+    ap.add_argument("--stale-threshold", type=float, default=0.95)
     ap.add_argument("--fim-order", default="auto", choices=("auto", "spm", "psm"))
     ap.add_argument("--json", help="write the per-mode summaries here")
     args = ap.parse_args()

@@ -331,7 +331,11 @@ class Engine:
         if mode == "prompt-lookup":
             return (lambda ctx, budget: prompt_lookup(ctx, budget, ends)), list(prompt.ids)
         drafter = SuffixDrafter(self._sources(uri, doc))
-        return (lambda ctx, budget: drafter.draft(ctx, budget, ends)), list(prompt.prefix_ids)
+        prefix, ids = list(prompt.prefix_ids), list(prompt.ids)
+
+        def draft(ctx: list[int], budget: int):
+            return drafter.draft(ctx, budget, ends, local=ids + ctx[len(prefix):])
+        return draft, prefix
 
     def _sources(self, uri: str, doc: Document) -> dict:
         """The suffix indexes drafts and n-gram counts come from: the document (its index

@@ -47,8 +47,8 @@ class CompletionOptions:
 
 @dataclass
 class CacheOptions:
-    mode: str = "full"            # full | pie | naive
-    stale_threshold: float = 0.9  # refresh when stale tokens would pass this share of the prompt
+    mode: str = "pie"             # full | pie | naive
+    stale_threshold: float = 0.95  # refresh when stale tokens would pass this share of the prompt
     budget_mb: int = 512          # KV caches of all documents together
     idle_refresh_ms: int = 1500   # the server refreshes stale tokens after this much quiet
 

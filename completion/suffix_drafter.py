@@ -10,7 +10,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .draft_tree import EMPTY, DraftTree, cut, from_continuations
-from .suffix_index import SuffixIndex
+from .suffix_index import StreamIndex, SuffixIndex
+
+
+class _Local:
+    """The request's own tokens (the prompt and what was generated so far) as a source:
+    the model often repeats what is right there."""
+
+    def __init__(self, ids: list[int]):
+        self.stream = StreamIndex.of([ids])
+
+    def matches(self, context: list[int]):
+        return [(self.stream, m) for m in self.stream.matches(context)]
 
 
 @dataclass(frozen=True)
@@ -28,11 +39,16 @@ class SuffixDrafter:
         self.sources = sources
         self.limits = limits
 
-    def draft(self, context: list[int], budget: int, ends: frozenset[int]) -> DraftTree:
-        """The best draft tree after ``context`` with at most ``budget`` tokens per path."""
+    def draft(self, context: list[int], budget: int, ends: frozenset[int],
+              local: list[int] | None = None) -> DraftTree:
+        """The best draft tree after ``context`` with at most ``budget`` tokens per path;
+        ``local``: the request's own tokens, searched too."""
         best = EMPTY
         lim = self.limits
-        for name, index in self.sources.items():
+        sources = dict(self.sources)
+        if local:
+            sources["request"] = _Local(local)
+        for name, index in sources.items():
             found = index.matches(context)
             if not found:
                 continue

@@ -190,7 +190,7 @@ def test_json_to_stdout_has_every_key(tmp_path, tiny_model_dir, capsys):
         assert key in report, key
     assert report["undefined_names"] in (0.0, 1.0) and report["sync_ok"] is True
     assert report["config"]["completion"]["max_new_tokens"] == 2
-    assert report["config"]["cache"]["mode"] == "full"
+    assert report["config"]["cache"]["mode"] == "pie"
     assert report["completions"] == 1 and report["traces"] == 1
     page = html.read_text()
     assert page.count("data:image/png;base64,") == 3 and "not measured" in page
