@@ -177,7 +177,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="how several drafts are decoded (greedy gives one)")
     p.add_argument("--draft", default="none", choices=("none", "prompt-lookup", "suffix"),
                    help="retrieval drafting verified by the model (lossless)")
-    p.add_argument("--cache", default="full", choices=("full", "pie", "naive"))
+    p.add_argument("--cache", default="pie", choices=("full", "pie", "naive"))
     p.add_argument("--json", action="store_true", help="print JSON with the drafts and timings")
     _add_model_flags(p)
     p.set_defaults(func=_cmd_complete)

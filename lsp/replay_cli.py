@@ -27,7 +27,8 @@ def _add_replay(sub) -> None:
         "same engine the language server drives; verify every check and report metrics.")
     p.add_argument("traces", nargs="+", metavar="TRACE")
     _add_model_flags(p)
-    p.add_argument("--cache", default="full", choices=CACHE_MODES, help="KV cache mode")
+    p.add_argument("--cache", default=None, choices=CACHE_MODES,
+                   help="KV cache mode (default: the options' default, pie)")
     p.add_argument("--draft", default="none", choices=DRAFT_MODES, help="drafting mode")
     p.add_argument("--monitor", default="off", choices=MONITOR_MODES,
                    help="monitor-guided decoding")
@@ -91,7 +92,7 @@ def replay_options(args):
         completion["max_new_tokens"] = args.max_new_tokens
     return InklingOptions().merged({
         "model": {"path": args.model or "", "device": args.device, "dtype": args.dtype},
-        "completion": completion, "cache": {"mode": args.cache}})
+        "completion": completion, "cache": {"mode": args.cache} if args.cache else {}})
 
 
 def _read_traces(paths: list[str]):
