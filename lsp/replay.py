@@ -122,6 +122,19 @@ class _Session:
                              f"event: {message}")
 
 
+def _run(session: _Session, tick: Tick) -> None:
+    """Apply a trace's events in order; the first error ends the trace (recorded)."""
+    events = session.trace.events
+    for done, event in enumerate(events, start=1):
+        try:
+            session.apply(event)
+        except (DocumentError, TraceError, OSError) as exc:
+            session.result.failures.append(session.failure(event, exc))
+            tick(len(events) - done + 1)
+            return
+        tick(1)
+
+
 @dataclass
 class Replayer:
     options: InklingOptions
@@ -137,15 +150,7 @@ class Replayer:
             engine.workspace_folders = [root.as_uri()]      # as the server's initialize sets it
             if self.options.completion.draft == "suffix":
                 engine.index_workspace()                    # as the server does at start
-            session = _Session(trace, root, engine, self.checker, result)
-            for done, event in enumerate(trace.events, start=1):
-                try:
-                    session.apply(event)
-                except (DocumentError, TraceError, OSError) as exc:
-                    result.failures.append(session.failure(event, exc))
-                    tick(len(trace.events) - done + 1)
-                    break
-                tick(1)
+            _run(_Session(trace, root, engine, self.checker, result), tick)
         result.total_ms = (time.perf_counter() - t0) * 1000
         result.model_ms = (self.runtime.stats.seconds - model_s0) * 1000
         return result
@@ -170,14 +175,7 @@ class LspReplayer:
         root.mkdir()
         t0 = time.perf_counter()
         session = _Session(trace, root, self.engine, self.checker, result)
-        for done, event in enumerate(trace.events, start=1):
-            try:
-                session.apply(event)
-            except (DocumentError, TraceError, OSError) as exc:
-                result.failures.append(session.failure(event, exc))
-                tick(len(trace.events) - done + 1)
-                break
-            tick(1)
+        _run(session, tick)
         for path in list(session.versions):            # leave the server as we found it
             self.engine.close(session.uri(path))
         result.total_ms = (time.perf_counter() - t0) * 1000
