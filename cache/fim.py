@@ -34,6 +34,14 @@ class FimFormat:
             return [pre, *prefix_ids, suf, *suffix_ids, mid]
         return [pre, suf, *suffix_ids, mid, *prefix_ids]
 
+    @staticmethod
+    def edges(order: str, n_prefix: int, n_suffix: int) -> tuple[int, int]:
+        """(where the prefix window starts, where the suffix window ends) in the ids
+        ``build`` makes."""
+        if order == "psm":
+            return 1, 2 + n_prefix + n_suffix
+        return 3 + n_suffix, 2 + n_suffix
+
 
 INKLING = FimFormat("inkling", "<|fim_prefix|>", "<|fim_suffix|>", "<|fim_middle|>",
                     ("<|endoftext|>", "<|file_sep|>"), ("spm", "psm"), "<|file_sep|>")

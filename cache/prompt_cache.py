@@ -12,6 +12,11 @@ logits at its last position, in one of three modes:
 Kept tokens after a change are *stale*: their keys and values were computed against
 text that has since changed. When their share would pass ``stale_threshold`` the
 cache is refreshed (recomputed from the first stale or changed token) instead.
+
+A window that moves is not an edit: tokens that leave (or enter) a prompt window at
+its outer edge are text the document still holds, so what follows them is shifted but
+not stale. The caller names those edges (``sync(ids, edges=...)``) when it knows no
+edit touched the text there.
 """
 from __future__ import annotations
 
@@ -96,7 +101,9 @@ class PromptCache:
             layer.values = layer.values[..., :n, :]
 
     # ------------------------------------------------------------------ sync
-    def sync(self, prompt_ids: list[int]) -> SyncResult:
+    def sync(self, prompt_ids: list[int], edges: frozenset[int] = frozenset()) -> SyncResult:
+        """``edges``: positions in ``prompt_ids`` where a window's outer edge lies and
+        no edit touched the text, so a change there is the window moving."""
         if not prompt_ids:
             raise ValueError("empty prompt")
         if not self._consistent():
@@ -105,12 +112,15 @@ class PromptCache:
             self.reset()
         if self.mode == "full" or not self.ids:
             return self._sync_full(prompt_ids, refreshed=False)
-        segs = _last_token_new(segments(self.ids, prompt_ids))
-        stale_after = _stale_after(segs, self.stale)
+        segs = segments(self.ids, prompt_ids)
+        if edges:
+            segs = _slide_to_edges(segs, self.ids, prompt_ids, edges)
+        segs = _last_token_new(segs)
+        stale_after = _stale_after(segs, self.stale, edges)
         if stale_after > self.stale_threshold * len(prompt_ids):
             self.refreshes += 1
             return self._sync_full(prompt_ids, refreshed=True)
-        return self._splice(prompt_ids, segs)
+        return self._splice(prompt_ids, segs, edges)
 
     def refresh(self) -> int:
         """Recompute from the first stale token (idle time); returns tokens recomputed."""
@@ -131,21 +141,21 @@ class PromptCache:
         logits = self.extend(prompt_ids[keep:])
         return SyncResult(logits[-1], keep, len(prompt_ids) - keep, 0, refreshed, "full")
 
-    def _splice(self, prompt_ids: list[int], segs: list[Segment]) -> SyncResult:
+    def _splice(self, prompt_ids: list[int], segs: list[Segment], edges: frozenset[int]
+                ) -> SyncResult:
         old_ids, old_stale, old_past = self.ids, self.stale, self.past
         old_kv = [(layer.keys, layer.values) for layer in old_past.layers]
         self._start_empty(old_kv)
         changed, old_end, reused, prefilled, logits = False, 0, 0, 0, None
         for seg in segs:
+            changed = changed or _edit_before(seg, old_end, edges)
             if seg.kept:
-                changed = changed or seg.old_start != old_end
                 self._append_kept(old_kv, seg)
                 self.ids.extend(old_ids[seg.old_start:seg.old_start + len(seg)])
                 self.stale.extend(changed or s for s in old_stale[seg.old_start:seg.old_start
                                                                    + len(seg)])
                 old_end, reused = seg.old_start + len(seg), reused + len(seg)
             else:
-                changed = True
                 logits = self.extend(prompt_ids[seg.start:seg.end])
                 prefilled += len(seg)
         if self.ids != prompt_ids or not self._consistent():
@@ -272,14 +282,50 @@ def _last_token_new(segs: list[Segment]) -> list[Segment]:
     return segs[:-1] + head + [Segment(last.end - 1, last.end, None)]
 
 
-def _stale_after(segs: list[Segment], old_stale: list[bool]) -> int:
+def _slide_to_edges(segs: list[Segment], old_ids: list[int], new_ids: list[int],
+                    edges: frozenset[int]) -> list[Segment]:
+    """Move each deletion between two kept runs onto a window edge inside them when the
+    ids allow it: a window that moved drops whole lines at its edge, but the diff may
+    place the cut a few tokens off where the lines begin alike (``value_1`` / ``value_2``)."""
+    out = list(segs)
+    for i in range(len(out) - 1):
+        a, b = out[i], out[i + 1]
+        if not (a.kept and b.kept) or b.start != a.end:
+            continue
+        gap = b.old_start - (a.old_start + len(a))
+        if gap <= 0:
+            continue
+        for e in sorted(edges):
+            if not a.start < e < b.end or e == b.start:
+                continue
+            if e < b.start:       # new[e:b.start] are the old ids just before b's run
+                ok = old_ids[a.old_start + (e - a.start) + gap:b.old_start] == new_ids[e:b.start]
+            else:                 # new[b.start:e] are the old ids just after a's run
+                after = a.old_start + len(a)
+                ok = old_ids[after:after + (e - b.start)] == new_ids[b.start:e]
+            if ok:
+                out[i] = Segment(a.start, e, a.old_start)
+                out[i + 1] = Segment(e, b.end, a.old_start + (e - a.start) + gap)
+                break
+    return out
+
+
+def _edit_before(seg: Segment, old_end: int, edges: frozenset[int]) -> bool:
+    """Whether ``seg`` starts with an edit: it is new, or old tokens before it were
+    dropped; unless it starts at a window edge that moved (no edit there)."""
+    if seg.start in edges:
+        return False
+    return not seg.kept or seg.old_start != old_end
+
+
+def _stale_after(segs: list[Segment], old_stale: list[bool],
+                 edges: frozenset[int] = frozenset()) -> int:
     """How many tokens a splice along ``segs`` would leave stale."""
     changed, old_end, stale = False, 0, 0
     for seg in segs:
+        changed = changed or _edit_before(seg, old_end, edges)
         if not seg.kept:
-            changed = True
             continue
-        changed = changed or seg.old_start != old_end
         stale += len(seg) if changed else sum(old_stale[seg.old_start:seg.old_start + len(seg)])
         old_end = seg.old_start + len(seg)
     return stale

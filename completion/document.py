@@ -5,6 +5,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
+from .edit_extent import EditExtent
 from .errors import DocumentError
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
@@ -118,13 +119,17 @@ class Document:
         start = self.line_starts[line]
         return Position(line, utf16_len(self._text[start:offset]))
 
-    def apply(self, changes: list[TextChange], version: int | None = None) -> None:
-        """Apply LSP changes in order; on any invalid change nothing is applied."""
+    def apply(self, changes: list[TextChange], version: int | None = None,
+              extent: EditExtent | None = None) -> None:
+        """Apply LSP changes in order; on any invalid change nothing is applied. ``extent``
+        (if given) notes the lines each change touched."""
         state = self._state
+        touched = []
         try:
             for change in changes:
                 if change.range is None:
                     self._set(change.text)
+                    touched.append((0, 0))
                     continue
                 a, b = self.offset_at(change.range.start), self.offset_at(change.range.end)
                 if b < a:
@@ -132,10 +137,15 @@ class Document:
                         f"{self.uri}: range end {change.range.end.line}:{change.range.end.character}"
                         f" is before its start {change.range.start.line}:"
                         f"{change.range.start.character}")
+                touched.append((change.range.start.line,
+                                self.line_count - 1 - change.range.end.line))
                 self._set(self._text[:a] + change.text + self._text[b:])
         except DocumentError:
             self._state = state
             raise
+        if extent is not None:
+            for first, below in touched:
+                extent.note(first, below)
         if version is not None:
             self.version = version
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from .document import Document, Position, TextChange
+from .edit_extent import EditExtent
 from .errors import DocumentError, OptionError
 from .options import InklingOptions
 
@@ -52,6 +53,18 @@ class EngineStats:
     refreshes: int = 0          # stale caches recomputed (during syncs and in idle time)
 
 
+def _moved_edges(extent: EditExtent, prompt, runtime, order: str) -> frozenset[int]:
+    """The prompt's window edges that moved with no edit there since the last sync (a
+    change of tokens at such an edge leaves what follows shifted, not stale)."""
+    front, end = prompt.edges(runtime, order)
+    edges = set()
+    if extent.front_untouched(prompt.first_line):
+        edges.add(front)
+    if end is not None and extent.end_untouched(prompt.lines_below):
+        edges.add(end)
+    return frozenset(edges)
+
+
 class Engine:
     def __init__(self, options: InklingOptions | None = None, runtime=None):
         from inkling.cache.cache_pool import CachePool
@@ -68,6 +81,7 @@ class Engine:
         self.workspace = None                    # a WorkspaceIndex once indexed
         self._history = None                     # accepted completions (a SuffixIndex)
         self._doc_indexes: dict[str, tuple[str, object]] = {}
+        self._extents: dict[str, EditExtent] = {}  # edits since each document's last sync
         self._line_end_ids: frozenset[int] | None = None
 
     # ----------------------------------------------------------- configuration
@@ -126,12 +140,13 @@ class Engine:
     # --------------------------------------------------------------- documents
     def open(self, uri: str, text: str, version: int = 0, language_id: str = "python") -> None:
         self._documents[uri] = Document(uri, text, version, language_id)
+        self._extents[uri] = EditExtent(0, 0)      # a new text: nothing in a cache is current
         if self._analysis is not None or self.options.completion.monitor == "on":
             self.analysis.open(uri, text, language_id)
 
     def apply_change(self, uri: str, changes: list[TextChange], version: int | None = None) -> None:
         doc = self.document(uri)
-        doc.apply(changes, version)
+        doc.apply(changes, version, self._extents.setdefault(uri, EditExtent()))
         if self._analysis is not None:             # tree.edit and an incremental reparse
             self._analysis.change(uri, doc.text)
 
@@ -139,6 +154,7 @@ class Engine:
         self.document(uri)
         del self._documents[uri]
         self._doc_indexes.pop(uri, None)
+        self._extents.pop(uri, None)
         if self._analysis is not None:
             self._analysis.close(uri)
 
@@ -160,6 +176,19 @@ class Engine:
     def complete(self, uri: str, position: Position, k: int | None = None,
                  trigger: str = "automatic", cancelled: Callable[[], bool] = lambda: False
                  ) -> Completion:
+        # edits from here on count for the next sync (taken before the snapshot, so none
+        # is lost); a completion that fails gives them back
+        extent = self._extents.pop(uri, None) or EditExtent()
+        try:
+            return self._complete(uri, position, k, trigger, cancelled, extent)
+        except BaseException:
+            if uri in self._documents:
+                self._extents.setdefault(uri, EditExtent()).note(extent.first_line,
+                                                                 extent.lines_below)
+            raise
+
+    def _complete(self, uri: str, position: Position, k: int | None, trigger: str,
+                  cancelled: Callable[[], bool], extent: EditExtent) -> Completion:
         from inkling.cache.prompt_cache import PromptCache
 
         from .prompt import budgets, build_prompt
@@ -179,12 +208,13 @@ class Engine:
         order = c.fim_order if c.fim_order != "auto" else runtime.fim_order
         pre_budget, suf_budget = budgets(runtime, c.prefix_tokens, c.suffix_tokens,
                                          c.max_block_tokens)
-        prompt = build_prompt(runtime, text[:offset], text[offset:], pre_budget, suf_budget, order)
+        prompt = build_prompt(runtime, text[:offset], text[offset:], pre_budget, suf_budget, order,
+                              c.window_step)
         stop = stop_rule_for(prompt.line_prefix, prompt.prefix, prompt.line_suffix, prompt.suffix)
         prompt, healed = self._heal(prompt, runtime, order)
         o = self.options.cache
         cache = self._caches.get(uri, lambda: PromptCache(runtime, o.mode, o.stale_threshold))
-        synced = cache.sync(prompt.ids)
+        synced = cache.sync(prompt.ids, _moved_edges(extent, prompt, runtime, order))
         self.stats.refreshes += synced.refreshed
         first_ms = (time.perf_counter() - t0) * 1000
         budget = c.max_block_tokens if stop.block else c.max_new_tokens

@@ -39,6 +39,7 @@ class CompletionOptions:
     prefix_tokens: int = 0      # prompt budget before the cursor (0: from the model's context)
     suffix_tokens: int = 0      # prompt budget after the cursor (0: from the model's context)
     fim_order: str = "auto"     # auto | psm | spm
+    window_step: float = 0.2    # prompt windows move in steps of about this share of their budget (0: line by line)
     token_healing: bool = True  # re-decode the last token before the cursor
     decoder: str = "greedy"
     draft: str = "none"
@@ -80,6 +81,8 @@ class InklingOptions:
                                  ("completion.suffix_tokens", c.suffix_tokens, 0)):
             if value < low:
                 raise OptionError(f"{name} must be at least {low}, got {value}")
+        if not 0.0 <= c.window_step <= 0.5:
+            raise OptionError(f"completion.window_step must be between 0 and 0.5, got {c.window_step}")
         if not 0.0 <= self.cache.stale_threshold <= 1.0:
             raise OptionError(f"cache.stale_threshold must be between 0 and 1, "
                               f"got {self.cache.stale_threshold}")

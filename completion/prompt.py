@@ -2,8 +2,12 @@
 
 Only a window of text around the cursor is tokenized, so the cost does not grow with
 the file. Windows start and end at line boundaries, so the same lines give the same
-tokens from one keystroke to the next (the cache can reuse them). Text is normalised
-to ``\\n`` line ends; the Engine converts suggestions back to the document's.
+tokens from one keystroke to the next (the cache can reuse them). With a line grid, a
+window's first line (counted from the document's start) and its last line (counted
+from the document's end) are multiples of the grid, so the windows move in jumps of a
+grid's lines rather than on every new line: between jumps, typing at the cursor leaves
+the rest of the prompt as it was. Text is normalised to ``\\n`` line ends; the Engine
+converts suggestions back to the document's.
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ from dataclasses import dataclass
 from inkling.cache.runtime import ModelRuntime
 
 CHARS_PER_TOKEN_WINDOW = 6   # generous: code averages about 3.2 characters per token here
+TOKENS_PER_LINE = 10         # about what a line of code costs (sizes the windows' line grid)
 
 
 @dataclass(frozen=True)
@@ -21,6 +26,14 @@ class Prompt:
     suffix: str        # text of the window after the cursor
     prefix_ids: list[int]
     suffix_ids: list[int]
+    first_line: int = 0       # the document line where the prefix window starts
+    lines_below: int = 0      # document lines after the suffix window's end
+
+    def edges(self, runtime: ModelRuntime, order: str) -> tuple[int, int | None]:
+        """Where the prefix window starts and the suffix window ends in ``ids``."""
+        if runtime.fim is None:
+            return 0, None
+        return runtime.fim.edges(order, len(self.prefix_ids), len(self.suffix_ids))
 
     @property
     def line_prefix(self) -> str:
@@ -83,6 +96,37 @@ def fit_suffix(runtime: ModelRuntime, text: str, budget: int) -> tuple[str, list
     return _fit(runtime, text, budget, _tail_cut)
 
 
+def _snap_front(text: str, window: str, grid: int, lines_before: int) -> str:
+    """``window`` (a tail of ``text``) starting at the next line whose number (counting
+    ``lines_before`` lines before ``text``) is a multiple of ``grid``; never past the
+    cursor's line."""
+    start = len(text) - len(window)
+    line = lines_before + text.count("\n", 0, start)
+    last = text.rfind("\n") + 1          # the cursor's line starts here
+    for _ in range(-line % grid):
+        start = text.find("\n", start) + 1
+        if start == 0 or start > last:
+            return window
+    return text[start:]
+
+
+def _snap_back(text: str, window: str, grid: int, lines_after: int) -> str:
+    """``window`` (a head of ``text``) ending where the number of lines after it
+    (counting ``lines_after`` lines beyond ``text``) is a multiple of ``grid``; never
+    shorter than the cursor's line."""
+    end = len(window)
+    if end >= len(text) and not lines_after:
+        return window
+    below = lines_after + text.count("\n", end)
+    first_end = text.find("\n") + 1
+    for _ in range(-below % grid):
+        nl = text.rfind("\n", 0, end - 1)
+        if nl + 1 < first_end or nl < 0:
+            return window
+        end = nl + 1
+    return text[:end]
+
+
 def budgets(runtime: ModelRuntime, prefix_tokens: int, suffix_tokens: int,
             max_new_tokens: int) -> tuple[int, int]:
     """Prompt budgets; zeros mean three quarters / one quarter of what the context leaves."""
@@ -94,17 +138,40 @@ def budgets(runtime: ModelRuntime, prefix_tokens: int, suffix_tokens: int,
     return prefix_tokens, suffix_tokens
 
 
+def grid_lines(budget: int, step: float) -> int:
+    """The line grid of a window of ``budget`` tokens that moves in steps of about
+    ``step`` of its budget (1: line by line)."""
+    return max(1, round(budget * step / TOKENS_PER_LINE))
+
+
 def build_prompt(runtime: ModelRuntime, before: str, after: str, prefix_budget: int,
-                 suffix_budget: int, order: str) -> Prompt:
-    """``before`` / ``after``: the document's text on each side of the cursor."""
-    prefix, prefix_ids = fit_prefix(runtime, normalise_eol(before[-prefix_budget * 24:]),
-                                    prefix_budget)
+                 suffix_budget: int, order: str, step: float = 0.0) -> Prompt:
+    """``before`` / ``after``: the document's text on each side of the cursor; ``step``:
+    the windows move in steps of about this share of their budget (0: line by line)."""
+    grid = grid_lines(prefix_budget, step)
+    cut = max(0, len(before) - prefix_budget * 24)
+    head = normalise_eol(before[cut:])
+    lines_cut = normalise_eol(before[:cut]).count("\n") if cut else 0
+    prefix, prefix_ids = fit_prefix(runtime, head, prefix_budget)
+    if grid > 1 and len(prefix) < len(head):
+        snapped = _snap_front(head, prefix, grid, lines_cut)
+        if snapped != prefix:
+            prefix, prefix_ids = snapped, runtime.encode(snapped)
+    first_line = lines_cut + head.count("\n", 0, len(head) - len(prefix))
     if runtime.fim is None:
-        return Prompt(prefix_ids, prefix, "", prefix_ids, [])
-    suffix, suffix_ids = fit_suffix(runtime, normalise_eol(after[:suffix_budget * 24]),
-                                    suffix_budget)
+        return Prompt(prefix_ids, prefix, "", prefix_ids, [], first_line)
+    keep = suffix_budget * 24
+    grid = grid_lines(suffix_budget, step)
+    tail = normalise_eol(after[:keep])
+    lines_kept_out = normalise_eol(after[keep:]).count("\n") if len(after) > keep else 0
+    suffix, suffix_ids = fit_suffix(runtime, tail, suffix_budget)
+    if grid > 1 and (len(suffix) < len(tail) or len(after) > keep):
+        snapped = _snap_back(tail, suffix, grid, lines_kept_out)
+        if snapped != suffix:
+            suffix, suffix_ids = snapped, runtime.encode(snapped)
+    lines_below = lines_kept_out + tail.count("\n", len(suffix))
     ids = runtime.fim.build(order, prefix_ids, suffix_ids, _TokenIds(runtime))
-    return Prompt(ids, prefix, suffix, prefix_ids, suffix_ids)
+    return Prompt(ids, prefix, suffix, prefix_ids, suffix_ids, first_line, lines_below)
 
 
 class _TokenIds(dict):

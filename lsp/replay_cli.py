@@ -58,6 +58,9 @@ def _add_trace(sub) -> None:
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--max-functions", type=int, default=8, metavar="N",
                    help="functions retyped per file, picked at random (0: all; default 8)")
+    r.add_argument("--no-mid-line", dest="mid_line", action="store_false",
+                   help="ask for completions only at line starts, not also just after "
+                   "triggers such as `obj.` and `import ` inside a line")
     r.set_defaults(func=_cmd_trace_retype)
     g = kinds.add_parser("git", help="a git history, commit by commit, hunk by hunk",
                          description="One trace per commit after REV (first parents): each "
@@ -212,7 +215,8 @@ def _cmd_trace_retype(args) -> int:
     from .retype_trace import RetypeError, RetypeOptions, retype_trace
     workspace = _retype_inputs(args.files)
     out = Path(args.out)
-    options = RetypeOptions(seed=args.seed, max_functions=max(0, args.max_functions))
+    options = RetypeOptions(seed=args.seed, max_functions=max(0, args.max_functions),
+                            mid_line=args.mid_line)
     written = 0
     for path, text in workspace.items():
         try:

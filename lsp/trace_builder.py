@@ -19,6 +19,9 @@ from .trace_file import (ChangeEvent, CheckEvent, CloseEvent, CompleteEvent, Eve
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
 _TYPING_TOKEN = re.compile(r"\w+|[ \t]+|[^\w \t]")
+# where an editor asks again in the middle of a line: just after ``name.`` / ``call().``
+# (an attribute follows) and after ``import `` (a module or a name follows)
+_MID_LINE_TRIGGER = re.compile(r"(?<=[\w)\]])\.(?=[A-Za-z_])|\bimport (?=[A-Za-z_])")
 
 
 def sha256_text(text: str) -> str:
@@ -51,6 +54,13 @@ def typing_chunks(text: str, rng: random.Random) -> list[str]:
         chunks.append("".join(tokens[i:i + n]))
         i += n
     return chunks
+
+
+def _pieces(body: str, start: int, mid_line: bool) -> list[str]:
+    """``body[start:]`` cut just after each mid-line trigger (one piece if not ``mid_line``)."""
+    cuts = [m.end() for m in _MID_LINE_TRIGGER.finditer(body, start)] if mid_line else []
+    bounds = [start] + cuts + [len(body)]
+    return [body[a:b] for a, b in zip(bounds, bounds[1:]) if b > a]
 
 
 class TraceBuilder:
@@ -108,10 +118,13 @@ class TraceBuilder:
         self.events.append(CheckEvent(path, sha256_text(self.text(path))))
 
     # ------------------------------------------------------------------ typing
-    def type_segment(self, path: str, offset: int, segment: str, rng: random.Random) -> int:
+    def type_segment(self, path: str, offset: int, segment: str, rng: random.Random,
+                     mid_line: bool = True) -> int:
         """Type ``segment`` (whole lines) at ``offset``, a line start, as a person would:
         open a new line, indent, ask for a completion (expected: the rest of the
-        segment), type the line in small pieces. Returns the offset after the segment."""
+        segment), type the line in small pieces. With ``mid_line``, ask again just after
+        each trigger in the line (``obj.``, ``import ``), as editors do while one types.
+        Returns the offset after the segment."""
         lines = split_lines(segment)
         done = 0
         for line in lines:
@@ -124,9 +137,14 @@ class TraceBuilder:
             offset += len(indent)
             if body.strip():
                 self.complete(path, offset, segment[done + len(indent):])
-            for chunk in typing_chunks(body[len(indent):], rng):
-                self.insert(path, offset, chunk)
-                offset += len(chunk)
+            start = len(indent)
+            for piece in _pieces(body, start, mid_line):
+                for chunk in typing_chunks(piece, rng):
+                    self.insert(path, offset, chunk)
+                    offset += len(chunk)
+                start += len(piece)
+                if start < len(body):       # a trigger ends the piece: ask there too
+                    self.complete(path, offset, segment[done + start:])
             offset += len(eol)
             done += len(line)
         return offset

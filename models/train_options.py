@@ -29,3 +29,4 @@ class TrainOptions:
     max_minutes: float = 78.0
     shard_mb: int = 12
     max_files: int = 0          # 0: the whole corpus (a smaller number for quick checks)
+    init_from: str = ""         # continue from this model folder (its tokenizer and weights)

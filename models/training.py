@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from tokenizers import Tokenizer
 from tqdm import tqdm
 
 from .corpus import load_corpus
@@ -85,6 +86,23 @@ def _plot(log_rows: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def _prior_run(path: str) -> dict:
+    """The summary of the run a continued training starts from (its tokenizer and weights)."""
+    folder = Path(path)
+    for name in ("config.json", "tokenizer.json"):
+        if not (folder / name).is_file():
+            raise FileNotFoundError(f"--init-from {path}: no {name} there (a folder written by "
+                                    "`inkling train` is needed)")
+    summary = folder / "train_summary.json"
+    return json.loads(summary.read_text()) if summary.is_file() else {"tokens_seen": 0}
+
+
+def _run_entry(prior: dict) -> dict:
+    o = prior.get("options", {})
+    return {"steps": prior.get("steps_done"), "tokens": prior.get("tokens_seen"), "lr": o.get("lr"),
+            "validation_loss": prior.get("validation_loss"), "device": prior.get("device")}
+
+
 def train(o: TrainOptions) -> dict:
     """Run the recipe; returns a summary dict (also written to train_summary.json)."""
     t0 = time.time()
@@ -100,12 +118,21 @@ def train(o: TrainOptions) -> dict:
     print(f"corpus: {len(corpus.train)} training files ({corpus.train_chars / 1e6:.1f} M chars), "
           f"{len(corpus.held_out)} held out, from {corpus.root}")
     texts = [f.text for f in corpus.train]
-    tok = train_tokenizer(texts, o.vocab_size)
+    prior = _prior_run(o.init_from) if o.init_from else {}
+    if prior:
+        tok = Tokenizer.from_file(str(Path(o.init_from) / "tokenizer.json"))
+        print(f"continuing from {o.init_from}: {prior.get('tokens_total', prior.get('tokens_seen', 0)) / 1e6:.2f} "
+              "M tokens seen before; its tokenizer and weights are kept")
+    else:
+        tok = train_tokenizer(texts, o.vocab_size)
     save_tokenizer(tok, out, o.max_positions)
     val_rows = build_rows([f.text for f in corpus.held_out], tok, o.seq_len, o.seed + 999,
                           o.fim_rate)[:o.eval_rows]
     from transformers import LlamaForCausalLM
-    model = LlamaForCausalLM(_model_config(o)).to(device)
+    if prior:
+        model = LlamaForCausalLM.from_pretrained(o.init_from, dtype=torch.float32).to(device)
+    else:
+        model = LlamaForCausalLM(_model_config(o)).to(device)
     n_params = sum(p.numel() for p in model.parameters())
     print(f"model: {n_params / 1e6:.2f} M parameters on {device}")
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
@@ -115,7 +142,9 @@ def train(o: TrainOptions) -> dict:
                             lr=o.lr, betas=(0.9, 0.95), fused=device.type == "cuda")
     amp = (torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda"
            else contextlib.nullcontext())
-    log_rows, epoch, rows, cursor, tokens = [], 0, None, 0, 0
+    log_rows, rows, cursor, tokens = [], None, 0, 0
+    epoch = prior.get("epochs_total", prior.get("epochs_started", 0))  # new data orders after a prior run
+    first_epoch = epoch
     log_path = out / "training_log.tsv"
     log_file = log_path.open("w")
     log_file.write("step\ttokens\tloss\tlr\tval_loss\telapsed_s\n")
@@ -161,8 +190,15 @@ def train(o: TrainOptions) -> dict:
     model.to(torch.float16).save_pretrained(out, safe_serialization=True,
                                             max_shard_size=f"{o.shard_mb}MB")
     final_val = next(r["val_loss"] for r in reversed(log_rows) if r["val_loss"] is not None)
+    prior_tokens = prior.get("tokens_total", prior.get("tokens_seen", 0))
     summary = {"options": asdict(o), "parameters": n_params, "tokens_seen": tokens,
-               "epochs_started": epoch, "steps_done": log_rows[-1]["step"],
+               "epochs_started": epoch - first_epoch, "steps_done": log_rows[-1]["step"],
+               "tokens_total": prior_tokens + tokens, "epochs_total": epoch,
+               "minutes_total": round(prior.get("minutes_total", prior.get("minutes", 0))
+                                      + (time.time() - t0) / 60, 1),
+               "runs": prior.get("runs", [_run_entry(prior)] if prior else []) + [
+                   {"steps": log_rows[-1]["step"], "tokens": tokens, "lr": o.lr,
+                    "validation_loss": final_val, "device": str(device)}],
                "stopped_early": stopped_early, "final_train_loss": log_rows[-1]["loss"],
                "validation_loss": final_val, "minutes": round((time.time() - t0) / 60, 1),
                "device": str(device), "train_files": len(corpus.train),

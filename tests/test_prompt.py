@@ -48,3 +48,36 @@ def test_budgets_from_context(tiny_runtime):
     pre, suf = budgets(tiny_runtime, 0, 0, 160)
     assert pre + suf <= tiny_runtime.context_limit - 160 and pre > suf > 0
     assert budgets(tiny_runtime, 500, 0, 160)[0] == 500
+
+
+def _lines(n):
+    return "".join(f"row_{i} = compute({i})\n" for i in range(n))
+
+
+def test_grid_windows_move_in_jumps(tiny_runtime):
+    """With a window step, typing lines at the cursor leaves the prompt's windows where
+    they were until the budget forces a jump; without it, the front moves every line."""
+    text, after = _lines(400), _lines(300)
+    fronts = {0.0: [], 0.2: []}
+    for step in fronts:
+        typed = text[:200 * 24]
+        for i in range(40):
+            typed += f"new_{i} = {i}\n"
+            p = build_prompt(tiny_runtime, typed, after, 200, 80, "spm", step)
+            assert typed.endswith(p.prefix) and after.startswith(p.suffix)
+            assert len(p.prefix_ids) <= 200 and len(p.suffix_ids) <= 80
+            fronts[step].append(p.prefix.split("\n", 1)[0])
+            if step:
+                grid = 200 * step / 10
+                first = typed.count("\n") - p.prefix.count("\n")
+                assert first % round(grid) == 0                 # the front is on the grid
+                assert (after.count("\n") - p.suffix.count("\n")) % round(80 * step / 10) == 0
+    moves = {step: sum(a != b for a, b in zip(f, f[1:])) for step, f in fronts.items()}
+    assert moves[0.0] >= 20 and moves[0.2] <= 40 // 4 + 1
+    assert len(build_prompt(tiny_runtime, text, after, 200, 80, "spm", 0.2).prefix_ids) > 200 * 0.6
+
+
+def test_grid_never_drops_the_cursor_line(tiny_runtime):
+    before = _lines(3) + "x = " + "y" * 4000         # one huge line at the cursor
+    p = build_prompt(tiny_runtime, before, "tail\n" + _lines(50), 100, 40, "spm", 0.5)
+    assert before.endswith(p.prefix) and p.suffix.startswith("tail\n")

@@ -114,6 +114,50 @@ def test_front_deletion_is_a_shift_not_a_recompute(tiny_runtime):
     assert result.prefilled == 1 and result.reused == len(slid) - 1
 
 
+def test_a_window_edge_that_moved_leaves_no_stale_tokens(tiny_runtime):
+    """Tokens dropped at a window's edge with no edit there shift what follows without
+    making it stale; the same change anywhere else (or without the edge named) is an edit."""
+    rt = tiny_runtime
+    head, body = rt.encode("import os\n"), rt.encode(BASE * 3)
+    ids = [head[0]] + body
+    for edges, stale in ((frozenset({1}), False), (frozenset(), True), (frozenset({5}), True)):
+        cache = PromptCache(rt, "pie", stale_threshold=1.0)
+        cache.sync(ids)
+        result = cache.sync([head[0]] + body[25:], edges)       # the window's front moved
+        assert (result.stale > 0) == stale and result.prefilled == 1
+    # an edit inside the window still marks what follows it stale, edge named or not
+    cache = PromptCache(rt, "pie", stale_threshold=1.0)
+    cache.sync(ids)
+    edited = [head[0]] + body[25:40] + rt.encode("x = 1\n") + body[40:]
+    result = cache.sync(edited, frozenset({1}))
+    assert result.stale >= len(body) - 41 and cache.stale.index(True) > 15
+
+
+def test_engine_names_a_moved_edge_only_where_no_edit_was(tiny_runtime):
+    from inkling.completion.document import Position, Range, TextChange
+    from inkling.completion.engine import Engine
+    from inkling.completion.options import InklingOptions
+    eng = Engine(InklingOptions().merged({"completion": {"prefix_tokens": 120, "suffix_tokens": 40,
+                                                         "fim_order": "psm"}}), tiny_runtime)
+    text = "".join(f"value_{i} = compute({i})\n" for i in range(300))
+    eng.open("file:///w.py", text)
+    line = 150
+    eng.complete("file:///w.py", Position(line, 0))
+    stale = []
+    for i in range(12):                 # type lines at the cursor: the front moves in jumps
+        eng.apply_change("file:///w.py", [TextChange(f"typed_{i} = {i}\n",
+                                                                Range(Position(line, 0), Position(line, 0)))])
+        line += 1
+        out = eng.complete("file:///w.py", Position(line, 0))
+        stale.append(out.stale_tokens)
+    # psm: the suffix after the cursor is stale after each keystroke, nothing before it is
+    assert max(stale) <= 60, stale
+    # an edit above the window (line 3) makes the moved front an edit: all is stale
+    eng.apply_change("file:///w.py", [TextChange("# n\n", Range(Position(3, 0), Position(3, 0)))])
+    out = eng.complete("file:///w.py", Position(line + 1, 0))
+    assert out.stale_tokens > 100 or out.refreshed
+
+
 def test_inconsistent_cache_falls_back_to_full(tiny_runtime, caplog):
     rt = tiny_runtime
     cache = PromptCache(rt, "pie")
