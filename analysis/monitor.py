@@ -17,7 +17,7 @@ from .python_scanner import ScanState
 from .resolver import Resolver
 from .symbol_index import SymbolIndex
 from .token_masks import MaskCache
-from .trigger_site import TriggerSite, pending_chain, trigger_site
+from .trigger_site import NONE, TriggerSite, pending_chain, trigger_site
 
 
 @dataclass
@@ -138,6 +138,20 @@ class MonitorState:
                 site.target in (self.context.scope.self_name, self.context.scope.cls_name):
             found = found | self.assigned
         return found
+
+    def forced_text(self) -> str:
+        """The rest of the one allowed name that what was typed at the trigger leads to
+        ("" when several names, or something other than a name, may come): text the
+        mask would force token by token, which the decoder may take in one step."""
+        site, allowed = self.site, self.allowed
+        if allowed is None or site is None or site.escape or (not site.typed and site.lead != NONE):
+            return ""
+        key = ("forced", id(allowed), site.typed)
+        cache = self.context._allowed
+        if key not in cache:
+            found = [n for n in allowed if n.startswith(site.typed)]
+            cache[key] = (found[0][len(site.typed):], allowed) if len(found) == 1 else ("", allowed)
+        return cache[key][0]
 
     @property
     def active(self) -> bool:

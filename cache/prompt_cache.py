@@ -15,8 +15,9 @@ cache is refreshed (recomputed from the first stale or changed token) instead.
 
 A window that moves is not an edit: tokens that leave (or enter) a prompt window at
 its outer edge are text the document still holds, so what follows them is shifted but
-not stale. The caller names those edges (``sync(ids, edges=...)``) when it knows no
-edit touched the text there.
+not stale. The caller names those edges as zones of the new ids (``sync(ids,
+edges=((start, end), ...))``: the window's outer line, whose tokens may differ only
+because tokenization starts there) when it knows no edit touched the text there.
 """
 from __future__ import annotations
 
@@ -101,9 +102,10 @@ class PromptCache:
             layer.values = layer.values[..., :n, :]
 
     # ------------------------------------------------------------------ sync
-    def sync(self, prompt_ids: list[int], edges: frozenset[int] = frozenset()) -> SyncResult:
-        """``edges``: positions in ``prompt_ids`` where a window's outer edge lies and
-        no edit touched the text, so a change there is the window moving."""
+    def sync(self, prompt_ids: list[int], edges: tuple[tuple[int, int], ...] = ()
+             ) -> SyncResult:
+        """``edges``: zones ``[start, end]`` of ``prompt_ids`` at a window's outer edge
+        where no edit touched the text, so a change there is the window moving."""
         if not prompt_ids:
             raise ValueError("empty prompt")
         if not self._consistent():
@@ -141,8 +143,8 @@ class PromptCache:
         logits = self.extend(prompt_ids[keep:])
         return SyncResult(logits[-1], keep, len(prompt_ids) - keep, 0, refreshed, "full")
 
-    def _splice(self, prompt_ids: list[int], segs: list[Segment], edges: frozenset[int]
-                ) -> SyncResult:
+    def _splice(self, prompt_ids: list[int], segs: list[Segment],
+                edges: tuple[tuple[int, int], ...]) -> SyncResult:
         old_ids, old_stale, old_past = self.ids, self.stale, self.past
         old_kv = [(layer.keys, layer.values) for layer in old_past.layers]
         self._start_empty(old_kv)
@@ -283,7 +285,7 @@ def _last_token_new(segs: list[Segment]) -> list[Segment]:
 
 
 def _slide_to_edges(segs: list[Segment], old_ids: list[int], new_ids: list[int],
-                    edges: frozenset[int]) -> list[Segment]:
+                    edges: tuple[tuple[int, int], ...]) -> list[Segment]:
     """Move each deletion between two kept runs onto a window edge inside them when the
     ids allow it: a window that moved drops whole lines at its edge, but the diff may
     place the cut a few tokens off where the lines begin alike (``value_1`` / ``value_2``)."""
@@ -295,7 +297,7 @@ def _slide_to_edges(segs: list[Segment], old_ids: list[int], new_ids: list[int],
         gap = b.old_start - (a.old_start + len(a))
         if gap <= 0:
             continue
-        for e in sorted(edges):
+        for e in sorted(start for start, _ in edges):
             if not a.start < e < b.end or e == b.start:
                 continue
             if e < b.start:       # new[e:b.start] are the old ids just before b's run
@@ -310,16 +312,16 @@ def _slide_to_edges(segs: list[Segment], old_ids: list[int], new_ids: list[int],
     return out
 
 
-def _edit_before(seg: Segment, old_end: int, edges: frozenset[int]) -> bool:
+def _edit_before(seg: Segment, old_end: int, edges: tuple[tuple[int, int], ...]) -> bool:
     """Whether ``seg`` starts with an edit: it is new, or old tokens before it were
-    dropped; unless it starts at a window edge that moved (no edit there)."""
-    if seg.start in edges:
+    dropped; unless it starts in the zone of a window edge that moved (no edit there)."""
+    if any(start <= seg.start <= end for start, end in edges):
         return False
     return not seg.kept or seg.old_start != old_end
 
 
 def _stale_after(segs: list[Segment], old_stale: list[bool],
-                 edges: frozenset[int] = frozenset()) -> int:
+                 edges: tuple[tuple[int, int], ...] = ()) -> int:
     """How many tokens a splice along ``segs`` would leave stale."""
     changed, old_end, stale = False, 0, 0
     for seg in segs:

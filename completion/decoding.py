@@ -47,12 +47,22 @@ def advance(monitor, tok: int):
     return None if monitor is None else monitor.advance_token(tok)
 
 
+def forced_ids(monitor, encode: Callable[[str], list[int]]) -> list[int]:
+    """Token ids of the text the monitor forces next (the rest of the only name that
+    can come), or []: the decoder runs them with the step's token in one forward."""
+    forced = getattr(monitor, "forced_text", None)
+    text = forced() if forced is not None else ""
+    return encode(text) if text else []
+
+
 def greedy_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule, max_new_tokens: int,
                   stop_ids: frozenset[int], decode: Callable[[list[int]], str],
                   cancelled: Callable[[], bool] = lambda: False, monitor=None) -> Decoded:
     """Decode from ``logits`` ([vocab], the prompt's last position) until a stop.
 
-    ``monitor``: an analysis MonitorState masking what cannot be right, or None."""
+    ``monitor``: an analysis MonitorState masking what cannot be right, or None. Where
+    it allows only one name, the rest of that name is taken in the same forward pass
+    as the step's token instead of one token per pass."""
     ids: list[int] = []
     logprob, forwards = 0.0, 0
     while True:
@@ -70,8 +80,21 @@ def greedy_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule, max_
             return finish(ids, logprob, forwards, stop, decode, "max-tokens")
         if cancelled():
             raise Cancelled()
-        logits = cache.extend([tok])[-1]                     # [vocab]
+        jump = forced_ids(monitor, cache.runtime.encode)[:max_new_tokens - len(ids)]
+        out = cache.extend([tok] + jump)                     # [1 + jump, vocab]
         forwards += 1
+        for i, t in enumerate(jump):                         # the forced name, in one pass
+            logprob += float(torch.log_softmax(out[i], -1)[t])
+            monitor = advance(monitor, t)
+            ids.append(t)
+        logits = out[-1]                                     # [vocab]
+        if jump:
+            text = decode(ids)
+            cut = stop.cut(text) if not text.endswith("\ufffd") else None
+            if cut is not None:
+                return Decoded(text[:cut], ids, logprob, forwards, "stop-rule")
+            if len(ids) >= max_new_tokens:
+                return finish(ids, logprob, forwards, stop, decode, "max-tokens")
 
 
 def finish(ids, logprob, forwards, stop: StopRule, decode, why: str) -> Decoded:

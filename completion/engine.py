@@ -53,16 +53,16 @@ class EngineStats:
     refreshes: int = 0          # stale caches recomputed (during syncs and in idle time)
 
 
-def _moved_edges(extent: EditExtent, prompt, runtime, order: str) -> frozenset[int]:
-    """The prompt's window edges that moved with no edit there since the last sync (a
-    change of tokens at such an edge leaves what follows shifted, not stale)."""
-    front, end = prompt.edges(runtime, order)
-    edges = set()
+def _moved_edges(extent: EditExtent, prompt, runtime, order: str) -> tuple[tuple[int, int], ...]:
+    """Zones of the prompt's window edges with no edit there since the last sync (a
+    change of tokens there is the window moving: what follows is shifted, not stale)."""
+    front, end = prompt.edge_zones(runtime, order)
+    edges = []
     if extent.front_untouched(prompt.first_line):
-        edges.add(front)
+        edges.append(front)
     if end is not None and extent.end_untouched(prompt.lines_below):
-        edges.add(end)
-    return frozenset(edges)
+        edges.append(end)
+    return tuple(edges)
 
 
 class Engine:

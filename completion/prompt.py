@@ -29,11 +29,19 @@ class Prompt:
     first_line: int = 0       # the document line where the prefix window starts
     lines_below: int = 0      # document lines after the suffix window's end
 
-    def edges(self, runtime: ModelRuntime, order: str) -> tuple[int, int | None]:
-        """Where the prefix window starts and the suffix window ends in ``ids``."""
+    def edge_zones(self, runtime: ModelRuntime, order: str
+                   ) -> tuple[tuple[int, int], tuple[int, int] | None]:
+        """Zones of ``ids`` at the prefix window's start and the suffix window's end:
+        the tokens of the window's outer line, where tokenization may differ from one
+        window to the next although the text is the same."""
+        first = self.prefix[:self.prefix.find("\n") + 1] if "\n" in self.prefix else self.prefix
+        front_len = len(runtime.encode(first)) + 1
         if runtime.fim is None:
-            return 0, None
-        return runtime.fim.edges(order, len(self.prefix_ids), len(self.suffix_ids))
+            return (0, front_len), None
+        front, end = runtime.fim.edges(order, len(self.prefix_ids), len(self.suffix_ids))
+        body = self.suffix[:-1] if self.suffix.endswith("\n") else self.suffix
+        last = self.suffix[body.rfind("\n") + 1:]
+        return (front, front + front_len), (end - len(runtime.encode(last)) - 1, end)
 
     @property
     def line_prefix(self) -> str:

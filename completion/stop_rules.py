@@ -1,12 +1,29 @@
 """Where a suggestion ends: one line by default, a whole block when the cursor opens
-an empty block (it ends at the dedent), and trimming of text that merely repeats
-what already follows the cursor.
+an empty block (it ends at the dedent), before a degenerate loop (a short unit repeated
+over and over, as small models do when lost), and trimming of text that merely
+repeats what already follows the cursor.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 BLOCK_OPENERS = (":", "{", "(", "[")
+# a unit of 2 to 16 characters repeated at least LOOP_REPEATS times at the end
+LOOP_REPEATS = 6
+_LOOP = re.compile(r"(.{2,16}?)\1{%d,}$" % (LOOP_REPEATS - 1), re.S)
+_LOOP_WINDOW = 16 * LOOP_REPEATS + 16
+
+
+def loop_start(text: str) -> int | None:
+    """Where a degenerate loop at the end of ``text`` begins (``.0.0.0.0.0.0``,
+    ``x = x = x = ...``), or None. Units of one repeated character (``======``,
+    indentation) are not loops."""
+    base = max(0, len(text) - _LOOP_WINDOW)
+    m = _LOOP.search(text, base)
+    if m is None or len(set(m.group(1).strip())) < 2:
+        return None
+    return m.start()
 
 
 def _indent(line: str) -> int:
@@ -31,8 +48,13 @@ class StopRule:
         """Where ``text`` (the suggestion so far) must end, or None to go on decoding.
 
         With ``final`` the text is complete (end of text or token budget): trailing
-        blank lines of a block are dropped.
+        blank lines of a block are dropped. A degenerate loop ends the text where it
+        began.
         """
+        loop = loop_start(text)
+        if loop is not None:
+            text = text[:loop]
+            final = True
         if not self.block:
             nl = text.find("\n")
             return nl if nl >= 0 else (len(text) if final else None)

@@ -53,6 +53,12 @@ class Healing:
             return m if device is None else m.to(device)
         return None if self.inner is None else self.inner.mask(device)
 
+    def forced_text(self) -> str:
+        """What the analysis monitor forces next (nothing while healing)."""
+        if self.remaining or self.inner is None:
+            return ""
+        return self.inner.forced_text()
+
     def advance_token(self, token_id: int) -> "Healing":
         text = self.texts.texts[token_id] if token_id < len(self.texts.texts) else ""
         if not self.remaining:

@@ -52,3 +52,18 @@ def test_edits_keep_the_analysis_in_step(tiny_runtime):
     result = engine.complete("file:///w/box.py", Position(7, 20))
     name = _first_name(result.drafts[0].text)
     assert any(m.startswith(name) for m in MEMBERS | {"depth"}) and name
+
+
+def test_a_name_only_one_member_fits_is_taken_in_one_forward(tiny_runtime):
+    """After ``self.wi`` only ``width`` fits: the rest of the name comes with the step's
+    token in one forward pass, and the text is the name the mask would force."""
+    text = TEXT.replace("return self.\n", "return self.wi\n").replace(
+        "self.width = 1", "self.widthwise_extent_of_the_box = 1")
+    opts = InklingOptions().merged({"completion": {"monitor": "on", "max_new_tokens": 40,
+                                                   "token_healing": False}})
+    engine = Engine(opts, runtime=tiny_runtime)
+    engine.open("file:///w/box.py", text)
+    out = engine.complete("file:///w/box.py", Position(6, 22))
+    assert out.drafts[0].text.startswith("dthwise_extent_of_the_box"), out.drafts[0].text
+    rest = len(tiny_runtime.encode("dthwise_extent_of_the_box"))
+    assert out.tokens >= rest and out.forwards < out.tokens - rest + 2

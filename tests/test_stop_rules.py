@@ -47,3 +47,16 @@ def test_trim_suggestion_that_repeats_following_lines():
     suffix = "\n    return total\n"
     assert trim_repeated_suffix("return total", "", suffix) == ""
     assert trim_repeated_suffix("total += 1", "", suffix) == "total += 1"
+
+
+def test_a_degenerate_loop_ends_the_suggestion_where_it_began():
+    from inkling.completion.stop_rules import loop_start
+    line = StopRule(False, "x = ")
+    assert line.cut("get_n_children_alive.0.0.0.0.0.0") == len("get_n_children_alive")
+    assert line.cut("get_name.0.0") is None                       # not yet a loop
+    assert loop_start("self.a = self.a = self.a = self.a = self.a = self.a = ") == 0
+    # code that repeats one character, or a few values, is not a loop
+    for text in ("# " + "=" * 30, " " * 24, "[0, 0, 0, 0]", "x = y = z"):
+        assert loop_start(text) is None, text
+    block = StopRule(True, "", 4)
+    assert block.cut("    pass\n    x.y.y.y.y.y.y.y") == len("    pass\n    x")
