@@ -1,58 +1,47 @@
-"""A simple .gitignore matcher: globs, ``dir/`` patterns, ``/anchored`` patterns, ``!``."""
+"""One folder's .gitignore rules (matched by ``pathspec``, git's own semantics), and
+the verdict of several nested ones: the deepest .gitignore with a matching rule decides."""
 from __future__ import annotations
 
-import fnmatch
 from dataclasses import dataclass
 from pathlib import Path
 
-
-@dataclass(frozen=True)
-class IgnoreRule:
-    pattern: str
-    negated: bool
-    dir_only: bool
-    anchored: bool        # matched against the path relative to the .gitignore's folder
-
-    def matches(self, rel: str, is_dir: bool) -> bool:
-        if self.dir_only and not is_dir:
-            return False
-        if self.anchored:
-            return fnmatch.fnmatchcase(rel, self.pattern)
-        return fnmatch.fnmatchcase(rel.rsplit("/", 1)[-1], self.pattern)
+import pathspec
 
 
 @dataclass(frozen=True)
 class GitIgnore:
-    rules: tuple[IgnoreRule, ...]
+    spec: pathspec.GitIgnoreSpec | None
 
     @staticmethod
     def parse(text: str) -> "GitIgnore":
-        rules = []
-        for raw in text.splitlines():
-            line = raw.rstrip()
-            if not line or line.startswith("#"):
-                continue
-            negated = line.startswith("!")
-            line = line[1:] if negated else line
-            dir_only = line.endswith("/")
-            line = line.rstrip("/")
-            anchored = "/" in line
-            line = line.lstrip("/").replace("**/", "")
-            if line:
-                rules.append(IgnoreRule(line, negated, dir_only, anchored))
-        return GitIgnore(tuple(rules))
+        lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
+        return GitIgnore(pathspec.GitIgnoreSpec.from_lines(lines) if lines else None)
 
     @staticmethod
     def load(folder: Path) -> "GitIgnore":
         try:
             return GitIgnore.parse((folder / ".gitignore").read_text("utf-8", "replace"))
         except OSError:
-            return GitIgnore(())
+            return GitIgnore(None)
 
     def decision(self, rel: str, is_dir: bool) -> bool | None:
-        """True: ignored, False: re-included by ``!``, None: no rule matched."""
-        result = None
-        for rule in self.rules:
-            if rule.matches(rel, is_dir):
-                result = not rule.negated
-        return result
+        """True: ignored, False: re-included by ``!``, None: no rule matched. ``rel`` is
+        relative to the .gitignore's folder, with ``/`` separators."""
+        if self.spec is None:
+            return None
+        return self.spec.check_file(rel + ("/" if is_dir else "")).include
+
+
+def ignored(rules: list[tuple[Path, GitIgnore]], path: Path, is_dir: bool) -> bool:
+    """``rules``: (folder, its .gitignore) from the root down; the deepest folder with a
+    matching rule decides."""
+    verdict = False
+    for folder, rule in rules:
+        try:
+            rel = path.relative_to(folder).as_posix()
+        except ValueError:
+            continue
+        found = rule.decision(rel, is_dir)
+        if found is not None:
+            verdict = found
+    return verdict

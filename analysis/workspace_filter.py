@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .gitignore import GitIgnore
+from .gitignore import GitIgnore, ignored
 
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv",
                           ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
@@ -49,18 +49,13 @@ class WorkspaceFilter:
             return False
 
     def _gitignored(self, path: Path, is_dir: bool) -> bool:
-        """The deepest .gitignore with a matching rule decides (as git does, simplified)."""
-        decided = False
-        folder = self.root
-        rel_parts = path.relative_to(self.root).parts if self._under_root(path) else ()
-        for depth in range(len(rel_parts)):
-            rules = self._ignore(folder)
-            rel = "/".join(rel_parts[depth:])
-            verdict = rules.decision(rel, is_dir)
-            if verdict is not None:
-                decided = verdict
-            folder = folder / rel_parts[depth]
-        return decided
+        """The deepest .gitignore with a matching rule decides (as git does)."""
+        if not self._under_root(path):
+            return False
+        folders = [self.root]
+        for part in path.relative_to(self.root).parts[:-1]:
+            folders.append(folders[-1] / part)
+        return ignored([(f, self._ignore(f)) for f in folders], path, is_dir)
 
     def _ignore(self, folder: Path) -> GitIgnore:
         if folder not in self._ignores:

@@ -51,9 +51,18 @@ class RopeRotator:
         self.scaling = float(getattr(self.rotary, "attention_scaling", 1.0) or 1.0)
         self.rotary_dim = 2 * self.rotary.inv_freq.shape[-1]
         self.device = self.rotary.inv_freq.device
+        self._cos_sin: dict[int, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def cos_sin(self, delta: int) -> tuple[torch.Tensor, torch.Tensor]:
         """cos, sin for a shift by ``delta`` positions: each [rotary_dim], float32."""
+        if delta in self._cos_sin:
+            return self._cos_sin[delta]
+        if len(self._cos_sin) > 1024:
+            self._cos_sin.clear()
+        self._cos_sin[delta] = self._compute(delta)
+        return self._cos_sin[delta]
+
+    def _compute(self, delta: int) -> tuple[torch.Tensor, torch.Tensor]:
         pos = torch.tensor([[delta]], device=self.device)
         dummy = torch.zeros(1, dtype=torch.float32, device=self.device)
         cos, sin = self.rotary(dummy, pos)                     # [1, 1, rotary_dim]

@@ -11,6 +11,10 @@ from tokenizers import Tokenizer
 from .fim import FimFormat
 
 
+ENCODE_MEMO_MIN_CHARS = 256
+ENCODE_MEMO_SIZE = 32
+
+
 @dataclass
 class ForwardStats:
     """Model forward passes and the time spent in them (for model_ms in the replay)."""
@@ -31,13 +35,24 @@ class ModelRuntime:
     device: torch.device
     dtype: torch.dtype
     stats: ForwardStats = field(default_factory=ForwardStats)
+    # recent long texts and their ids: prompt windows that did not change between
+    # keystrokes (the suffix while one types) are not tokenized again
+    _encoded: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
 
     @property
     def vocab_size(self) -> int:
         return int(self.model.config.vocab_size)
 
     def encode(self, text: str) -> list[int]:
-        return self.tokenizer.encode(text, add_special_tokens=False).ids if text else []
+        if len(text) < ENCODE_MEMO_MIN_CHARS:
+            return self.tokenizer.encode(text, add_special_tokens=False).ids if text else []
+        ids = self._encoded.get(text)
+        if ids is None:
+            ids = tuple(self.tokenizer.encode(text, add_special_tokens=False).ids)
+            if len(self._encoded) >= ENCODE_MEMO_SIZE:
+                self._encoded.clear()            # plain dict operations: safe across threads
+            self._encoded[text] = ids
+        return list(ids)
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         """Many texts at once (the tokenizer works on them in parallel)."""

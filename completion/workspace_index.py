@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
+from inkling.analysis.gitignore import GitIgnore, ignored
+
 from .suffix_index import SuffixIndex
 
 log = logging.getLogger("inkling.workspace")
@@ -48,31 +50,19 @@ class IndexReport:
 
 
 class _Ignore:
-    """The .gitignore rules that apply under one root."""
+    """The .gitignore rules that apply under one root (folders added from the top down)."""
 
     def __init__(self, root: Path):
-        import pathspec
         self.root = root
-        self.specs: list[tuple[Path, object]] = []
-        self._pathspec = pathspec
+        self.specs: list[tuple[Path, GitIgnore]] = []
 
     def add_dir(self, folder: Path) -> None:
-        gi = folder / ".gitignore"
-        try:
-            lines = gi.read_text(encoding="utf-8", errors="replace").splitlines()
-        except OSError:
-            return
-        self.specs.append((folder, self._pathspec.GitIgnoreSpec.from_lines(lines)))
+        rules = GitIgnore.load(folder)
+        if rules.spec is not None:
+            self.specs.append((folder, rules))
 
     def ignored(self, path: Path, is_dir: bool) -> bool:
-        for folder, spec in self.specs:
-            try:
-                rel = path.relative_to(folder).as_posix()
-            except ValueError:
-                continue
-            if spec.match_file(rel + ("/" if is_dir else "")):
-                return True
-        return False
+        return ignored(self.specs, path, is_dir)
 
 
 def read_text_file(path: Path, max_bytes: int) -> tuple[str | None, str]:
