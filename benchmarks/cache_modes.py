@@ -36,6 +36,25 @@ def row(mode: str, s: dict) -> str:
             f"{s['stale_tokens']['mean']:>7.1f} {s['refreshes']:>5}")
 
 
+def _warm_prefill(results) -> tuple[float, float, int, float]:
+    """Prefill tokens per completion from each trace's first completion (a cold cache),
+    from completions that prefilled more than 150 tokens (the cursor jumped to text the
+    cache never held) and from the rest (typing), all divided by the completion count."""
+    cold = jumps = typing = 0
+    n = 0
+    for r in results:
+        for i, c in enumerate(r.completions):
+            n += 1
+            if i == 0:
+                cold += c.prefill_tokens
+            elif c.prefill_tokens > 150:
+                jumps += c.prefill_tokens
+            else:
+                typing += c.prefill_tokens
+    n = max(1, n)
+    return cold / n, jumps / n, n, typing / n
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="")
@@ -70,6 +89,14 @@ def main() -> int:
     print(f"pie first_token p50 / full      {p['first_token_ms']['p50'] / f['first_token_ms']['p50']:.3f}  (target <= 0.333)")
     print(f"pie exact_line - full           {100 * (p['exact_line'] - f['exact_line']):+.1f} points  (target within 1)")
     print(f"naive exact_line - pie          {100 * (n['exact_line'] - p['exact_line']):+.1f} points  (naive should be worse)")
+    warm = {m: _warm_prefill(results[m]) for m in MODES}
+    print(f"\nwhere the prefill goes (tokens per completion, all {warm['full'][2]} completions):")
+    print("mode   first of a trace  cursor jumps (>150 new)  typing (the rest)")
+    for m in MODES:
+        cold, jumps, _, typing = warm[m]
+        print(f"{m:6} {cold:>16.1f} {jumps:>24.1f} {typing:>18.1f}")
+    print(f"pie / full without each trace's first completion   "
+          f"{(warm['pie'][1] + warm['pie'][3]) / max(1e-9, warm['full'][1] + warm['full'][3]):.3f}")
     print(f"sync_ok: {all(s['sync_ok'] for s in summaries.values())}")
     if args.json:
         Path(args.json).write_text(json.dumps(summaries, indent=2) + "\n")

@@ -6,6 +6,11 @@ live branches advance in one forward pass per step: each branch's newest token i
 node that sees the shared prompt and its own branch only (a batched tree over the
 prompt cache), at the position it would have in a sequence of its own. So branch i is
 exactly the greedy continuation of the i-th first token.
+
+With a drafter (``suffix`` or ``prompt-lookup``), each branch also carries its own
+draft tree in the same forward pass and keeps what greedy decoding would have chosen
+along it (as in speculative decoding), so a branch that copies text moves several
+tokens per pass.
 """
 from __future__ import annotations
 
@@ -17,6 +22,8 @@ import torch
 from inkling.cache.prompt_cache import PromptCache
 
 from .decoding import Cancelled, Decoded, advance, finish, greedy_decode, masked
+from .draft_tree import EMPTY, DraftTree
+from .speculative import Drafter, accept, node_states, speculative_decode
 from .stop_rules import StopRule
 
 MIN_FIRST_PROB = 1e-3     # first tokens less likely than this are not sensible drafts
@@ -52,8 +59,11 @@ def branch_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRu
                   max_new_tokens: int, stop_ids: frozenset[int],
                   decode: Callable[[list[int]], str],
                   cancelled: Callable[[], bool] = lambda: False,
-                  monitor=None) -> tuple[list[Decoded], int]:
-    """Decode k branches together; returns their results and the forward passes used."""
+                  monitor=None, drafter: Drafter | None = None, context: list[int] = ()
+                  ) -> tuple[list[Decoded], int]:
+    """Decode k branches together; returns their results and the forward passes used.
+    ``drafter`` / ``context``: draft trees per branch (``context``: the ids before the
+    cursor, which a branch's ids continue)."""
     branches = []
     for tok, lp in first_tokens(masked(logits, monitor), k):
         b = Branch([], 0.0, monitor=advance(monitor, tok))
@@ -64,57 +74,97 @@ def branch_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRu
             check_branch(b, 0, stop, decode, max_new_tokens)
         branches.append(b)
     forwards = advance_branches(cache, len(cache.ids), branches, stop, max_new_tokens, stop_ids,
-                                decode, cancelled)
+                                decode, cancelled, drafter, list(context))
     return [b.done for b in branches], forwards
 
 
 def advance_branches(cache: PromptCache, shared: int, branches: list[Branch], stop: StopRule,
                      max_new_tokens: int, stop_ids: frozenset[int], decode,
-                     cancelled: Callable[[], bool]) -> int:
+                     cancelled: Callable[[], bool], drafter: Drafter | None = None,
+                     context: list[int] = ()) -> int:
     """Greedy steps for every live branch, one forward pass per step, until all are done.
 
     A live branch's tokens are all in the cache (at ``b.cached``) but its last one,
-    which is fed in the next step. The first ``shared`` cache entries (the prompt) are
-    seen by every branch.
+    which is fed in the next step with the branch's draft tree after it. The first
+    ``shared`` cache entries (the prompt) are seen by every branch.
     """
     forwards = 0
     while live := [b for b in branches if b.done is None]:
         if cancelled():
             raise Cancelled()
         start = len(cache.ids)
-        visible = [b.cached + [start + j] for j, b in enumerate(live)]
-        out = cache.extend_masked([b.ids[-1] for b in live],
-                                  [shared + len(b.ids) - 1 for b in live], visible, shared)
+        tokens, positions, visible, rows = [], [], [], []
+        trees = [drafter(list(context) + b.ids, max_new_tokens - len(b.ids)) if drafter
+                 else EMPTY for b in live]
+        for b, tree in zip(live, trees):
+            base, at = len(tokens), shared + len(b.ids) - 1
+            tokens.append(b.ids[-1])                      # the branch's newest token: its root
+            positions.append(at)
+            visible.append(b.cached + [start + base])
+            for i, (tok, parent, depth) in enumerate(zip(tree.tokens, tree.parents, tree.depths())):
+                tokens.append(tok)
+                positions.append(at + depth)
+                visible.append(visible[base + parent + 1] + [start + base + 1 + i])
+            rows.append(base)
+        out = cache.extend_masked(tokens, positions, visible, shared)   # [len(tokens), vocab]
         forwards += 1
-        for j, b in enumerate(live):                      # out: [len(live), vocab]
-            b.cached.append(start + j)
-            row = masked(out[j], b.monitor)
-            logp = torch.log_softmax(row, -1)
-            tok = int(torch.argmax(row))
-            b.monitor = advance(b.monitor, tok)
-            if tok in stop_ids:
-                b.done = finish(b.ids, b.logprob, forwards, stop, decode, "end-of-text")
-                continue
-            b.ids.append(tok)
-            b.logprob += float(logp[tok])
-            check_branch(b, forwards, stop, decode, max_new_tokens)
+        for b, tree, base in zip(live, trees, rows):
+            _take(b, tree, out[base:base + 1 + len(tree)], start + base, forwards, stop,
+                  max_new_tokens, stop_ids, decode)
     return forwards
+
+
+def _take(b: Branch, tree: DraftTree, out: torch.Tensor, root_entry: int, forwards: int,
+          stop: StopRule, max_new_tokens: int, stop_ids: frozenset[int], decode) -> None:
+    """Advance branch ``b`` by what greedy decoding keeps of its verified tree.
+    out: [1 + len(tree), vocab], the root's row first; ``root_entry``: its cache index."""
+    states = node_states(b.monitor, tree)
+    if b.monitor is not None:                         # each row masked by its path's state
+        out = torch.stack([masked(out[r], st) for r, st in enumerate(states)])
+    path, row = accept(tree, out)
+    b.cached.append(root_entry)
+    for node in path:
+        tok = tree.tokens[node]
+        if tok in stop_ids:
+            b.done = finish(b.ids, b.logprob, forwards, stop, decode, "end-of-text")
+            return
+        b.ids.append(tok)
+        b.logprob += float(torch.log_softmax(out[tree.parents[node] + 1], -1)[tok])
+        b.cached.append(root_entry + 1 + node)
+        check_branch(b, forwards, stop, decode, max_new_tokens)
+        if b.done is not None:
+            return
+    b.monitor = states[row]
+    logp = torch.log_softmax(out[row], -1)
+    tok = int(torch.argmax(out[row]))
+    b.monitor = advance(b.monitor, tok)
+    if tok in stop_ids:
+        b.done = finish(b.ids, b.logprob, forwards, stop, decode, "end-of-text")
+        return
+    b.ids.append(tok)
+    b.logprob += float(logp[tok])
+    check_branch(b, forwards, stop, decode, max_new_tokens)
 
 
 def sequential_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRule,
                       max_new_tokens: int, stop_ids: frozenset[int],
                       decode: Callable[[list[int]], str],
                       cancelled: Callable[[], bool] = lambda: False,
-                      monitor=None) -> tuple[list[Decoded], int]:
-    """The same branches, one after another (the cost baseline)."""
+                      monitor=None, drafter: Drafter | None = None, context: list[int] = ()
+                      ) -> tuple[list[Decoded], int]:
+    """The same branches, one after another (the cost baseline), with the same drafting."""
     shared = len(cache.ids)
     results, forwards = [], 0
     for tok, lp in first_tokens(masked(logits, monitor), k):
         cache.truncate(shared)
         forced = torch.full_like(logits, float("-inf"))
         forced[tok] = 0.0                                 # this branch's first token
-        out = greedy_decode(cache, forced, stop, max_new_tokens, stop_ids, decode, cancelled,
-                            monitor)
+        if drafter is None:
+            out = greedy_decode(cache, forced, stop, max_new_tokens, stop_ids, decode,
+                                cancelled, monitor)
+        else:
+            out = speculative_decode(cache, forced, stop, max_new_tokens, stop_ids, decode,
+                                     drafter, list(context), cancelled, monitor)
         out.logprob += lp
         forwards += out.forwards
         results.append(out)

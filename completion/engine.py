@@ -298,12 +298,14 @@ class Engine:
                 out = speculative_decode(cache, logits, stop, budget, *args, drafter, context,
                                          cancelled, monitor)
             return [out], out.forwards
+        drafting = self._drafter(c.draft, uri, doc, prompt, stop.block) \
+            if c.draft != "none" else (None, [])
         if c.decoder == "branches":
             outs, forwards = branch_decode(cache, logits, k, stop, budget, *args, cancelled,
-                                           monitor)
+                                           monitor, *drafting)
         elif c.decoder == "sequential":
             outs, forwards = sequential_decode(cache, logits, k, stop, budget, *args, cancelled,
-                                               monitor)
+                                               monitor, *drafting)
         else:
             from .superposed import superposed_decode
             outs, forwards = superposed_decode(cache, logits, k, stop, budget, *args,

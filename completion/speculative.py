@@ -65,7 +65,7 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
         start = len(cache.ids)
         out = cache.extend_tree([tok] + tree.tokens, [-1] + [p + 1 for p in tree.parents])
         forwards += 1
-        states = _node_states(monitor, tree)
+        states = node_states(monitor, tree)
         if monitor is not None:                          # each row masked by its path's state
             out = torch.stack([masked(out[r], st) for r, st in enumerate(states)])
         path, row = accept(DraftTree(tree.tokens, tree.parents), out)
@@ -87,7 +87,7 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
         monitor = advance(monitor, tok)
 
 
-def _node_states(monitor, tree: DraftTree) -> list:
+def node_states(monitor, tree: DraftTree) -> list:
     """The monitor state after the root (row 0) and after each tree node (row i + 1)."""
     if monitor is None:
         return [None] * (len(tree) + 1)

@@ -115,3 +115,22 @@ def test_superposed_needs_input_embeddings(wide_runtime, monkeypatch):
     engine.open("file:///w/a.py", "x = 1\n")
     with pytest.raises(ModelError, match="input embeddings"):
         engine.complete("file:///w/a.py", Position(0, 5), k=3)
+
+
+@pytest.mark.parametrize("decoder", ["branches", "sequential"])
+@pytest.mark.parametrize("draft", ["suffix", "prompt-lookup"])
+def test_drafting_per_branch_is_lossless_and_saves_passes(wide_runtime, decoder, draft):
+    """Each branch verifies its own draft tree in the shared pass: the drafts are the
+    ones without drafting, token for token, in no more forward passes."""
+    text = ("def total(items):\n    result = 0\n    for item in items:\n        result += item.price\n"
+            "    return result\n\n\n" * 3 + "def count(items):\n    result = 0\n    for ")
+    runs = {}
+    for d in ("none", draft):
+        opts = InklingOptions().merged({"completion": {"decoder": decoder, "draft": d,
+                                                       "max_new_tokens": 24}})
+        engine = Engine(opts, runtime=wide_runtime)
+        engine.open("file:///w/t.py", text)
+        line = text.count("\n")
+        runs[d] = engine.complete("file:///w/t.py", Position(line, 8), k=3, trigger="invoked")
+    assert [x.text for x in runs[draft].drafts] == [x.text for x in runs["none"].drafts]
+    assert runs[draft].forwards <= runs["none"].forwards
