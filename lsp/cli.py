@@ -21,7 +21,10 @@ def _cmd_train(args) -> int:
     from inkling.models.train_options import TrainOptions
     from inkling.models.training import train
     opts = TrainOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(TrainOptions)})
-    train(opts)
+    try:
+        train(opts)
+    except FileNotFoundError as exc:
+        raise CliError(str(exc)) from None
     return 0
 
 

@@ -7,6 +7,27 @@ import platform
 from pathlib import Path
 
 
+def _runs_text(summary: dict) -> str:
+    """The runs that made this model (one, or a first run and its continuations)."""
+    own = (f"{summary['steps_done']} steps, {summary['tokens_seen'] / 1e6:.2f} M tokens "
+           f"({summary['epochs_started']} pass(es) over the data started), "
+           f"{summary['minutes']} minutes on `{summary['device']}` (torch {summary['torch']})"
+           f"{' - stopped by the time budget' if summary['stopped_early'] else ''}")
+    runs = summary.get("runs") or []
+    if len(runs) < 2:
+        return f"This model: {own}."
+    lines = [f"This model was trained in {len(runs)} runs, each continuing the previous one "
+             "(`inkling train --init-from FOLDER`, same tokenizer, new data order, a new "
+             "warm-up and decay):", "",
+             "| run | steps | tokens | peak lr | validation loss | device |", "|---|---|---|---|---|---|"]
+    for i, r in enumerate(runs, 1):
+        lines.append(f"| {i} | {r['steps']} | {r['tokens'] / 1e6:.2f} M | {r['lr']} | "
+                     f"{r['validation_loss']:.3f} | {r['device']} |")
+    lines += ["", f"The last run: {own}; {summary['tokens_total'] / 1e6:.2f} M tokens in all, "
+              f"{summary['minutes_total']} minutes."]
+    return "\n".join(lines)
+
+
 def _disk_mb(model_dir: Path) -> tuple[float, float]:
     sizes = [p.stat().st_size for p in model_dir.glob("*.safetensors")]
     return sum(sizes) / 1e6, max(sizes) / 1e6
@@ -72,10 +93,8 @@ peak learning rate {o['lr']}, {o['warmup']} warm-up steps, then cosine decay to
 minutes, whichever runs out first), batch {o['batch_size']} x {o['seq_len']} tokens,
 gradient clipping at 1.0, seed {o['seed']}.
 
-This model: {summary['steps_done']} steps, {summary['tokens_seen'] / 1e6:.2f} M tokens
-({summary['epochs_started']} pass(es) over the data started), {summary['minutes']} minutes
-on `{summary['device']}` (torch {summary['torch']}){' - stopped by the time budget' if summary['stopped_early'] else ''}.
-The loss log is `training_log.tsv`, the curve `loss_curve.png`.
+{_runs_text(summary)}
+The loss log (of the last run) is `training_log.tsv`, the curve `loss_curve.png`.
 
 ![loss curve](loss_curve.png)
 
@@ -106,12 +125,11 @@ default.
 
 ## Limitations
 
-The budget is in minutes, so how many steps fit depends on the machine: this run
-shared its two CPU cores with other work for most of its time and made
-{summary['steps_done']} steps ({summary['tokens_seen'] / 1e6:.1f} M tokens); the same
-recipe on an idle machine of this kind makes about 1,500 steps. At this size and
-budget the model writes plausible Python shapes but rarely the exact line: it is
-there so that everything works offline, and to measure cost. For quality, point
+The budget is in minutes, so how many steps fit depends on the machine: these runs
+shared two CPU cores with other work and saw
+{summary.get('tokens_total', summary['tokens_seen']) / 1e6:.1f} M tokens in all. At this
+size and budget the model writes plausible Python shapes but rarely the exact line: it
+is there so that everything works offline, and to measure cost. For quality, point
 inkling at a real code model.
 """
     path = model_dir / "README.md"

@@ -94,7 +94,7 @@ def _prior_run(path: str) -> dict:
             raise FileNotFoundError(f"--init-from {path}: no {name} there (a folder written by "
                                     "`inkling train` is needed)")
     summary = folder / "train_summary.json"
-    return json.loads(summary.read_text()) if summary.is_file() else {"tokens_seen": 0}
+    return json.loads(summary.read_text()) if summary.is_file() else {"tokens_seen": 0, "runs": []}
 
 
 def _run_entry(prior: dict) -> dict:
@@ -106,6 +106,7 @@ def _run_entry(prior: dict) -> dict:
 def train(o: TrainOptions) -> dict:
     """Run the recipe; returns a summary dict (also written to train_summary.json)."""
     t0 = time.time()
+    prior = _prior_run(o.init_from) if o.init_from else {}
     out = Path(o.out)
     out.mkdir(parents=True, exist_ok=True)
     torch.manual_seed(o.seed)
@@ -118,7 +119,6 @@ def train(o: TrainOptions) -> dict:
     print(f"corpus: {len(corpus.train)} training files ({corpus.train_chars / 1e6:.1f} M chars), "
           f"{len(corpus.held_out)} held out, from {corpus.root}")
     texts = [f.text for f in corpus.train]
-    prior = _prior_run(o.init_from) if o.init_from else {}
     if prior:
         tok = Tokenizer.from_file(str(Path(o.init_from) / "tokenizer.json"))
         print(f"continuing from {o.init_from}: {prior.get('tokens_total', prior.get('tokens_seen', 0)) / 1e6:.2f} "

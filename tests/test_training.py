@@ -1,6 +1,8 @@
 """The training recipe end to end, scaled down: every artefact is written and loads."""
 import json
 
+import pytest
+
 from inkling.cache.model_loader import load_runtime
 from inkling.models.samples import build_rows, chunk_file, make_piece
 from inkling.models.train_options import TrainOptions
@@ -40,3 +42,13 @@ def test_recipe_writes_a_loadable_model(tmp_path):
     assert log_lines[0].startswith("step\ttokens\tloss") and len(log_lines) == 4
     rt = load_runtime(out, device="cpu")
     assert rt.fim.family == "inkling" and json.loads((out / "inkling.json").read_text())
+    # a second run continues this one: same tokenizer, its weights, the runs recorded
+    more = tmp_path / "m2"
+    again = train(TrainOptions(out=str(more), init_from=str(out), seq_len=64, batch_size=2,
+                               steps=2, eval_every=2, eval_rows=2, max_files=12, warmup=1))
+    assert (more / "tokenizer.json").read_text() == (out / "tokenizer.json").read_text()
+    assert [r["steps"] for r in again["runs"]] == [3, 2]
+    assert again["tokens_total"] == summary["tokens_seen"] + again["tokens_seen"]
+    assert again["parameters"] == summary["parameters"]
+    with pytest.raises(FileNotFoundError, match="--init-from"):
+        train(TrainOptions(out=str(tmp_path / "m3"), init_from=str(tmp_path / "nowhere")))
