@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Callable
 
 from .document import Document, Position, TextChange
+from .acceptance import AcceptanceMeter
 from .edit_extent import EditExtent
 from .errors import DocumentError, OptionError
 from .options import InklingOptions
@@ -82,6 +83,8 @@ class Engine:
         self._history = None                     # accepted completions (a SuffixIndex)
         self._doc_indexes: dict[str, tuple[str, object]] = {}
         self._extents: dict[str, EditExtent] = {}  # edits since each document's last sync
+        self._doc_tokens = None                    # DocumentTokens: paragraphs tokenized once
+        self.acceptance = AcceptanceMeter()        # sizes suffix drafts to what the model keeps
         self._line_end_ids: frozenset[int] | None = None
 
     # ----------------------------------------------------------- configuration
@@ -296,7 +299,8 @@ class Engine:
             else:
                 drafter, context = self._drafter(c.draft, uri, doc, prompt, stop.block)
                 out = speculative_decode(cache, logits, stop, budget, *args, drafter, context,
-                                         cancelled, monitor)
+                                         cancelled, monitor,
+                                         self.acceptance if c.draft == "suffix" else None)
             return [out], out.forwards
         drafting = self._drafter(c.draft, uri, doc, prompt, stop.block) \
             if c.draft != "none" else (None, [])
@@ -364,20 +368,26 @@ class Engine:
             return (lambda ctx, budget: prompt_lookup(ctx, budget, ends)), list(prompt.ids)
         drafter = SuffixDrafter(self._sources(uri, doc))
         prefix, ids = list(prompt.prefix_ids), list(prompt.ids)
+        meter = self.acceptance
 
         def draft(ctx: list[int], budget: int):
-            return drafter.draft(ctx, budget, ends, local=ids + ctx[len(prefix):])
+            return drafter.draft(ctx, budget, ends, local=ids + ctx[len(prefix):],
+                                 limits=meter.limits(drafter.limits))
         return draft, prefix
 
     def _sources(self, uri: str, doc: Document) -> dict:
         """The suffix indexes drafts and n-gram counts come from: the document (its index
-        rebuilt lazily when the text changed), the workspace, accepted completions."""
+        rebuilt lazily when the text changed, from paragraphs tokenized once), the
+        workspace, accepted completions."""
         from .prompt import normalise_eol
         from .suffix_index import SuffixIndex
         cached = self._doc_indexes.get(uri)
         if cached is None or cached[0] is not doc.text:
+            if self._doc_tokens is None or self._doc_tokens.encode != self._runtime.encode:
+                from .document_tokens import DocumentTokens
+                self._doc_tokens = DocumentTokens(self._runtime.encode)
             index = SuffixIndex()
-            index.put(uri, self._runtime.encode(normalise_eol(doc.text)))
+            index.put(uri, self._doc_tokens.ids(normalise_eol(doc.text)))
             index.rebuild()
             cached = self._doc_indexes[uri] = (doc.text, index)
         sources = {"document": cached[1], "history": self.history}

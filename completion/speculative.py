@@ -44,9 +44,10 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
                        max_new_tokens: int, stop_ids: frozenset[int],
                        decode: Callable[[list[int]], str], drafter: Drafter,
                        context: list[int], cancelled: Callable[[], bool] = lambda: False,
-                       monitor=None) -> Decoded:
+                       monitor=None, meter=None) -> Decoded:
     """``context``: the ids before the cursor (what drafts continue); ``monitor``: the
-    analysis state masking each verified position along its own path, or None."""
+    analysis state masking each verified position along its own path, or None;
+    ``meter``: records how many drafted tokens each verification kept, or None."""
     ids: list[int] = []
     logprob, forwards, drafted, accepted_drafts = 0.0, 0, 0, 0
     tok, lp = pick(masked(logits, monitor))
@@ -72,6 +73,8 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
         monitor = states[row]
         drafted += len(tree)
         accepted_drafts += len(path)
+        if meter is not None and len(tree):
+            meter.record(len(path))
         cache.keep_new(start, [0] + [i + 1 for i in path])
         for node in path:
             t, lp = tree.tokens[node], float(torch.log_softmax(out[tree.parents[node] + 1], -1)

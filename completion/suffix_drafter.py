@@ -40,11 +40,12 @@ class SuffixDrafter:
         self.limits = limits
 
     def draft(self, context: list[int], budget: int, ends: frozenset[int],
-              local: list[int] | None = None) -> DraftTree:
+              local: list[int] | None = None, limits: DraftLimits | None = None) -> DraftTree:
         """The best draft tree after ``context`` with at most ``budget`` tokens per path;
-        ``local``: the request's own tokens, searched too."""
+        ``local``: the request's own tokens, searched too; ``limits``: this draft's
+        limits (default: the drafter's)."""
         best = EMPTY
-        lim = self.limits
+        lim = limits or self.limits
         sources = dict(self.sources)
         if local:
             sources["request"] = _Local(local)

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # Run every benchmark on the bundled model (or MODEL=path) and keep what each printed
-# in benchmarks/results/NAME.txt.
+# in benchmarks/results/NAME.txt. With names (scripts/run_benchmarks.sh monitor
+# cache_modes), only those run.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=benchmarks/results
 mkdir -p "$out"
 py=.venv/bin/python
 model=(${MODEL:+--model "$MODEL"})
+only=" $* "
 run() {
     local name=$1; shift
+    if [ "$only" != "  " ] && [[ "$only" != *" $name "* ]]; then return; fi
     echo "== $name: $*"
     { echo "\$ $*"; "$@"; } 2>"$out/$name.stderr" | tee "$out/$name.txt"
 }
@@ -16,6 +19,7 @@ run evaluate      .venv/bin/inkling evaluate --write-card
 run cli_latency   $py benchmarks/cli_latency.py --runs 5
 run baseline      $py benchmarks/baseline.py "${model[@]}"
 run cache_modes   $py benchmarks/cache_modes.py "${model[@]}"
+run cache_modes_psm $py benchmarks/cache_modes.py --fim-order psm "${model[@]}"
 run cache_kl      $py benchmarks/cache_kl.py "${model[@]}"
 run drafting      $py benchmarks/drafting.py "${model[@]}"
 run drafting_cost $py benchmarks/drafting_cost.py "${model[@]}"

@@ -133,3 +133,35 @@ def test_engine_modes_give_the_same_suggestions(tiny_runtime):
         engine.open("file:///w/a.py", text)
         outs[mode] = engine.complete("file:///w/a.py", Position(9, 11)).drafts[0].text
     assert outs["none"] == outs["prompt-lookup"] == outs["suffix"]
+
+
+def test_document_tokens_retokenize_only_edited_paragraphs():
+    from inkling.completion.document_tokens import DocumentTokens, paragraphs
+    calls = []
+
+    def encode(text):
+        calls.append(text)
+        return [ord(c) for c in text]
+    text = "def a():\n    return 1\n\n\ndef b():\n    return 2\n\nx = 1\n"
+    assert "".join(paragraphs(text)) == text and len(paragraphs(text)) == 3
+    tokens = DocumentTokens(encode)
+    assert tokens.ids(text) == [ord(c) for c in text]
+    calls.clear()
+    edited = text.replace("return 2", "return 22")
+    assert tokens.ids(edited) == [ord(c) for c in edited]
+    assert calls == [p for p in paragraphs(edited) if "22" in p]
+
+
+def test_draft_size_follows_the_measured_acceptance():
+    from inkling.completion.acceptance import AcceptanceMeter
+    from inkling.completion.suffix_drafter import DraftLimits
+    base = DraftLimits()
+    meter = AcceptanceMeter()
+    for _ in range(60):
+        meter.record(0)                     # the model keeps nothing: small drafts
+    low = meter.limits(base)
+    assert low.max_nodes == 4 and low.max_spec == 2
+    for _ in range(60):
+        meter.record(8)                     # it copies: drafts up to the base limits
+    high = meter.limits(base)
+    assert high.max_nodes == base.max_nodes and high.max_spec == base.max_spec

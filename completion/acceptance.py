@@ -1,0 +1,31 @@
+"""How many drafted tokens the model has been keeping per verification lately, and the
+draft size that pays at that rate.
+
+Verifying a tree of n tokens costs about one forward pass plus n tokens' worth of
+compute; on a CPU the per-token part is large enough that a big tree the model mostly
+rejects costs more than it saves. So the suffix drafter's path length and tree size
+follow the measured acceptance (an exponential average of accepted tokens per
+verification): short drafts while the model disagrees with the retrieved text, long
+ones while it copies.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from .suffix_drafter import DraftLimits
+
+
+@dataclass
+class AcceptanceMeter:
+    accepted: float = 1.0        # accepted draft tokens per verification (the prior)
+    weight: float = 0.1          # weight of the newest verification in the average
+
+    def record(self, accepted: int) -> None:
+        self.accepted += self.weight * (accepted - self.accepted)
+
+    def limits(self, base: DraftLimits) -> DraftLimits:
+        """``base`` with its path length and tree size scaled to the acceptance."""
+        a = self.accepted
+        span = max(2, min(base.max_spec, round(2 + 3 * a)))
+        nodes = max(4, min(base.max_nodes, round(4 + 8 * a)))
+        return replace(base, max_spec=span, max_nodes=nodes)
