@@ -366,13 +366,15 @@ class Engine:
         ends = runtime.stop_ids if block else runtime.stop_ids | self._line_ends(runtime)
         if mode == "prompt-lookup":
             return (lambda ctx, budget: prompt_lookup(ctx, budget, ends)), list(prompt.ids)
+        from .suffix_index import StreamIndex
         drafter = SuffixDrafter(self._sources(uri, doc))
-        prefix, ids = list(prompt.prefix_ids), list(prompt.ids)
+        prefix = list(prompt.prefix_ids)
+        prompt_index = StreamIndex.of([list(prompt.ids)])     # indexed once per request
         meter = self.acceptance
 
         def draft(ctx: list[int], budget: int):
-            return drafter.draft(ctx, budget, ends, local=ids + ctx[len(prefix):],
-                                 limits=meter.limits(drafter.limits))
+            return drafter.draft(ctx, budget, ends, prompt_index, ctx[len(prefix):],
+                                 meter.limits(drafter.limits))
         return draft, prefix
 
     def _sources(self, uri: str, doc: Document) -> dict:

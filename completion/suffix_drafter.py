@@ -14,14 +14,16 @@ from .suffix_index import StreamIndex, SuffixIndex
 
 
 class _Local:
-    """The request's own tokens (the prompt and what was generated so far) as a source:
-    the model often repeats what is right there."""
+    """The request's own tokens (the prompt, indexed once per request, and what was
+    generated so far) as a source: the model often repeats what is right there."""
 
-    def __init__(self, ids: list[int]):
-        self.stream = StreamIndex.of([ids])
+    def __init__(self, prompt: StreamIndex | None, generated: list[int]):
+        self.streams = [prompt] if prompt is not None else []
+        if len(generated) >= 2:
+            self.streams.append(StreamIndex.of([generated]))
 
     def matches(self, context: list[int]):
-        return [(self.stream, m) for m in self.stream.matches(context)]
+        return [(s, m) for s in self.streams for m in s.matches(context)]
 
 
 @dataclass(frozen=True)
@@ -40,15 +42,16 @@ class SuffixDrafter:
         self.limits = limits
 
     def draft(self, context: list[int], budget: int, ends: frozenset[int],
-              local: list[int] | None = None, limits: DraftLimits | None = None) -> DraftTree:
-        """The best draft tree after ``context`` with at most ``budget`` tokens per path;
-        ``local``: the request's own tokens, searched too; ``limits``: this draft's
-        limits (default: the drafter's)."""
+              prompt: StreamIndex | None = None, generated: list[int] = (),
+              limits: DraftLimits | None = None) -> DraftTree:
+        """The best draft tree after ``context`` with at most ``budget`` tokens per path.
+        ``prompt`` (the request's prompt, indexed) and ``generated`` (its tokens so far)
+        are searched too; ``limits``: this draft's limits (default: the drafter's)."""
         best = EMPTY
         lim = limits or self.limits
         sources = dict(self.sources)
-        if local:
-            sources["request"] = _Local(local)
+        if prompt is not None or generated:
+            sources["request"] = _Local(prompt, list(generated))
         for name, index in sources.items():
             found = index.matches(context)
             if not found:
