@@ -113,10 +113,14 @@ def main() -> int:
         try:
             target = root / "pkg00" / "mod00000.py"
             marker = "def freshly_written_marker_function_name():\n    return 12345\n"
-            needle = runtime.encode(marker)[:6]
+            needle = runtime.encode(marker)[:12]
+
+            def indexed() -> bool:        # the whole needle matches (not just a common tail)
+                return any(m.length >= len(needle) for _, m in ws.matches(needle))
+            assert not indexed(), "the marker is already in the workspace"
             t0 = time.perf_counter()
             target.write_text(target.read_text() + marker)
-            while not ws.matches(needle) and time.perf_counter() - t0 < 5:
+            while not indexed() and time.perf_counter() - t0 < 5:
                 time.sleep(0.005)
             seen = time.perf_counter() - t0
             if not ws.updates_ms:
