@@ -131,7 +131,7 @@ class PromptCache:
         first = self.stale.index(True)
         rest = self.ids[first:]
         self.truncate(first)
-        self.extend(rest)
+        self.extend(rest, last_only=True)
         self.refreshes += 1
         return len(rest)
 
@@ -140,7 +140,7 @@ class PromptCache:
         if True in self.stale[:keep]:
             keep = self.stale.index(True)
         self.truncate(keep)
-        logits = self.extend(prompt_ids[keep:])
+        logits = self.extend(prompt_ids[keep:], last_only=True)
         return SyncResult(logits[-1], keep, len(prompt_ids) - keep, 0, refreshed, "full")
 
     def _splice(self, prompt_ids: list[int], segs: list[Segment],
@@ -196,7 +196,7 @@ class PromptCache:
         mask = torch.zeros(sees.shape, dtype=dtype).masked_fill(~sees, torch.finfo(dtype).min)
         x = torch.tensor([tokens], dtype=torch.long)                    # [1, n]
         logits = self.runtime.forward(x, self.past, position_ids=new[None].to(device),
-                                      attention_mask=mask[None, None].to(device))
+                                      attention_mask=mask[None, None].to(device), last_only=True)
         return logits[0]
 
     def _put_in_order(self, order: list[int]) -> None:
@@ -226,7 +226,7 @@ class PromptCache:
                                                                    + len(seg)])
                 old_end, reused = seg.old_start + len(seg), reused + len(seg)
             else:
-                logits = self.extend(prompt_ids[seg.start:seg.end])
+                logits = self.extend(prompt_ids[seg.start:seg.end], last_only=True)
                 prefilled += len(seg)
         if self.ids != prompt_ids or not self._consistent():
             log.warning("spliced cache does not match the prompt; recomputing (full)")
@@ -326,18 +326,23 @@ class PromptCache:
         self.stale = self.stale[:start] + [self.stale[start + i] for i in keep]
 
     # ---------------------------------------------------------------- extend
-    def extend(self, ids: list[int]) -> torch.Tensor:
-        """Run ``ids`` after the cached tokens: returns logits [len(ids), vocab]."""
+    def extend(self, ids: list[int], last_only: bool = False) -> torch.Tensor:
+        """Run ``ids`` after the cached tokens: returns logits [len(ids), vocab], or
+        [1, vocab] for the last one with ``last_only`` (a prompt's prefill)."""
         if self.past is None:
             from transformers import DynamicCache
             self.past = DynamicCache(config=self.runtime.model.config)
         outs = []
         for i in range(0, len(ids), self.prefill_chunk):
             chunk = ids[i:i + self.prefill_chunk]
+            last = i + self.prefill_chunk >= len(ids)
             start = len(self.ids)
             x = torch.tensor([chunk], dtype=torch.long)                      # [1, n]
             pos = torch.arange(start, start + len(chunk), device=self.runtime.device)[None]
-            outs.append(self.runtime.forward(x, self.past, position_ids=pos)[0])  # [n, vocab]
+            logits = self.runtime.forward(x, self.past, position_ids=pos,
+                                          last_only=last_only)[0]            # [n or 1, vocab]
+            if last or not last_only:
+                outs.append(logits)
             self.ids.extend(chunk)
             self.stale.extend([False] * len(chunk))
         return torch.cat(outs)
