@@ -72,12 +72,9 @@ def greedy_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule, max_
             return finish(ids, logprob, forwards, stop, decode, "end-of-text")
         ids.append(tok)
         logprob += lp
-        text = decode(ids)
-        cut = stop.cut(text) if not text.endswith("\ufffd") else None
-        if cut is not None:
-            return Decoded(text[:cut], ids, logprob, forwards, "stop-rule")
-        if len(ids) >= max_new_tokens:
-            return finish(ids, logprob, forwards, stop, decode, "max-tokens")
+        done = stopped(ids, logprob, forwards, stop, decode, max_new_tokens)
+        if done is not None:
+            return done
         if cancelled():
             raise Cancelled()
         jump = forced_ids(monitor, cache.runtime.encode)[:max_new_tokens - len(ids)]
@@ -88,13 +85,20 @@ def greedy_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule, max_
             monitor = advance(monitor, t)
             ids.append(t)
         logits = out[-1]                                     # [vocab]
-        if jump:
-            text = decode(ids)
-            cut = stop.cut(text) if not text.endswith("\ufffd") else None
-            if cut is not None:
-                return Decoded(text[:cut], ids, logprob, forwards, "stop-rule")
-            if len(ids) >= max_new_tokens:
-                return finish(ids, logprob, forwards, stop, decode, "max-tokens")
+        done = stopped(ids, logprob, forwards, stop, decode, max_new_tokens) if jump else None
+        if done is not None:
+            return done
+
+
+def stopped(ids, logprob, forwards, stop: StopRule, decode, max_new_tokens) -> Decoded | None:
+    """The draft if a stop rule or the token budget ends it after ``ids``, else None."""
+    text = decode(ids)
+    cut = stop.cut(text) if not text.endswith("\ufffd") else None
+    if cut is not None:
+        return Decoded(text[:cut], ids, logprob, forwards, "stop-rule")
+    if len(ids) >= max_new_tokens:
+        return finish(ids, logprob, forwards, stop, decode, "max-tokens")
+    return None
 
 
 def finish(ids, logprob, forwards, stop: StopRule, decode, why: str) -> Decoded:

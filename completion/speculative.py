@@ -14,7 +14,7 @@ import torch
 
 from inkling.cache.prompt_cache import PromptCache
 
-from .decoding import Cancelled, Decoded, advance, finish, masked, pick
+from .decoding import Cancelled, Decoded, advance, finish, masked, pick, stopped
 from .draft_tree import DraftTree
 from .stop_rules import StopRule
 
@@ -57,7 +57,7 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
             return finish(ids, logprob, forwards, stop, decode, "end-of-text")
         ids.append(tok)
         logprob += lp
-        done = _stopped(ids, logprob, forwards, stop, decode, max_new_tokens)
+        done = stopped(ids, logprob, forwards, stop, decode, max_new_tokens)
         if done is not None:
             return done
         if cancelled():
@@ -83,7 +83,7 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
                 return finish(ids, logprob, forwards, stop, decode, "end-of-text")
             ids.append(t)
             logprob += lp
-            done = _stopped(ids, logprob, forwards, stop, decode, max_new_tokens)
+            done = stopped(ids, logprob, forwards, stop, decode, max_new_tokens)
             if done is not None:
                 return done
         tok, lp = pick(out[row])
@@ -98,13 +98,3 @@ def node_states(monitor, tree: DraftTree) -> list:
     for tok, parent in zip(tree.tokens, tree.parents):
         states.append(states[parent + 1].advance_token(tok))
     return states
-
-
-def _stopped(ids, logprob, forwards, stop: StopRule, decode, max_new_tokens) -> Decoded | None:
-    text = decode(ids)
-    cut_at = stop.cut(text) if not text.endswith("\ufffd") else None
-    if cut_at is not None:
-        return Decoded(text[:cut_at], ids, logprob, forwards, "stop-rule")
-    if len(ids) >= max_new_tokens:
-        return finish(ids, logprob, forwards, stop, decode, "max-tokens")
-    return None
