@@ -1,31 +1,37 @@
-"""How many drafted tokens the model has been keeping per verification lately, and the
-draft size that pays at that rate.
+"""How many drafted tokens the model has been keeping per verification lately, per
+drafting source, and the draft size that pays at that rate.
 
 Verifying a tree of n tokens costs about one forward pass plus n tokens' worth of
 compute; on a CPU the per-token part is large enough that a big tree the model mostly
 rejects costs more than it saves. So the suffix drafter's path length and tree size
 follow the measured acceptance (an exponential average of accepted tokens per
 verification): short drafts while the model disagrees with the retrieved text, long
-ones while it copies.
+ones while it copies. Sources are measured apart: the model keeps most of what it
+suggested a keystroke ago and little of what the workspace holds.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from .suffix_drafter import DraftLimits
 
 
 @dataclass
 class AcceptanceMeter:
-    accepted: float = 1.0        # accepted draft tokens per verification (the prior)
+    prior: float = 1.0           # accepted draft tokens per verification before any is seen
     weight: float = 0.1          # weight of the newest verification in the average
+    rates: dict[str, float] = field(default_factory=dict)   # source -> average
 
-    def record(self, accepted: int) -> None:
-        self.accepted += self.weight * (accepted - self.accepted)
+    def accepted(self, source: str = "") -> float:
+        return self.rates.get(source, self.prior)
 
-    def limits(self, base: DraftLimits) -> DraftLimits:
-        """``base`` with its path length and tree size scaled to the acceptance."""
-        a = self.accepted
+    def record(self, accepted: int, source: str = "") -> None:
+        a = self.accepted(source)
+        self.rates[source] = a + self.weight * (accepted - a)
+
+    def limits(self, base: DraftLimits, source: str = "") -> DraftLimits:
+        """``base`` with its path length and tree size scaled to ``source``'s acceptance."""
+        a = self.accepted(source)
         span = max(2, min(base.max_spec, round(2 + 3 * a)))
         nodes = max(4, min(base.max_nodes, round(4 + 8 * a)))
         return replace(base, max_spec=span, max_nodes=nodes)

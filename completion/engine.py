@@ -67,7 +67,7 @@ def _moved_edges(extent: EditExtent, prompt, runtime, order: str) -> tuple[tuple
 
 
 class Engine:
-    def __init__(self, options: InklingOptions | None = None, runtime=None):
+    def __init__(self, options: InklingOptions | None = None, runtime=None, datastore=None):
         from inkling.cache.cache_pool import CachePool
         self.options = options or InklingOptions()
         self.options.validate()
@@ -86,6 +86,8 @@ class Engine:
         self._doc_tokens = None                    # DocumentTokens: paragraphs tokenized once
         self.acceptance = AcceptanceMeter()        # sizes suffix drafts to what the model keeps
         self._line_end_ids: frozenset[int] | None = None
+        self._suggestions: dict[str, object] = {}  # uri -> SuggestionHistory (a drafting source)
+        self.datastore = datastore                 # a Datastore (drafting source), once built
 
     # ----------------------------------------------------------- configuration
     def configure(self, changes: dict) -> InklingOptions:
@@ -98,6 +100,8 @@ class Engine:
                                                            self.options.cache.stale_threshold):
             self._caches.clear()
         self._caches.budget_bytes = new.cache.budget_mb << 20
+        if self.datastore is not None and self.datastore.spec != new.completion.datastore:
+            self.datastore = None                  # the server builds the new one
         self.options = new
         return new
 
@@ -158,6 +162,7 @@ class Engine:
         del self._documents[uri]
         self._doc_indexes.pop(uri, None)
         self._extents.pop(uri, None)
+        self._suggestions.pop(uri, None)
         if self._analysis is not None:
             self._analysis.close(uri)
 
@@ -230,6 +235,7 @@ class Engine:
         outs, forwards = self._decode(k, cache, synced.logits, stop, budget, uri, doc, prompt,
                                       cancelled, monitor, decode)
         self._caches.trim()
+        self._suggested(uri, prompt.prefix_ids, outs)
         drafts, seen = [], set()
         for out in outs:
             text = trim_repeated_suffix(out.text, prompt.line_suffix, prompt.suffix)
@@ -353,6 +359,17 @@ class Engine:
         self.workspace = index
         return report
 
+    def build_datastore(self, progress: Progress | None = None):
+        """Build the datastore ``completion.datastore`` names (None for ``none``); it is kept
+        and searched by the suffix drafter from then on."""
+        from .datastore import build_datastore
+        runtime = self.load_model()
+        spec = self.options.completion.datastore
+        if self.datastore is None or self.datastore.spec != spec:
+            self.datastore = build_datastore(spec, runtime.tokenizer.to_str(),
+                                             runtime.encode_batch, progress)
+        return self.datastore
+
     def workspace_file_changed(self, path: str) -> None:
         """A file on disk changed (the replay's `file` events; watchdog does it in the server)."""
         if self.workspace is not None:
@@ -367,14 +384,19 @@ class Engine:
         if mode == "prompt-lookup":
             return (lambda ctx, budget: prompt_lookup(ctx, budget, ends)), list(prompt.ids)
         from .suffix_index import StreamIndex
-        drafter = SuffixDrafter(self._sources(uri, doc))
+        sources = self._sources(uri, doc)
+        if uri in self._suggestions:
+            sources["suggestions"] = self._suggestions[uri]
+        if self.datastore is not None:
+            sources["datastore"] = self.datastore
+        drafter = SuffixDrafter(sources)
         prefix = list(prompt.prefix_ids)
         prompt_index = StreamIndex.of([list(prompt.ids)])     # indexed once per request
         meter = self.acceptance
 
         def draft(ctx: list[int], budget: int):
             return drafter.draft(ctx, budget, ends, prompt_index, ctx[len(prefix):],
-                                 meter.limits(drafter.limits))
+                                 lambda source: meter.limits(drafter.limits, source))
         return draft, prefix
 
     def _sources(self, uri: str, doc: Document) -> dict:
@@ -396,6 +418,15 @@ class Engine:
         if self.workspace is not None:
             sources["workspace"] = self.workspace
         return sources
+
+    def _suggested(self, uri: str, prefix_ids, outs) -> None:
+        """Keep the drafts just made as the document's most recent suggestions."""
+        from .suggestion_history import SuggestionHistory
+        history = self._suggestions.get(uri)
+        if history is None:
+            history = self._suggestions[uri] = SuggestionHistory()
+        for out in outs:
+            history.add(list(prefix_ids), out.token_ids)
 
     def _line_ends(self, runtime) -> frozenset[int]:
         if self._line_end_ids is None:

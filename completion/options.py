@@ -43,6 +43,7 @@ class CompletionOptions:
     token_healing: bool = True  # re-decode the last token before the cursor
     decoder: str = "greedy"
     draft: str = "none"
+    datastore: str = "corpus"   # none | corpus | a folder: fixed code the suffix drafter also searches
     monitor: str = "off"
 
 
@@ -81,6 +82,8 @@ class InklingOptions:
                                  ("completion.suffix_tokens", c.suffix_tokens, 0)):
             if value < low:
                 raise OptionError(f"{name} must be at least {low}, got {value}")
+        from .datastore import validate_spec
+        validate_spec(c.datastore)
         if not 0.0 <= c.window_step <= 0.5:
             raise OptionError(f"completion.window_step must be between 0 and 0.5, got {c.window_step}")
         if not 0.0 <= self.cache.stale_threshold <= 1.0:

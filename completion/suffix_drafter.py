@@ -8,6 +8,7 @@ best-scoring tree over match lengths and sources is verified.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from .draft_tree import EMPTY, DraftTree, cut, from_continuations
 from .suffix_index import StreamIndex, SuffixIndex
@@ -43,12 +44,12 @@ class SuffixDrafter:
 
     def draft(self, context: list[int], budget: int, ends: frozenset[int],
               prompt: StreamIndex | None = None, generated: list[int] = (),
-              limits: DraftLimits | None = None) -> DraftTree:
+              limits: Callable[[str], DraftLimits] | None = None) -> DraftTree:
         """The best draft tree after ``context`` with at most ``budget`` tokens per path.
         ``prompt`` (the request's prompt, indexed) and ``generated`` (its tokens so far)
-        are searched too; ``limits``: this draft's limits (default: the drafter's)."""
+        are searched too; ``limits``: each source's limits by name (default: the
+        drafter's for all)."""
         best = EMPTY
-        lim = limits or self.limits
         sources = dict(self.sources)
         if prompt is not None or generated:
             sources["request"] = _Local(prompt, list(generated))
@@ -56,6 +57,7 @@ class SuffixDrafter:
             found = index.matches(context)
             if not found:
                 continue
+            lim = limits(name) if limits is not None else self.limits
             lengths = sorted({m.length for _, m in found}, reverse=True)[:lim.lengths_tried]
             for m in lengths:
                 span = min(budget, lim.max_spec, int(lim.alpha * m))

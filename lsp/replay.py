@@ -140,13 +140,16 @@ class Replayer:
     options: InklingOptions
     runtime: object                  # a loaded ModelRuntime, shared by every trace's Engine
     checker: SyntaxChecker
+    datastore: object = None         # a Datastore, built for the first trace that drafts
 
     def replay(self, trace: Trace, tick: Tick = lambda n: None) -> TraceResult:
         result = TraceResult(trace.source, trace.name)
         model_s0, t0 = self.runtime.stats.seconds, time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="inkling-replay-") as tmp:
             root = Path(tmp).resolve()
-            engine = Engine(self.options, self.runtime)
+            if self.options.completion.draft == "suffix" and self.datastore is None:
+                self.datastore = Engine(self.options, self.runtime).build_datastore()
+            engine = Engine(self.options, self.runtime, self.datastore)
             engine.workspace_folders = [root.as_uri()]      # as the server's initialize sets it
             if self.options.completion.draft == "suffix":
                 engine.index_workspace()                    # as the server does at start

@@ -30,6 +30,9 @@ def _add_replay(sub) -> None:
     p.add_argument("--cache", default=None, choices=CACHE_MODES,
                    help="KV cache mode (default: the options' default, pie)")
     p.add_argument("--draft", default="none", choices=DRAFT_MODES, help="drafting mode")
+    p.add_argument("--datastore", metavar="SPEC", help="fixed code the suffix drafter also "
+                   "searches: none, corpus (the bundled model's training files; the default) or "
+                   "a folder")
     p.add_argument("--monitor", default="off", choices=MONITOR_MODES,
                    help="monitor-guided decoding")
     p.add_argument("--decoder", default="greedy", choices=DECODERS)
@@ -93,6 +96,8 @@ def replay_options(args):
                   "drafts": args.drafts, "automatic_drafts": args.drafts}
     if args.max_new_tokens:
         completion["max_new_tokens"] = args.max_new_tokens
+    if args.datastore:
+        completion["datastore"] = args.datastore
     return InklingOptions().merged({
         "model": {"path": args.model or "", "device": args.device, "dtype": args.dtype},
         "completion": completion, "cache": {"mode": args.cache} if args.cache else {}})
@@ -136,8 +141,11 @@ def _replay_all(options, traces, progress_file, via_lsp: bool = False):
     if via_lsp:
         runtime, replayer = None, LspReplayer(options, SyntaxChecker())
     else:
-        runtime = Engine(options).load_model(_load_progress())
-        replayer = Replayer(options, runtime, SyntaxChecker())
+        engine = Engine(options)
+        runtime = engine.load_model(_load_progress())
+        datastore = engine.build_datastore(_load_progress()) \
+            if options.completion.draft == "suffix" else None
+        replayer = Replayer(options, runtime, SyntaxChecker(), datastore)
     results = []
     try:
         with tqdm(total=sum(len(t.events) for t in traces), desc="replaying", unit="event",

@@ -131,8 +131,34 @@ class InklingServer(LanguageServer):
         self._end_progress(progress, token, "ready")
         self.log(f"model {runtime.path} loaded on {runtime.device} ({runtime.dtype})")
         if self.engine.options.completion.draft == "suffix":
-            await self.index_workspace()
+            await self.prepare_drafting()
         self.status("ready", f"model {runtime.path.name} ready")
+
+    async def prepare_drafting(self) -> None:
+        """What suffix drafting searches besides the document: the workspace (indexed and
+        watched) and the datastore, each built once with $/progress."""
+        if self.engine.workspace is None:
+            await self.index_workspace()
+        if self.engine.datastore is None and self.engine.options.completion.datastore != "none":
+            await self.build_datastore()
+
+    async def build_datastore(self) -> None:
+        loop = asyncio.get_running_loop()
+        token = f"inkling-datastore-{uuid.uuid4().hex[:8]}"
+        progress = await self._begin_progress(token, "inkling: indexing the datastore")
+
+        def report(stage: str, fraction: float) -> None:
+            loop.call_soon_threadsafe(self._report_progress, progress, token, stage,
+                                      round(fraction * 100), "indexing")
+        try:
+            store = await self.worker.run(self.engine.build_datastore, report)
+        except (OSError, InklingError) as exc:
+            self._end_progress(progress, token, "failed")
+            self.show_once(f"inkling: datastore not built: {exc}")
+            return
+        summary = store.summary() if store is not None else "no datastore"
+        self._end_progress(progress, token, summary)
+        self.log(summary)
 
     async def index_workspace(self) -> None:
         """Index the workspace folders for drafting ($/progress), then watch them."""
@@ -253,13 +279,11 @@ def build_server(engine: Engine) -> InklingServer:
     @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
     def did_change_configuration(ls: InklingServer, params: lsp.DidChangeConfigurationParams):
         had_model = ls.engine.options.model
-        had_draft = ls.engine.options.completion.draft
         ls.configure(params.settings)
         if ls.engine.options.model != had_model:
             asyncio.ensure_future(ls.load_model())
-        elif (ls.engine.options.completion.draft == "suffix" != had_draft
-              and ls.engine.workspace is None and ls.engine.model_loaded):
-            asyncio.ensure_future(ls.index_workspace())
+        elif ls.engine.options.completion.draft == "suffix" and ls.engine.model_loaded:
+            asyncio.ensure_future(ls.prepare_drafting())   # builds only what is missing
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: InklingServer, params: lsp.DidOpenTextDocumentParams):

@@ -8,7 +8,7 @@ import torch
 from inkling.cache.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
 from inkling.completion.decoding import greedy_decode
-from inkling.completion.document import Position
+from inkling.completion.document import Position, Range, TextChange
 from inkling.completion.draft_tree import cut, from_continuations, linear
 from inkling.completion.engine import Engine
 from inkling.completion.options import InklingOptions
@@ -165,3 +165,50 @@ def test_draft_size_follows_the_measured_acceptance():
         meter.record(8)                     # it copies: drafts up to the base limits
     high = meter.limits(base)
     assert high.max_nodes == base.max_nodes and high.max_spec == base.max_spec
+
+
+def test_suggestion_history_drafts_the_rest_of_the_last_suggestion():
+    from inkling.completion.suffix_drafter import SuffixDrafter
+    from inkling.completion.suggestion_history import SuggestionHistory
+    history = SuggestionHistory(keep=2, context_tokens=3)
+    history.add([1, 2, 3, 4, 5], [6, 7, 8, 9])
+    drafter = SuffixDrafter({"suggestions": history})
+    tree = drafter.draft([0, 4, 5, 6, 7], 10, frozenset())   # typed 6 7 as suggested
+    assert tree.tokens == [8, 9] and tree.source == "suggestions"
+    assert drafter.draft([0, 4, 5, 6, 11], 10, frozenset()).tokens == []   # typed otherwise
+    history.add([1], [20, 21])
+    history.add([1], [30, 31])                               # keeps the newest two
+    assert drafter.draft([2, 3, 4, 5, 6, 7], 10, frozenset()).tokens == []
+    assert drafter.draft([1, 30], 10, frozenset()).tokens == [31]
+
+
+def test_typing_along_a_suggestion_drafts_it_and_stays_lossless(tiny_runtime):
+    """Typing the start of the last suggestion: the next completion drafts the rest from
+    the suggestion history (few forwards) and gives what greedy decoding gives."""
+    text = "import os\n\n\ndef walk(root):\n    for name in "
+    uri = "file:///w/b.py"
+    outs = {}
+    for mode in ("none", "suffix"):
+        engine = Engine(InklingOptions().merged({"completion": {"draft": mode,
+                                                                "max_new_tokens": 16}}),
+                        runtime=tiny_runtime)
+        engine.open(uri, text)
+        first = engine.complete(uri, Position(4, 16))
+        typed = first.drafts[0].text[:2]
+        assert len(typed) == 2
+        engine.apply_change(uri, [TextChange(typed, Range(Position(4, 16), Position(4, 16)))])
+        outs[mode] = engine.complete(uri, Position(4, 18))
+    assert outs["none"].drafts[0].text == outs["suffix"].drafts[0].text
+    assert outs["suffix"].forwards < outs["none"].forwards
+
+
+def test_acceptance_is_measured_per_source():
+    from inkling.completion.acceptance import AcceptanceMeter
+    from inkling.completion.suffix_drafter import DraftLimits
+    meter = AcceptanceMeter()
+    for _ in range(60):
+        meter.record(0, "workspace")
+        meter.record(10, "suggestions")
+    assert meter.limits(DraftLimits(), "workspace").max_spec == 2
+    assert meter.limits(DraftLimits(), "suggestions").max_spec == DraftLimits().max_spec
+    assert meter.accepted("document") == meter.prior

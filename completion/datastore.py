@@ -1,0 +1,143 @@
+"""A retrieval datastore for drafting (REST: He et al., 2023): a large, fixed body of
+code indexed once, searched like the other suffix-index sources.
+
+A small model writes the n-grams of the code it was trained on, so that code drafts
+well wherever the document and the workspace have nothing: statement shapes, common
+calls, idioms. ``completion.datastore`` names it:
+
+- ``none``: no datastore;
+- ``corpus``: the standard-library files the bundled model is trained on (the training
+  recipe's split: its held-out files are left out, so benchmarks on them stay fair);
+- a folder: every text file under it, with the workspace indexer's rules and budgets.
+
+The corpus's token ids are cached on disk per tokenizer and file list, so a later start
+loads them instead of tokenizing again.
+"""
+from __future__ import annotations
+
+import hashlib
+import logging
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from .errors import OptionError
+from .suffix_index import SuffixIndex
+
+log = logging.getLogger("inkling.datastore")
+Progress = Callable[[str, float], None]
+_BATCH = 64                       # files tokenized per progress step
+
+
+@dataclass
+class Datastore:
+    spec: str
+    index: object                 # a SuffixIndex or a WorkspaceIndex (both answer .matches)
+    files: int
+    tokens: int
+    seconds: float
+    from_cache: bool = False
+
+    def matches(self, context: list[int]):
+        return self.index.matches(context)
+
+    def nbytes(self) -> int:
+        return getattr(self.index, "index", self.index).nbytes()
+
+    def summary(self) -> str:
+        how = "loaded from the cache" if self.from_cache else "indexed"
+        return (f"datastore {self.spec}: {self.files} files, {self.tokens} tokens, "
+                f"{self.nbytes() / 2**20:.0f} MiB, {how} in {self.seconds:.1f} s")
+
+
+def validate_spec(spec: str) -> None:
+    if spec in ("none", "corpus"):
+        return
+    if not Path(spec).is_dir():
+        raise OptionError(f"completion.datastore must be none, corpus or an existing folder; "
+                          f"{spec!r} is none of these")
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "inkling" / "datastore"
+
+
+def build_datastore(spec: str, tokenizer_json: str, encode_batch, progress: Progress | None = None,
+                    cache: Path | None = None) -> Datastore | None:
+    """The datastore ``spec`` names, or None for ``none``. ``tokenizer_json``: the
+    tokenizer's serialised form (the cache key); ``cache``: where token ids are kept
+    (default: ``cache_dir()``; the cache is optional and a failure to write it is logged)."""
+    validate_spec(spec)
+    if spec == "none":
+        return None
+    t0 = time.perf_counter()
+    if spec != "corpus":
+        from .workspace_index import WorkspaceIndex
+        index = WorkspaceIndex(encode_batch)
+        report = index.index_folders([Path(spec)], progress)
+        return Datastore(spec, index, report.files, report.tokens, time.perf_counter() - t0)
+    from inkling.models.corpus import load_corpus
+    if progress:
+        progress("reading the corpus", 0.0)
+    files = load_corpus().train
+    ids, from_cache = corpus_ids(files, tokenizer_json, encode_batch, progress,
+                                 cache or cache_dir())
+    if progress:
+        progress("indexing the corpus", 0.95)
+    index = SuffixIndex()
+    index.put_many((f.relpath, seq) for f, seq in zip(files, ids))
+    if progress:
+        progress("corpus ready", 1.0)
+    return Datastore(spec, index, len(files), len(index), time.perf_counter() - t0, from_cache)
+
+
+def corpus_ids(files, tokenizer_json: str, encode_batch, progress: Progress | None,
+               cache: Path) -> tuple[list, bool]:
+    """The token ids of ``files`` (CorpusFile), from the cache in ``cache`` when it holds
+    them for this tokenizer and these texts; (ids, whether they came from the cache)."""
+    key = hashlib.sha256(tokenizer_json.encode())
+    for f in files:
+        key.update(f"{f.relpath}\0{hashlib.sha1(f.text.encode()).hexdigest()}\n".encode())
+    path = cache / f"corpus-{key.hexdigest()[:24]}.npz"
+    ids = _load(path, len(files))
+    if ids is not None:
+        return ids, True
+    ids = []
+    for i in range(0, len(files), _BATCH):
+        ids += encode_batch([f.text for f in files[i:i + _BATCH]])
+        if progress:
+            progress("tokenizing the corpus", 0.9 * min(1.0, (i + _BATCH) / len(files)))
+    _save(path, ids)
+    return ids, False
+
+
+def _load(path: Path, n: int) -> list[np.ndarray] | None:
+    try:
+        with np.load(path) as z:
+            flat, bounds = z["ids"], z["bounds"]
+    except (OSError, KeyError, ValueError) as exc:
+        if path.exists():
+            log.warning("datastore cache %s unreadable (%s); tokenizing again", path, exc)
+        return None
+    if len(bounds) != n + 1:
+        return None
+    return [flat[bounds[i]:bounds[i + 1]] for i in range(n)]
+
+
+def _save(path: Path, ids: list) -> None:
+    bounds = np.zeros(len(ids) + 1, dtype=np.int64)
+    bounds[1:] = np.cumsum([len(s) for s in ids])
+    flat = np.concatenate([np.asarray(s, dtype=np.int32) for s in ids]) if ids else \
+        np.zeros(0, np.int32)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp.npz")
+        np.savez(tmp, ids=flat, bounds=bounds)
+        tmp.replace(path)
+    except OSError as exc:
+        log.warning("datastore cache %s not written (%s)", path, exc)

@@ -1,0 +1,39 @@
+"""A document's recent suggestions as a drafting source.
+
+Between two keystrokes the model's greedy continuation rarely changes: when the text
+typed since the last completion follows what was suggested, the rest of that
+suggestion is what the model will write again. Each suggestion is kept with the
+prompt tokens just before it, so the context's tail (the prefix, then what has been
+generated) finds it wherever the typed text has reached; token healing keeps the
+prefix ending on the same token boundary while a word is typed. Verification keeps
+only what greedy decoding would choose, so a stale suggestion costs one rejected draft.
+"""
+from __future__ import annotations
+
+from collections import deque
+
+from .suffix_index import Match, StreamIndex
+
+
+class SuggestionHistory:
+    def __init__(self, keep: int = 8, context_tokens: int = 32):
+        self._items: deque[list[int]] = deque(maxlen=keep)
+        self.context_tokens = context_tokens
+        self._index: StreamIndex | None = None
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def add(self, prefix_ids: list[int], generated: list[int]) -> None:
+        """A suggestion (``generated``) made after ``prefix_ids``."""
+        if not generated:
+            return
+        self._items.append(list(prefix_ids[-self.context_tokens:]) + list(generated))
+        self._index = None
+
+    def matches(self, context: list[int]) -> list[tuple[StreamIndex, Match]]:
+        if not self._items:
+            return []
+        if self._index is None:                   # newest last: continuations keep recency
+            self._index = StreamIndex.of(list(self._items))
+        return [(self._index, m) for m in self._index.matches(context)]
