@@ -21,6 +21,7 @@ export const SERVER_SETTINGS: readonly string[] = [
   "completion.suffixTokens",
   "completion.decoder",
   "completion.draft",
+  "completion.datastore",
   "completion.fimOrder",
   "completion.windowStep",
   "completion.tokenHealing",
