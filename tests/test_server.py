@@ -166,3 +166,28 @@ async def test_pie_cache_is_refreshed_in_idle_time(client: LanguageClient):
         if after.refreshes > before.refreshes:
             break
     assert after.refreshes > before.refreshes
+
+
+@pytest.mark.asyncio(loop_scope="module")
+async def test_suffix_drafting_builds_the_datastore_with_progress(client: LanguageClient,
+                                                                   tmp_path):
+    (tmp_path / "lib.py").write_text("def mean(values):\n    return sum(values) / len(values)\n")
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings={
+        "inkling": {"completion": {"datastore": str(tmp_path / "missing")}}}))
+    await asyncio.sleep(0.3)
+    assert any("missing" in m.message and "completion.datastore" in m.message
+               for m in client.messages)
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings={
+        "inkling": {"completion": {"draft": "suffix", "datastore": str(tmp_path)}}}))
+    ends = []
+    for _ in range(100):
+        await asyncio.sleep(0.1)
+        ends = [r.message for rs in client.progress_reports.values() for r in rs
+                if isinstance(r, lsp.WorkDoneProgressEnd) and "datastore" in (r.message or "")]
+        if ends:
+            break
+    assert ends and "1 files" in ends[0], ends
+    result = await client.text_document_inline_completion_async(_inline(URI, 1, 12))
+    assert result is not None
+    client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings={
+        "inkling": {"completion": {"draft": "none"}}}))
