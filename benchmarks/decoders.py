@@ -32,26 +32,31 @@ def main() -> int:
     ap.add_argument("--model", default="")
     ap.add_argument("--drafts", type=int, default=3)
     ap.add_argument("--max-functions", type=int, default=4)
+    ap.add_argument("--draft", default="none", choices=("none", "prompt-lookup", "suffix"),
+                    help="retrieval drafting for every decoder (per branch)")
     ap.add_argument("--json", help="write the per-decoder summaries here")
     args = ap.parse_args()
     traces = sample_traces() + held_out_traces(0, args.max_functions)
     print(f"replaying {describe(traces)} with k = {args.drafts} and {', '.join(DECODERS)}")
     base = InklingOptions().merged({"model": {"path": args.model},
                                     "completion": {"drafts": args.drafts,
-                                                   "automatic_drafts": args.drafts}})
-    runtime = Engine(base).load_model()
+                                                   "automatic_drafts": args.drafts,
+                                                   "draft": args.draft}})
+    engine = Engine(base)
+    runtime = engine.load_model()
+    datastore = engine.build_datastore() if args.draft == "suffix" else None
     checker = SyntaxChecker()
     results = {d: [] for d in DECODERS}
     for i, trace in enumerate(traces):
         for dec in DECODERS:
             options = base.merged({"completion": {"decoder": dec}})
-            results[dec].append(Replayer(options, runtime, checker).replay(trace))
+            results[dec].append(Replayer(options, runtime, checker, datastore).replay(trace))
         print(f"  [{i + 1}/{len(traces)}] {trace.name}", file=sys.stderr)
     s = {d: summarise(results[d]) for d in DECODERS}
     distinct = {d: statistics.mean(len({x.rstrip() for x in c.drafts if x.strip()})
                                    for t in results[d] for c in t.completions)
                 for d in DECODERS}
-    print(f"\nmodel {runtime.path.name}, {runtime.device}, k = {args.drafts}")
+    print(f"\nmodel {runtime.path.name}, {runtime.device}, k = {args.drafts}, draft {args.draft}")
     print("decoder      lat p50  lat p95  exact_line  exact_any  distinct  tok/fwd")
     for d in DECODERS:
         r = s[d]

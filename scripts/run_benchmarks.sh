@@ -24,6 +24,7 @@ run cache_kl      $py benchmarks/cache_kl.py "${model[@]}"
 run drafting      $py benchmarks/drafting.py "${model[@]}"
 run drafting_cost $py benchmarks/drafting_cost.py "${model[@]}"
 run decoders      $py benchmarks/decoders.py "${model[@]}"
+run decoders_suffix $py benchmarks/decoders.py --draft suffix "${model[@]}"
 run monitor       $py benchmarks/monitor.py "${model[@]}"
 run lsp_overhead  $py benchmarks/lsp_overhead.py "${model[@]}"
 run monitor_cost  $py benchmarks/monitor_cost.py
