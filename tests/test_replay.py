@@ -231,6 +231,26 @@ def test_drafts_flag_sets_both_draft_counts(tmp_path):
     assert (c.drafts, c.automatic_drafts, c.max_new_tokens) == (3, 3, 9)
 
 
+def test_suffix_drafting_with_a_datastore_folder(tmp_path, tiny_model_dir, capsys):
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "lib.py").write_text("def f(a):\n    return a\n")
+    text = "import os\n\n\ndef f(a):\n    return a\n"
+    trace = write(tmp_path, "t.jsonl", {"kind": "open", "path": "a.py", "text": text},
+                  {"kind": "complete", "path": "a.py", "position": pos(4, 11), "expected": "\n"},
+                  {"kind": "check", "path": "a.py", "sha256": sha(text)})
+    code = main(["replay", trace, "--model", str(tiny_model_dir), "--device", "cpu",
+                 "--max-new-tokens", "4", "--draft", "suffix", "--datastore", str(store),
+                 "--json", "-"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 0 and report["sync_ok"]
+    assert report["config"]["completion"]["datastore"] == str(store)
+    assert main(["replay", trace, "--model", str(tiny_model_dir), "--draft", "suffix",
+                 "--datastore", str(tmp_path / "gone")]) == 2     # a folder that is not there
+    err = capsys.readouterr().err
+    assert "completion.datastore" in err and "gone" in err
+
+
 def test_engine_refusals_surface_as_one_line(tmp_path, tiny_model_dir, capsys, monkeypatch):
     """What the Engine cannot do yet (such as k drafts) stops the replay with its message."""
     from inkling.completion.errors import NotImplementedYet
