@@ -318,8 +318,11 @@ class Engine:
                                                monitor, *drafting)
         else:
             from .superposed import superposed_decode
+            sources = self._sources(uri, doc)
+            if self.datastore is not None:         # corpus n-gram counts
+                sources["datastore"] = self.datastore
             outs, forwards = superposed_decode(cache, logits, k, stop, budget, *args,
-                                               self._sources(uri, doc), list(prompt.prefix_ids),
+                                               sources, list(prompt.prefix_ids),
                                                cancelled, monitor)
         return rank_drafts(outs), forwards
 
@@ -358,6 +361,13 @@ class Engine:
             self.workspace.stop()
         self.workspace = index
         return report
+
+    @property
+    def uses_datastore(self) -> bool:
+        """Whether the options search a datastore: suffix drafting does, and superposed
+        decoding takes n-gram counts from it."""
+        c = self.options.completion
+        return c.datastore != "none" and (c.draft == "suffix" or c.decoder == "superposed")
 
     def build_datastore(self, progress: Progress | None = None):
         """Build the datastore ``completion.datastore`` names (None for ``none``); it is kept

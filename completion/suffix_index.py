@@ -107,7 +107,23 @@ class StreamIndex:
                 return self._extend(ends, context, k)
         return []
 
+    def match_arrays(self, context: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """(ends, lengths) of the context's longest matching tails, as arrays: what
+        ``matches`` gives, without a Python object per occurrence."""
+        for k in ANCHORS:
+            if len(context) < k:
+                continue
+            ends = self.sorted[k].lookup(_hash_of(context[-k:]))
+            ends = ends[ends < len(self.toks)]
+            ends = ends[self.toks[ends] != SEPARATOR]
+            if len(ends):
+                return ends, self._lengths(ends, context, k)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+
     def _extend(self, ends: np.ndarray, context: list[int], k: int) -> list[Match]:
+        return [Match(int(e), int(n)) for e, n in zip(ends, self._lengths(ends, context, k))]
+
+    def _lengths(self, ends: np.ndarray, context: list[int], k: int) -> np.ndarray:
         ctx = np.asarray(context[-MAX_MATCH:], dtype=np.int32)
         length = np.full(len(ends), k, dtype=np.int64)
         alive = np.ones(len(ends), bool)
@@ -119,7 +135,7 @@ class StreamIndex:
             alive = ok
             if not alive.any():
                 break
-        return [Match(int(e), int(n)) for e, n in zip(ends, length)]
+        return length
 
     def continuation(self, end: int, limit: int) -> list[int]:
         """Up to ``limit`` tokens from ``end``, stopping at a separator."""
@@ -189,6 +205,38 @@ class SuffixIndex:
         keys = [k for k in keys if k in self._seqs]
         return StreamIndex.of([self._seqs[k][1] for k in keys],
                               [(k, self._seqs[k][0]) for k in keys])
+
+    def next_counts(self, context: list[int]) -> dict[int, int]:
+        """How often each token followed the context's longest match (of this index's
+        live sequences): the n-gram evidence superposed decoding mixes in."""
+        best, found = 0, []
+        for stream in (self._base, self._tail):
+            ends, lengths = stream.match_arrays(context)
+            if not len(ends):
+                continue
+            keep = self._live(stream)[np.searchsorted(stream.starts, ends - 1, "right") - 1]
+            ends, lengths = ends[keep], lengths[keep]
+            if len(ends):
+                found.append((stream, ends, lengths))
+                best = max(best, int(lengths.max()))
+        counts: dict[int, int] = {}
+        for stream, ends, lengths in found:
+            toks, n = np.unique(stream.toks[ends[lengths == best]], return_counts=True)
+            for t, c in zip(toks.tolist(), n.tolist()):
+                counts[t] = counts.get(t, 0) + c
+        return counts
+
+    def _live(self, stream: StreamIndex) -> np.ndarray:
+        """Whether each of ``stream``'s sequences is still the current copy: [sequences]."""
+        key = (self._version, len(self._seqs))          # changes with every put and remove
+        if getattr(self, "_live_key", None) != key:
+            self._live_key = key
+            self._live_cache = {}
+        live = self._live_cache.get(id(stream))
+        if live is None:
+            live = np.array([self._seqs.get(k, (None,))[0] == v for k, v in stream.tags], bool)
+            self._live_cache[id(stream)] = live
+        return live
 
     def matches(self, context: list[int]) -> list[tuple[StreamIndex, Match]]:
         """Matches in live sequences only (a replaced sequence's old copy is skipped)."""

@@ -31,15 +31,8 @@ def ngram_logprobs(sources: dict, context: list[int], p: torch.Tensor) -> torch.
     """log q: the next-token counts after the context's longest matches, mixed with p."""
     counts: dict[int, int] = {}
     for index in sources.values():
-        found = index.matches(context)
-        if not found:
-            continue
-        best = max(m.length for _, m in found)
-        for stream, m in found:
-            if m.length == best:
-                nxt = stream.continuation(m.end, 1)
-                if nxt:
-                    counts[nxt[0]] = counts.get(nxt[0], 0) + 1
+        for tok, n in next_counts(index, context).items():
+            counts[tok] = counts.get(tok, 0) + n
     if not counts:
         return torch.log(p.clamp_min(1e-12))
     q = torch.zeros_like(p)
@@ -47,6 +40,24 @@ def ngram_logprobs(sources: dict, context: list[int], p: torch.Tensor) -> torch.
     for tok, n in counts.items():
         q[tok] = n / total
     return torch.log((0.5 * q + 0.5 * p).clamp_min(1e-12))
+
+
+def next_counts(index, context: list[int]) -> dict[int, int]:
+    """token -> how often it followed the context's longest match in ``index``."""
+    fast = getattr(index, "next_counts", None)
+    if fast is not None:
+        return fast(context)
+    found = index.matches(context)
+    if not found:
+        return {}
+    best = max(m.length for _, m in found)
+    counts: dict[int, int] = {}
+    for stream, m in found:
+        if m.length == best:
+            nxt = stream.continuation(m.end, 1)
+            if nxt:
+                counts[nxt[0]] = counts.get(nxt[0], 0) + 1
+    return counts
 
 
 def _step_candidates(drafts, p, sources, context, k):

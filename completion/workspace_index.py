@@ -195,6 +195,10 @@ class WorkspaceIndex:
         with self.lock:
             return self.index.matches(context)
 
+    def next_counts(self, context: list[int]) -> dict[int, int]:
+        with self.lock:
+            return self.index.next_counts(context)
+
     # ---------------------------------------------------------------- watching
     def start_watching(self) -> None:
         from watchdog.events import FileSystemEventHandler

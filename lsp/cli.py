@@ -94,7 +94,7 @@ def _cmd_complete(args) -> int:
     engine.open(uri, text)
     position = _cli_position(engine.document(uri), args.line, args.col)
     engine.load_model(_load_progress())
-    if engine.options.completion.draft == "suffix":
+    if engine.uses_datastore:
         engine.build_datastore(_load_progress())
     result = engine.complete(uri, position, k=args.drafts, trigger="invoked")
     if len(result.drafts) < args.drafts:

@@ -147,9 +147,9 @@ class Replayer:
         model_s0, t0 = self.runtime.stats.seconds, time.perf_counter()
         with tempfile.TemporaryDirectory(prefix="inkling-replay-") as tmp:
             root = Path(tmp).resolve()
-            if self.options.completion.draft == "suffix" and self.datastore is None:
-                self.datastore = Engine(self.options, self.runtime).build_datastore()
             engine = Engine(self.options, self.runtime, self.datastore)
+            if engine.uses_datastore and self.datastore is None:
+                self.datastore = engine.build_datastore()
             engine.workspace_folders = [root.as_uri()]      # as the server's initialize sets it
             if self.options.completion.draft == "suffix":
                 engine.index_workspace()                    # as the server does at start

@@ -143,8 +143,7 @@ def _replay_all(options, traces, progress_file, via_lsp: bool = False):
     else:
         engine = Engine(options)
         runtime = engine.load_model(_load_progress())
-        datastore = engine.build_datastore(_load_progress()) \
-            if options.completion.draft == "suffix" else None
+        datastore = engine.build_datastore(_load_progress()) if engine.uses_datastore else None
         replayer = Replayer(options, runtime, SyntaxChecker(), datastore)
     results = []
     try:

@@ -130,16 +130,15 @@ class InklingServer(LanguageServer):
             return
         self._end_progress(progress, token, "ready")
         self.log(f"model {runtime.path} loaded on {runtime.device} ({runtime.dtype})")
-        if self.engine.options.completion.draft == "suffix":
-            await self.prepare_drafting()
+        await self.prepare_drafting()
         self.status("ready", f"model {runtime.path.name} ready")
 
     async def prepare_drafting(self) -> None:
-        """What suffix drafting searches besides the document: the workspace (indexed and
-        watched) and the datastore, each built once with $/progress."""
-        if self.engine.workspace is None:
+        """What suffix drafting and superposed decoding search besides the document: the
+        workspace (indexed and watched) and the datastore, each built once with $/progress."""
+        if self.engine.options.completion.draft == "suffix" and self.engine.workspace is None:
             await self.index_workspace()
-        if self.engine.datastore is None and self.engine.options.completion.datastore != "none":
+        if self.engine.uses_datastore and self.engine.datastore is None:
             await self.build_datastore()
 
     async def build_datastore(self) -> None:
@@ -282,7 +281,7 @@ def build_server(engine: Engine) -> InklingServer:
         ls.configure(params.settings)
         if ls.engine.options.model != had_model:
             asyncio.ensure_future(ls.load_model())
-        elif ls.engine.options.completion.draft == "suffix" and ls.engine.model_loaded:
+        elif ls.engine.model_loaded:
             asyncio.ensure_future(ls.prepare_drafting())   # builds only what is missing
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)

@@ -67,3 +67,22 @@ def test_a_folder_datastore_drafts_and_decoding_stays_lossless(tiny_runtime, tmp
     assert "datastore" in engine.datastore.summary()
     ctx = tiny_runtime.encode("def mean(values):\n    total = sum(")
     assert engine.datastore.matches(ctx)                            # the folder's code is there
+
+
+def test_superposed_decoding_takes_ngram_counts_from_the_datastore(tiny_runtime, tmp_path):
+    store = tmp_path / "store"
+    store.mkdir()
+    (store / "lib.py").write_text("value = compute_total(items_in_stock, 3)\n" * 5)
+    uri = "file:///w/d.py"
+    text = "import os\n\n\nvalue = compute_total("
+    drafts = {}
+    for spec in ("none", str(store)):
+        engine = Engine(InklingOptions().merged({"completion": {
+            "decoder": "superposed", "datastore": spec, "max_new_tokens": 8}}),
+            runtime=tiny_runtime)
+        assert engine.uses_datastore == (spec != "none")
+        engine.build_datastore()
+        engine.open(uri, text)
+        drafts[spec] = [d.text for d in engine.complete(uri, Position(3, 22), k=3).drafts]
+    assert any(d.startswith("items") for d in drafts[str(store)]), drafts
+    assert not any(d.startswith("items") for d in drafts["none"]), drafts

@@ -2,6 +2,8 @@
 import random
 
 import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import pytest
 import torch
 
@@ -212,3 +214,22 @@ def test_acceptance_is_measured_per_source():
     assert meter.limits(DraftLimits(), "workspace").max_spec == 2
     assert meter.limits(DraftLimits(), "suggestions").max_spec == DraftLimits().max_spec
     assert meter.accepted("document") == meter.prior
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from("abcde"), st.lists(st.integers(0, 5), max_size=40)),
+                min_size=1, max_size=12),
+       st.lists(st.sampled_from("abcde"), max_size=3),
+       st.lists(st.integers(0, 5), min_size=1, max_size=8))
+def test_next_counts_equal_the_counts_of_the_matches(puts, removed, context):
+    """The vectorised n-gram counts equal those counted from the live matches one by one."""
+    from inkling.completion.superposed import next_counts
+    idx = SuffixIndex(min_merge=16)
+    for key, ids in puts:
+        idx.put(key, ids)
+    for key in removed:
+        idx.remove(key)
+
+    class Slow:                                  # the same index without the fast path
+        matches = staticmethod(idx.matches)
+    assert idx.next_counts(context) == next_counts(Slow(), context)
