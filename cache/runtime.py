@@ -35,9 +35,6 @@ class ModelRuntime:
     device: torch.device
     dtype: torch.dtype
     stats: ForwardStats = field(default_factory=ForwardStats)
-    # masked forwards of fewer rows than this are padded up to it (0: never): on CPU,
-    # matrix products of 2 to 7 rows take a slower kernel than 8 rows do
-    row_bucket: int = 0
     # recent long texts and their ids: prompt windows that did not change between
     # keystrokes (the suffix while one types) are not tokenized again
     _encoded: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
@@ -99,50 +96,13 @@ class ModelRuntime:
                 ) -> torch.Tensor:
         """input_ids: [1, n] -> logits [1, n, vocab] (float32), or [1, 1, vocab] with
         ``last_only`` (the output layer then runs on the last position only); ``past``
-        is updated in place. ``attention_mask``: None (causal) or additive [1, 1, n, past + n]."""
+        is updated in place."""
         t0 = time.perf_counter()
-        n = input_ids.shape[1]
-        pad = self.row_bucket - n if 1 < n < self.row_bucket else 0
-        cached = past.get_seq_length() if pad else 0
-        if pad:
-            input_ids, position_ids, attention_mask = _pad_rows(
-                input_ids, position_ids, attention_mask, pad, cached)
-        keep = torch.tensor([n - 1]) if last_only else 0      # the last real row
         out = self.model(input_ids=input_ids.to(self.device), past_key_values=past,
-                         position_ids=None if position_ids is None else position_ids.to(self.device),
-                         attention_mask=None if attention_mask is None
-                         else attention_mask.to(self.device),
-                         use_cache=True, logits_to_keep=keep)
-        if pad:
-            for layer in past.layers:          # keys, values: [b, kv_heads, seq, d]; padding off
-                layer.keys = layer.keys[..., :cached + n, :]
-                layer.values = layer.values[..., :cached + n, :]
+                         position_ids=position_ids, attention_mask=attention_mask, use_cache=True,
+                         logits_to_keep=1 if last_only else 0)
         logits = out.logits.float()
-        if pad and not last_only:
-            logits = logits[:, :n]
         self.stats.forwards += 1
-        self.stats.tokens += n
+        self.stats.tokens += input_ids.shape[1]
         self.stats.seconds += time.perf_counter() - t0
         return logits
-
-
-def _pad_rows(input_ids: torch.Tensor, position_ids: torch.Tensor | None,
-              mask: torch.Tensor | None, pad: int, cached: int):
-    """``pad`` rows after the n real ones (the last token again, at the next positions).
-    Causally they come after every real row, so no real row sees them; with a mask
-    [1, 1, n, cached + n] the real rows get masked columns for them and each padding row
-    sees only itself. Returns (input_ids [1, n + pad], position_ids, mask)."""
-    n = input_ids.shape[1]
-    ids = torch.cat([input_ids, input_ids[:, -1:].expand(1, pad)], dim=1)
-    if position_ids is None:
-        position_ids = torch.arange(cached, cached + n)[None]
-    last = position_ids[:, -1:]
-    pos = torch.cat([position_ids, last + torch.arange(1, pad + 1, device=last.device)[None]], 1)
-    if mask is None:
-        return ids, pos, None
-    lo = torch.finfo(mask.dtype).min
-    full = torch.full((1, 1, n + pad, cached + n + pad), lo, dtype=mask.dtype, device=mask.device)
-    full[..., :n, :cached + n] = mask
-    idx = torch.arange(n, n + pad)
-    full[0, 0, idx, cached + idx] = 0
-    return ids, pos, full
