@@ -45,8 +45,8 @@ class Datastore:
     def matches(self, context: list[int]):
         return self.index.matches(context)
 
-    def next_counts(self, context: list[int]) -> dict[int, int]:
-        return self.index.next_counts(context)
+    def found(self, context: list[int]):
+        return self.index.found(context)
 
     def nbytes(self) -> int:
         return getattr(self.index, "index", self.index).nbytes()

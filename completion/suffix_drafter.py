@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
+
 from .draft_tree import EMPTY, DraftTree, cut, from_continuations
-from .suffix_index import StreamIndex, SuffixIndex
+from .suffix_index import Found, StreamIndex, SuffixIndex
 
 
 class _Local:
@@ -23,8 +25,8 @@ class _Local:
         if len(generated) >= 2:
             self.streams.append(StreamIndex.of([generated]))
 
-    def matches(self, context: list[int]):
-        return [(s, m) for s in self.streams for m in s.matches(context)]
+    def found(self, context: list[int]) -> list[Found]:
+        return [f for s in self.streams for f in s.found(context)]
 
 
 @dataclass(frozen=True)
@@ -54,17 +56,19 @@ class SuffixDrafter:
         if prompt is not None or generated:
             sources["request"] = _Local(prompt, list(generated))
         for name, index in sources.items():
-            found = index.matches(context)
+            found = index.found(context)
             if not found:
                 continue
             lim = limits(name) if limits is not None else self.limits
-            lengths = sorted({m.length for _, m in found}, reverse=True)[:lim.lengths_tried]
-            for m in lengths:
+            every = np.concatenate([lengths for _, _, lengths in found])
+            for m in np.unique(every)[::-1][:lim.lengths_tried].tolist():
                 span = min(budget, lim.max_spec, int(lim.alpha * m))
                 if span <= 0:
                     continue
-                occ = [(s, x) for s, x in found if x.length >= m][-lim.max_continuations:]
-                conts = [s.continuation(x.end, span) for s, x in occ]
+                occ = [(stream, int(e)) for stream, ends, lengths in found
+                       for e in ends[lengths >= m][-lim.max_continuations:]]
+                conts = [stream.continuation(e, span) for stream, e in
+                         occ[-lim.max_continuations:]]
                 tree = from_continuations(conts, lim.max_nodes, lim.floor, name)
                 if tree.score > best.score:
                     best = tree

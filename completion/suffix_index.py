@@ -14,6 +14,8 @@ from dataclasses import dataclass
 import numpy as np
 
 SEPARATOR = -1
+# (stream, ends, lengths): where a context's longest tails match in one stream
+Found = tuple  # tuple[StreamIndex, np.ndarray, np.ndarray]
 ANCHORS = (4, 2)              # k-gram lengths looked up, longest first
 MAX_MATCH = 32                # match lengths are counted up to this
 MAX_OCCURRENCES = 256         # the most recent occurrences of an anchor are examined
@@ -40,6 +42,19 @@ def _hash_of(seq: list[int]) -> np.int64:
 class Match:
     end: int          # position just after the matched tokens in the stream
     length: int       # how many context tokens match there
+
+
+def next_counts(found: list[Found]) -> dict[int, int]:
+    """token -> how often it followed the longest of the ``found`` matches."""
+    if not found:
+        return {}
+    best = max(int(lengths.max()) for _, _, lengths in found)
+    counts: dict[int, int] = {}
+    for stream, ends, lengths in found:
+        toks, n = np.unique(stream.toks[ends[lengths == best]], return_counts=True)
+        for t, c in zip(toks.tolist(), n.tolist()):
+            counts[t] = counts.get(t, 0) + c
+    return counts
 
 
 class _Sorted:
@@ -94,6 +109,10 @@ class StreamIndex:
 
     def tags_at(self, positions: np.ndarray) -> list:
         return [self.tags[i] for i in np.searchsorted(self.starts, positions, "right") - 1]
+
+    def found(self, context: list[int]) -> list[Found]:
+        ends, lengths = self.match_arrays(context)
+        return [(self, ends, lengths)] if len(ends) else []
 
     def matches(self, context: list[int]) -> list[Match]:
         """Occurrences of the context's longest matching tails, with their lengths."""
@@ -206,25 +225,18 @@ class SuffixIndex:
         return StreamIndex.of([self._seqs[k][1] for k in keys],
                               [(k, self._seqs[k][0]) for k in keys])
 
-    def next_counts(self, context: list[int]) -> dict[int, int]:
-        """How often each token followed the context's longest match (of this index's
-        live sequences): the n-gram evidence superposed decoding mixes in."""
-        best, found = 0, []
+    def found(self, context: list[int]) -> list[Found]:
+        """The context's longest matching tails in live sequences, per stream, as arrays
+        (``matches`` without a Python object per occurrence)."""
+        out = []
         for stream in (self._base, self._tail):
             ends, lengths = stream.match_arrays(context)
             if not len(ends):
                 continue
             keep = self._live(stream)[np.searchsorted(stream.starts, ends - 1, "right") - 1]
-            ends, lengths = ends[keep], lengths[keep]
-            if len(ends):
-                found.append((stream, ends, lengths))
-                best = max(best, int(lengths.max()))
-        counts: dict[int, int] = {}
-        for stream, ends, lengths in found:
-            toks, n = np.unique(stream.toks[ends[lengths == best]], return_counts=True)
-            for t, c in zip(toks.tolist(), n.tolist()):
-                counts[t] = counts.get(t, 0) + c
-        return counts
+            if keep.any():
+                out.append((stream, ends[keep], lengths[keep]))
+        return out
 
     def _live(self, stream: StreamIndex) -> np.ndarray:
         """Whether each of ``stream``'s sequences is still the current copy: [sequences]."""

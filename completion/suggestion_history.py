@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from .suffix_index import Match, StreamIndex
+from .suffix_index import Found, Match, StreamIndex
 
 
 class SuggestionHistory:
@@ -31,9 +31,15 @@ class SuggestionHistory:
         self._items.append(list(prefix_ids[-self.context_tokens:]) + list(generated))
         self._index = None
 
-    def matches(self, context: list[int]) -> list[tuple[StreamIndex, Match]]:
-        if not self._items:
-            return []
-        if self._index is None:                   # newest last: continuations keep recency
+    def _stream(self) -> StreamIndex | None:
+        if self._items and self._index is None:   # newest last: continuations keep recency
             self._index = StreamIndex.of(list(self._items))
-        return [(self._index, m) for m in self._index.matches(context)]
+        return self._index if self._items else None
+
+    def matches(self, context: list[int]) -> list[tuple[StreamIndex, Match]]:
+        stream = self._stream()
+        return [(stream, m) for m in stream.matches(context)] if stream is not None else []
+
+    def found(self, context: list[int]) -> list[Found]:
+        stream = self._stream()
+        return stream.found(context) if stream is not None else []

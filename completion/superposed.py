@@ -21,6 +21,7 @@ from inkling.cache.prompt_cache import PromptCache
 from .branches import Branch, advance_branches, check_branch, first_tokens
 from .decoding import Cancelled, Decoded, advance, finish, masked
 from .stop_rules import StopRule
+from .suffix_index import next_counts
 
 SUPERPOSED_STEPS = 10
 NGRAM_WEIGHT = 0.5          # a in p^(1-a) * q^a
@@ -31,7 +32,7 @@ def ngram_logprobs(sources: dict, context: list[int], p: torch.Tensor) -> torch.
     """log q: the next-token counts after the context's longest matches, mixed with p."""
     counts: dict[int, int] = {}
     for index in sources.values():
-        for tok, n in next_counts(index, context).items():
+        for tok, n in next_counts(index.found(context)).items():
             counts[tok] = counts.get(tok, 0) + n
     if not counts:
         return torch.log(p.clamp_min(1e-12))
@@ -40,24 +41,6 @@ def ngram_logprobs(sources: dict, context: list[int], p: torch.Tensor) -> torch.
     for tok, n in counts.items():
         q[tok] = n / total
     return torch.log((0.5 * q + 0.5 * p).clamp_min(1e-12))
-
-
-def next_counts(index, context: list[int]) -> dict[int, int]:
-    """token -> how often it followed the context's longest match in ``index``."""
-    fast = getattr(index, "next_counts", None)
-    if fast is not None:
-        return fast(context)
-    found = index.matches(context)
-    if not found:
-        return {}
-    best = max(m.length for _, m in found)
-    counts: dict[int, int] = {}
-    for stream, m in found:
-        if m.length == best:
-            nxt = stream.continuation(m.end, 1)
-            if nxt:
-                counts[nxt[0]] = counts.get(nxt[0], 0) + 1
-    return counts
 
 
 def _step_candidates(drafts, p, sources, context, k):

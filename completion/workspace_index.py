@@ -195,9 +195,9 @@ class WorkspaceIndex:
         with self.lock:
             return self.index.matches(context)
 
-    def next_counts(self, context: list[int]) -> dict[int, int]:
+    def found(self, context: list[int]):
         with self.lock:
-            return self.index.next_counts(context)
+            return self.index.found(context)
 
     # ---------------------------------------------------------------- watching
     def start_watching(self) -> None:

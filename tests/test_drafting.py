@@ -221,15 +221,32 @@ def test_acceptance_is_measured_per_source():
                 min_size=1, max_size=12),
        st.lists(st.sampled_from("abcde"), max_size=3),
        st.lists(st.integers(0, 5), min_size=1, max_size=8))
-def test_next_counts_equal_the_counts_of_the_matches(puts, removed, context):
-    """The vectorised n-gram counts equal those counted from the live matches one by one."""
-    from inkling.completion.superposed import next_counts
+def test_next_counts_and_drafts_equal_those_of_the_matches(puts, removed, context):
+    """The vectorised n-gram counts and draft trees equal those computed from the live
+    matches one by one."""
+    from inkling.completion.draft_tree import from_continuations
+    from inkling.completion.suffix_drafter import DraftLimits, SuffixDrafter
+    from inkling.completion.suffix_index import next_counts
     idx = SuffixIndex(min_merge=16)
     for key, ids in puts:
         idx.put(key, ids)
     for key in removed:
         idx.remove(key)
-
-    class Slow:                                  # the same index without the fast path
-        matches = staticmethod(idx.matches)
-    assert idx.next_counts(context) == next_counts(Slow(), context)
+    found = idx.matches(context)
+    counts = {}
+    if found:
+        best = max(m.length for _, m in found)
+        for s, m in found:
+            if m.length == best:
+                counts[s.continuation(m.end, 1)[0]] = counts.get(s.continuation(m.end, 1)[0], 0) + 1
+    assert next_counts(idx.found(context)) == counts
+    lim = DraftLimits(max_spec=6, alpha=2.0, max_nodes=8, max_continuations=3)
+    want = None
+    for m in sorted({x.length for _, x in found}, reverse=True)[:lim.lengths_tried]:
+        occ = [(s, x) for s, x in found if x.length >= m][-lim.max_continuations:]
+        tree = from_continuations([s.continuation(x.end, min(20, lim.max_spec, int(2 * m)))
+                                   for s, x in occ], lim.max_nodes, lim.floor, "d")
+        if want is None or tree.score > want.score:
+            want = tree
+    got = SuffixDrafter({"d": idx}, lim).draft(context, 20, frozenset())
+    assert (got.tokens, got.parents) == ((want.tokens, want.parents) if want else ([], []))
