@@ -8,12 +8,18 @@ follow the measured acceptance (an exponential average of accepted tokens per
 verification): short drafts while the model disagrees with the retrieved text, long
 ones while it copies. Sources are measured apart: the model keeps most of what it
 suggested a keystroke ago and little of what the workspace holds.
+
+A draft is verified only where it pays: when the tokens it is expected to yield per
+forward (1 + the source's acceptance) reach what the larger forward costs against a
+one-row step (``VerifyCost``, measured). A source below that still drafts one
+opportunity in ``explore_every``, so its acceptance keeps being measured.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
 from .suffix_drafter import DraftLimits
+from .verify_cost import VerifyCost
 
 
 @dataclass
@@ -21,6 +27,9 @@ class AcceptanceMeter:
     prior: float = 1.0           # accepted draft tokens per verification before any is seen
     weight: float = 0.1          # weight of the newest verification in the average
     rates: dict[str, float] = field(default_factory=dict)   # source -> average
+    explore_every: int = 8
+    cost: VerifyCost = field(default_factory=VerifyCost)
+    _chances: dict[str, int] = field(default_factory=dict)
 
     def accepted(self, source: str = "") -> float:
         return self.rates.get(source, self.prior)
@@ -35,3 +44,11 @@ class AcceptanceMeter:
         span = max(2, min(base.max_spec, round(2 + 3 * a)))
         nodes = max(4, min(base.max_nodes, round(4 + 8 * a)))
         return replace(base, max_spec=span, max_nodes=nodes)
+
+    def pays(self, source: str, tree_size: int) -> bool:
+        """Whether verifying a tree of ``tree_size`` tokens from ``source`` is expected
+        to beat a one-row step (or it is this source's turn to be measured anyway)."""
+        if (1 + self.accepted(source)) >= self.cost.ratio(tree_size + 1):
+            return True
+        n = self._chances[source] = self._chances.get(source, 0) + 1
+        return n % self.explore_every == 0

@@ -387,6 +387,7 @@ class Engine:
 
     def _drafter(self, mode: str, uri: str, doc: Document, prompt, block: bool):
         """(drafter, context) for speculative decoding in ``mode``."""
+        from .draft_tree import EMPTY
         from .prompt_lookup import prompt_lookup
         from .suffix_drafter import SuffixDrafter
         runtime = self._runtime
@@ -405,8 +406,9 @@ class Engine:
         meter = self.acceptance
 
         def draft(ctx: list[int], budget: int):
-            return drafter.draft(ctx, budget, ends, prompt_index, ctx[len(prefix):],
+            tree = drafter.draft(ctx, budget, ends, prompt_index, ctx[len(prefix):],
                                  lambda source: meter.limits(drafter.limits, source))
+            return tree if not tree.tokens or meter.pays(tree.source, len(tree)) else EMPTY
         return draft, prefix
 
     def _sources(self, uri: str, doc: Document) -> dict:

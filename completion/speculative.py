@@ -8,6 +8,7 @@ one bonus token; the cache keeps only the accepted path.
 """
 from __future__ import annotations
 
+import time
 from typing import Callable
 
 import torch
@@ -47,7 +48,8 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
                        monitor=None, meter=None) -> Decoded:
     """``context``: the ids before the cursor (what drafts continue); ``monitor``: the
     analysis state masking each verified position along its own path, or None;
-    ``meter``: records how many drafted tokens each verification kept, or None."""
+    ``meter``: records how many drafted tokens each verification kept and what each
+    forward cost, or None."""
     ids: list[int] = []
     logprob, forwards, drafted, accepted_drafts = 0.0, 0, 0, 0
     tok, lp = pick(masked(logits, monitor))
@@ -64,8 +66,11 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
             raise Cancelled()
         tree = drafter(context + ids, max_new_tokens - len(ids))
         start = len(cache.ids)
+        t0 = time.perf_counter()
         out = cache.extend_tree([tok] + tree.tokens, [-1] + [p + 1 for p in tree.parents])
         forwards += 1
+        if meter is not None:
+            meter.cost.record(1 + len(tree), (time.perf_counter() - t0) * 1000)
         states = node_states(monitor, tree)
         if monitor is not None:                          # each row masked by its path's state
             out = torch.stack([masked(out[r], st) for r, st in enumerate(states)])

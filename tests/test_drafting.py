@@ -250,3 +250,20 @@ def test_next_counts_and_drafts_equal_those_of_the_matches(puts, removed, contex
             want = tree
     got = SuffixDrafter({"d": idx}, lim).draft(context, 20, frozenset())
     assert (got.tokens, got.parents) == ((want.tokens, want.parents) if want else ([], []))
+
+
+def test_drafts_are_verified_where_they_pay_and_still_measured():
+    from inkling.completion.acceptance import AcceptanceMeter
+    from inkling.completion.verify_cost import VerifyCost, bucket
+    cost = VerifyCost()
+    assert cost.ratio(9) == 1.0                        # nothing measured: a flat cost
+    cost.record(1, 7.0)
+    cost.record(9, 14.0)                               # the 16-row bucket
+    assert bucket(9) == 16 and cost.ratio(12) == pytest.approx(2.0)
+    meter = AcceptanceMeter(cost=cost, explore_every=4)
+    for _ in range(60):
+        meter.record(3, "suggestions")
+        meter.record(0, "datastore")
+    assert meter.pays("suggestions", 10)               # 1 + 3 tokens per forward > 2
+    verified = [meter.pays("datastore", 10) for _ in range(12)]
+    assert verified.count(True) == 3                   # one in four, to keep measuring
