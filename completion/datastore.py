@@ -48,6 +48,13 @@ class Datastore:
     def found(self, context: list[int]):
         return self.index.found(context)
 
+    def ngram_found(self, context: list[int]):
+        """Occurrences of the context's last 4 tokens (2 where 4 are unseen), not
+        extended to the longest match: n-gram counts from a corpus this large are cheap
+        enough for every step of superposed decoding this way."""
+        index = getattr(self.index, "index", self.index)     # a folder's WorkspaceIndex
+        return index.found(context, extend=False)
+
     def nbytes(self) -> int:
         return getattr(self.index, "index", self.index).nbytes()
 

@@ -126,9 +126,11 @@ class StreamIndex:
                 return self._extend(ends, context, k)
         return []
 
-    def match_arrays(self, context: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    def match_arrays(self, context: list[int], extend: bool = True
+                     ) -> tuple[np.ndarray, np.ndarray]:
         """(ends, lengths) of the context's longest matching tails, as arrays: what
-        ``matches`` gives, without a Python object per occurrence."""
+        ``matches`` gives, without a Python object per occurrence. ``extend`` False:
+        the anchor's occurrences only, each of the anchor's length (an n-gram lookup)."""
         for k in ANCHORS:
             if len(context) < k:
                 continue
@@ -136,7 +138,9 @@ class StreamIndex:
             ends = ends[ends < len(self.toks)]
             ends = ends[self.toks[ends] != SEPARATOR]
             if len(ends):
-                return ends, self._lengths(ends, context, k)
+                lengths = self._lengths(ends, context, k) if extend else \
+                    np.full(len(ends), k, dtype=np.int64)
+                return ends, lengths
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
 
     def _extend(self, ends: np.ndarray, context: list[int], k: int) -> list[Match]:
@@ -225,12 +229,13 @@ class SuffixIndex:
         return StreamIndex.of([self._seqs[k][1] for k in keys],
                               [(k, self._seqs[k][0]) for k in keys])
 
-    def found(self, context: list[int]) -> list[Found]:
+    def found(self, context: list[int], extend: bool = True) -> list[Found]:
         """The context's longest matching tails in live sequences, per stream, as arrays
-        (``matches`` without a Python object per occurrence)."""
+        (``matches`` without a Python object per occurrence); ``extend`` False: the
+        anchor n-gram's occurrences only (see ``StreamIndex.match_arrays``)."""
         out = []
         for stream in (self._base, self._tail):
-            ends, lengths = stream.match_arrays(context)
+            ends, lengths = stream.match_arrays(context, extend)
             if not len(ends):
                 continue
             keep = self._live(stream)[np.searchsorted(stream.starts, ends - 1, "right") - 1]

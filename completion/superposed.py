@@ -32,7 +32,8 @@ def ngram_logprobs(sources: dict, context: list[int], p: torch.Tensor) -> torch.
     """log q: the next-token counts after the context's longest matches, mixed with p."""
     counts: dict[int, int] = {}
     for index in sources.values():
-        for tok, n in next_counts(index.found(context)).items():
+        lookup = getattr(index, "ngram_found", index.found)
+        for tok, n in next_counts(lookup(context)).items():
             counts[tok] = counts.get(tok, 0) + n
     if not counts:
         return torch.log(p.clamp_min(1e-12))
