@@ -34,40 +34,47 @@ def main() -> int:
     ap.add_argument("--max-functions", type=int, default=4)
     ap.add_argument("--draft", default="none", choices=("none", "prompt-lookup", "suffix"),
                     help="retrieval drafting for every decoder (per branch)")
+    ap.add_argument("--datastore", default="corpus",
+                    help="none, corpus or a folder (superposed n-grams, suffix drafts)")
+    ap.add_argument("--decoders", default=",".join(DECODERS),
+                    help="which decoders, comma-separated (greedy always runs)")
     ap.add_argument("--json", help="write the per-decoder summaries here")
     args = ap.parse_args()
     traces = sample_traces() + held_out_traces(0, args.max_functions)
-    print(f"replaying {describe(traces)} with k = {args.drafts} and {', '.join(DECODERS)}")
     base = InklingOptions().merged({"model": {"path": args.model},
                                     "completion": {"drafts": args.drafts,
                                                    "automatic_drafts": args.drafts,
-                                                   "draft": args.draft}})
+                                                   "draft": args.draft,
+                                                   "datastore": args.datastore}})
     engine = Engine(base)
     runtime = engine.load_model()
-    datastore = engine.build_datastore() if args.draft == "suffix" else None
+    decoders = ["greedy"] + [d for d in DECODERS[1:] if d in args.decoders.split(",")]
+    print(f"replaying {describe(traces)} with k = {args.drafts} and {', '.join(decoders)}")
+    datastore = engine.build_datastore() if args.datastore != "none" else None
     checker = SyntaxChecker()
-    results = {d: [] for d in DECODERS}
+    results = {d: [] for d in decoders}
     for i, trace in enumerate(traces):
-        for dec in DECODERS:
+        for dec in decoders:
             options = base.merged({"completion": {"decoder": dec}})
             results[dec].append(Replayer(options, runtime, checker, datastore).replay(trace))
         print(f"  [{i + 1}/{len(traces)}] {trace.name}", file=sys.stderr)
-    s = {d: summarise(results[d]) for d in DECODERS}
+    s = {d: summarise(results[d]) for d in decoders}
     distinct = {d: statistics.mean(len({x.rstrip() for x in c.drafts if x.strip()})
                                    for t in results[d] for c in t.completions)
-                for d in DECODERS}
-    print(f"\nmodel {runtime.path.name}, {runtime.device}, k = {args.drafts}, draft {args.draft}")
+                for d in decoders}
+    print(f"\nmodel {runtime.path.name}, {runtime.device}, k = {args.drafts}, draft {args.draft}, "
+          f"datastore {args.datastore}")
     print("decoder      lat p50  lat p95  exact_line  exact_any  distinct  tok/fwd")
-    for d in DECODERS:
+    for d in decoders:
         r = s[d]
         print(f"{d:11} {r['latency_ms']['p50']:>8.1f} {r['latency_ms']['p95']:>8.1f} "
               f"{100 * r['exact_line']:>11.1f} {100 * r['exact_line_any']:>10.1f} "
               f"{distinct[d]:>9.2f} {r['tokens_per_forward']:>8.2f}")
     g = s["greedy"]["latency_ms"]["p50"]
-    for d in ("branches", "superposed", "sequential"):
+    for d in decoders[1:]:
         print(f"{d} latency p50 / greedy: {s[d]['latency_ms']['p50'] / g:.2f}"
               f"  (target {'about 3' if d == 'sequential' else '<= 1.5'})")
-    for d in ("branches", "superposed"):
+    for d in [d for d in decoders if d in ("branches", "superposed")]:
         gain = 100 * (s[d]["exact_line_any"] - s["greedy"]["exact_line"])
         print(f"{d} exact_line_any - greedy exact_line: {gain:+.1f} points (target >= +5); "
               f"distinct drafts {distinct[d]:.2f} of {args.drafts} (target >= 2.5)")

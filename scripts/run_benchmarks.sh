@@ -25,6 +25,7 @@ run drafting      $py benchmarks/drafting.py "${model[@]}"
 run drafting_cost $py benchmarks/drafting_cost.py "${model[@]}"
 run decoders      $py benchmarks/decoders.py "${model[@]}"
 run decoders_suffix $py benchmarks/decoders.py --draft suffix "${model[@]}"
+run decoders_no_datastore $py benchmarks/decoders.py --datastore none --decoders superposed "${model[@]}"
 run monitor       $py benchmarks/monitor.py "${model[@]}"
 run lsp_overhead  $py benchmarks/lsp_overhead.py "${model[@]}"
 run monitor_cost  $py benchmarks/monitor_cost.py
