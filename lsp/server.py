@@ -142,43 +142,42 @@ class InklingServer(LanguageServer):
             await self.build_datastore()
 
     async def build_datastore(self) -> None:
-        loop = asyncio.get_running_loop()
-        token = f"inkling-datastore-{uuid.uuid4().hex[:8]}"
-        progress = await self._begin_progress(token, "inkling: indexing the datastore")
-
-        def report(stage: str, fraction: float) -> None:
-            loop.call_soon_threadsafe(self._report_progress, progress, token, stage,
-                                      round(fraction * 100), "indexing")
-        try:
-            store = await self.worker.run(self.engine.build_datastore, report)
-        except (OSError, InklingError) as exc:
-            self._end_progress(progress, token, "failed")
-            self.show_once(f"inkling: datastore not built: {exc}")
-            return
-        summary = store.summary() if store is not None else "no datastore"
-        self._end_progress(progress, token, summary)
-        self.log(summary)
+        store, ok = await self._indexing("datastore", "inkling: indexing the datastore",
+                                         self.engine.build_datastore, (OSError, InklingError),
+                                         "datastore not built",
+                                         lambda st: st.summary() if st else "no datastore")
+        if ok:
+            self.log(store.summary() if store is not None else "no datastore")
 
     async def index_workspace(self) -> None:
         """Index the workspace folders for drafting ($/progress), then watch them."""
         if not self.engine.workspace_folders:
             return
+        result, ok = await self._indexing("index", "inkling: indexing workspace",
+                                          self.engine.index_workspace, (OSError,),
+                                          "workspace indexing failed", lambda r: r.summary())
+        if ok:
+            self.engine.workspace.start_watching()
+            self.log(f"workspace: {result.summary()}")
+
+    async def _indexing(self, kind: str, title: str, job, errors: tuple, failed: str, summary):
+        """Run ``job(progress)`` on the model worker with $/progress; (result, True), or
+        (None, False) after showing ``failed`` and the error once."""
         loop = asyncio.get_running_loop()
-        token = f"inkling-index-{uuid.uuid4().hex[:8]}"
-        progress = await self._begin_progress(token, "inkling: indexing workspace")
+        token = f"inkling-{kind}-{uuid.uuid4().hex[:8]}"
+        progress = await self._begin_progress(token, title)
 
         def report(stage: str, fraction: float) -> None:
             loop.call_soon_threadsafe(self._report_progress, progress, token, stage,
                                       round(fraction * 100), "indexing")
         try:
-            result = await self.worker.run(self.engine.index_workspace, report)
-        except OSError as exc:
+            result = await self.worker.run(job, report)
+        except errors as exc:
             self._end_progress(progress, token, "failed")
-            self.show_once(f"inkling: workspace indexing failed: {exc}")
-            return
-        self.engine.workspace.start_watching()
-        self._end_progress(progress, token, result.summary())
-        self.log(f"workspace: {result.summary()}")
+            self.show_once(f"inkling: {failed}: {exc}")
+            return None, False
+        self._end_progress(progress, token, summary(result))
+        return result, True
 
     async def _begin_progress(self, token: str, title: str) -> bool:
         caps = self.client_capabilities.window
