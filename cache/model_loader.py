@@ -109,6 +109,9 @@ def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
     except (OSError, ValueError, KeyError) as exc:
         raise ModelError(f"model {path} cannot be loaded: {str(exc).splitlines()[0]}") from None
     model.to(dev).eval()
+    if dev.type == "cpu":
+        from .cpu_layout import lay_out_for_cpu
+        lay_out_for_cpu(model)
     tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
     meta = _inkling_meta(path)
     fim = detect_format(tokenizer.get_vocab(with_added_tokens=True), meta.get("fim_family"))

@@ -17,6 +17,7 @@ run() {
 }
 run evaluate      .venv/bin/inkling evaluate --write-card
 run cli_latency   $py benchmarks/cli_latency.py --runs 5
+run cpu_layout    $py benchmarks/cpu_layout.py "${model[@]}"
 run baseline      $py benchmarks/baseline.py "${model[@]}"
 run cache_modes   $py benchmarks/cache_modes.py "${model[@]}"
 run cache_modes_psm $py benchmarks/cache_modes.py --fim-order psm "${model[@]}"

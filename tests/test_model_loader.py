@@ -6,6 +6,7 @@ import pytest
 from inkling.cache.errors import ModelError
 from inkling.cache.model_loader import check_model_dir, load_runtime
 from inkling.models.tokenizer_recipe import train_tokenizer
+from conftest import make_tiny_model
 
 
 def test_loads_offline_from_a_path(tiny_model_dir, monkeypatch):
@@ -77,3 +78,29 @@ def test_bundled_tokenizer_round_trip(bundled_model_dir, shared_dir):
     for path in sorted((shared_dir / "samples").rglob("*.py")):
         text = path.read_text(encoding="utf-8")
         assert tok.decode(tok.encode(text).ids) == text
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_cpu_layout_gives_the_same_logits_and_holds_no_weight_twice(tmp_path, tied):
+    """The CPU runtime's linear layers hold [in, out] weights; a forward gives the logits
+    of the model as transformers loads it, and a tied output layer still shares its
+    storage with the input embedding."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from inkling.cache.cpu_layout import InputMajorLinear
+    from inkling.cache.model_loader import load_runtime
+    path = make_tiny_model(tmp_path / "m", tie_word_embeddings=tied, attention_bias=True)
+    rt = load_runtime(path, device="cpu", dtype="float32")
+    ref = AutoModelForCausalLM.from_pretrained(path, dtype=torch.float32).eval()
+    linears = [m for m in rt.model.modules() if isinstance(m, torch.nn.Linear)]
+    assert not linears and isinstance(rt.model.lm_head, InputMajorLinear)
+    assert rt.model.model.layers[0].self_attn.q_proj.bias is not None
+    shared = rt.model.get_input_embeddings().weight.data_ptr() == \
+        rt.model.lm_head.weight_t.data_ptr()
+    assert shared == tied
+    x = torch.randint(0, rt.vocab_size, (1, 40))
+    with torch.inference_mode():
+        for n in (40, 1):                           # a prefill, and one decoding row
+            got, want = rt.model(input_ids=x[:, :n]).logits, ref(input_ids=x[:, :n]).logits
+            assert torch.allclose(got, want, atol=1e-5), (got - want).abs().max()
