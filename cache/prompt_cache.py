@@ -313,17 +313,25 @@ class PromptCache:
         self.stale.extend([False] * n)
         return logits[0]
 
+    @torch.inference_mode()
     def keep_new(self, start: int, keep: list[int]) -> None:
-        """Of the entries from ``start`` on, keep those at offsets ``keep`` (in order)."""
-        if keep == list(range(len(self.ids) - start)):
+        """Of the entries from ``start`` on, keep those at offsets ``keep`` (increasing).
+
+        The kept entries move down into the first ``len(keep)`` new slots (the new
+        entries are this cache's own, written by the last forward), and the rest is cut
+        off: nothing before ``start`` is copied."""
+        if keep == list(range(len(keep))):            # the accepted path is a prefix
+            if start + len(keep) < len(self.ids):
+                self.truncate(start + len(keep))
             return
-        index = torch.tensor(list(range(start)) + [start + i for i in keep],
-                             device=self.runtime.device)
+        index = torch.tensor([start + i for i in keep], device=self.runtime.device)
+        end = start + len(keep)
         for layer in self.past.layers:                       # keys, values: [b, kv_heads, seq, d]
-            layer.keys = layer.keys.index_select(-2, index)
-            layer.values = layer.values.index_select(-2, index)
-        self.ids = self.ids[:start] + [self.ids[start + i] for i in keep]
-        self.stale = self.stale[:start] + [self.stale[start + i] for i in keep]
+            layer.keys[..., start:end, :] = layer.keys.index_select(-2, index)
+            layer.values[..., start:end, :] = layer.values.index_select(-2, index)
+        self.ids[start:end] = [self.ids[start + i] for i in keep]
+        self.stale[start:end] = [self.stale[start + i] for i in keep]
+        self.truncate(end)
 
     # ---------------------------------------------------------------- extend
     def extend(self, ids: list[int], last_only: bool = False) -> torch.Tensor:

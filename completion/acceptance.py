@@ -12,7 +12,10 @@ suggested a keystroke ago and little of what the workspace holds.
 A draft is verified only where it pays: when the tokens it is expected to yield per
 forward (1 + the source's acceptance) reach what the larger forward costs against a
 one-row step (``VerifyCost``, measured). A source below that still drafts one
-opportunity in ``explore_every``, so its acceptance keeps being measured.
+opportunity in ``explore_every``, so its acceptance keeps being measured. A source
+that cannot pay even with a one-token draft is not searched at all between its turns
+(``admitted``): on a CPU that leaves the large indexes (workspace, datastore) alone
+most of the time, and their lookups are most of a draft's cost.
 """
 from __future__ import annotations
 
@@ -45,10 +48,25 @@ class AcceptanceMeter:
         nodes = max(4, min(base.max_nodes, round(4 + 8 * a)))
         return replace(base, max_spec=span, max_nodes=nodes)
 
-    def pays(self, source: str, tree_size: int) -> bool:
-        """Whether verifying a tree of ``tree_size`` tokens from ``source`` is expected
-        to beat a one-row step (or it is this source's turn to be measured anyway)."""
-        if (1 + self.accepted(source)) >= self.cost.ratio(tree_size + 1):
-            return True
+    def admitted(self, sources) -> tuple[set[str], set[str]]:
+        """Of ``sources`` (names), those worth searching this step, and those among them
+        searched only because it is their turn to be measured (their draft is verified
+        whatever its size): a source is worth it when 1 + its acceptance reaches the
+        cost of a two-row forward (a one-token draft)."""
+        keep, measured = set(), set()
+        for source in sources:
+            if self.fits(source, 1):
+                keep.add(source)
+            elif self._turn(source):
+                keep.add(source)
+                measured.add(source)
+        return keep, measured
+
+    def _turn(self, source: str) -> bool:
         n = self._chances[source] = self._chances.get(source, 0) + 1
         return n % self.explore_every == 0
+
+    def fits(self, source: str, tree_size: int) -> bool:
+        """Whether verifying a tree of ``tree_size`` tokens from ``source`` is expected
+        to beat a one-row step."""
+        return 1 + self.accepted(source) >= self.cost.ratio(tree_size + 1)

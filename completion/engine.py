@@ -406,9 +406,14 @@ class Engine:
         meter = self.acceptance
 
         def draft(ctx: list[int], budget: int):
+            searched, measured = meter.admitted(drafter.names())
+            if not searched:
+                return EMPTY
             tree = drafter.draft(ctx, budget, ends, prompt_index, ctx[len(prefix):],
-                                 lambda source: meter.limits(drafter.limits, source))
-            return tree if not tree.tokens or meter.pays(tree.source, len(tree)) else EMPTY
+                                 lambda source: meter.limits(drafter.limits, source), searched)
+            if not tree.tokens or tree.source in measured:
+                return tree
+            return tree if meter.fits(tree.source, len(tree)) else EMPTY
         return draft, prefix
 
     def _sources(self, uri: str, doc: Document) -> dict:

@@ -40,22 +40,30 @@ class DraftLimits:
 
 
 class SuffixDrafter:
+    def names(self, request: bool = True) -> list[str]:
+        """The sources' names, with ``request`` (the request's own text) when asked."""
+        return list(self.sources) + (["request"] if request else [])
+
     def __init__(self, sources: dict[str, SuffixIndex], limits: DraftLimits = DraftLimits()):
         self.sources = sources
         self.limits = limits
 
     def draft(self, context: list[int], budget: int, ends: frozenset[int],
               prompt: StreamIndex | None = None, generated: list[int] = (),
-              limits: Callable[[str], DraftLimits] | None = None) -> DraftTree:
+              limits: Callable[[str], DraftLimits] | None = None,
+              only: set[str] | None = None) -> DraftTree:
         """The best draft tree after ``context`` with at most ``budget`` tokens per path.
         ``prompt`` (the request's prompt, indexed) and ``generated`` (its tokens so far)
-        are searched too; ``limits``: each source's limits by name (default: the
-        drafter's for all)."""
+        are searched too, as the source ``request``; ``limits``: each source's limits by
+        name (default: the drafter's for all); ``only``: the names searched (all when
+        None)."""
         best = EMPTY
         sources = dict(self.sources)
         if prompt is not None or generated:
             sources["request"] = _Local(prompt, list(generated))
         for name, index in sources.items():
+            if only is not None and name not in only:
+                continue
             found = index.found(context)
             if not found:
                 continue

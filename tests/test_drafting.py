@@ -259,11 +259,16 @@ def test_drafts_are_verified_where_they_pay_and_still_measured():
     assert cost.ratio(9) == 1.0                        # nothing measured: a flat cost
     cost.record(1, 7.0)
     cost.record(9, 14.0)                               # the 16-row bucket
+    cost.record(2, 9.0)                                # a one-token draft
     assert bucket(9) == 16 and cost.ratio(12) == pytest.approx(2.0)
     meter = AcceptanceMeter(cost=cost, explore_every=4)
     for _ in range(60):
         meter.record(3, "suggestions")
         meter.record(0, "datastore")
-    assert meter.pays("suggestions", 10)               # 1 + 3 tokens per forward > 2
-    verified = [meter.pays("datastore", 10) for _ in range(12)]
-    assert verified.count(True) == 3                   # one in four, to keep measuring
+    assert meter.fits("suggestions", 10)               # 1 + 3 tokens per forward > 2
+    assert not meter.fits("datastore", 10)
+    steps = [meter.admitted(["suggestions", "datastore"]) for _ in range(12)]
+    assert all("suggestions" in searched for searched, _ in steps)
+    assert all(not measured or measured == {"datastore"} for _, measured in steps)
+    # the datastore is searched one step in four, to keep measuring it
+    assert sum("datastore" in searched for searched, _ in steps) == 3

@@ -197,3 +197,22 @@ def test_pool_evicts_least_recent_within_budget():
     pool.get("c", lambda: {"size": 40})
     pool.trim()
     assert pool.keys() == ["a", "c"] and pool.evictions == 1
+
+
+@pytest.mark.parametrize("keep", [[0, 1, 2], [0, 3, 4], [0, 3], [0]])
+def test_keeping_a_verified_path_leaves_the_cache_of_that_path(tiny_runtime, keep):
+    """After a tree forward, keeping one root-to-node path (a prefix of the rows or
+    not) leaves exactly the cache a plain forward of that path gives."""
+    head = [5, 9, 14, 3, 22, 7]
+    tokens, parents = [30, 31, 32, 33, 34], [-1, 0, 1, 0, 3]     # 30 -> 31 -> 32, 30 -> 33 -> 34
+    cache = PromptCache(tiny_runtime, mode="full")
+    cache.extend(head, last_only=True)
+    cache.extend_tree(tokens, parents)
+    cache.keep_new(len(head), keep)
+    path = [tokens[i] for i in keep]
+    assert cache.ids == head + path and len(cache.stale) == len(cache.ids)
+    assert cache.past.get_seq_length() == len(head) + len(path)
+    fresh = PromptCache(tiny_runtime, mode="full")
+    fresh.extend(head + path, last_only=True)
+    got, want = cache.extend([40]), fresh.extend([40])
+    assert torch.allclose(got, want, atol=1e-5)
