@@ -1,7 +1,8 @@
 """k drafts for about the cost of one: branches decoded together, and the sequential
 baseline that decodes the same branches one after another.
 
-The k branches start with the k most likely first tokens and continue greedily. All
+The k branches start with the k most likely first tokens and continue greedily (the
+alternatives no further, in lines, than the first: the lead). All
 live branches advance in one forward pass per step: each branch's newest token is a
 node that sees the shared prompt and its own branch only (a batched tree over the
 prompt cache), at the position it would have in a sequence of its own. So branch i is
@@ -24,7 +25,7 @@ from inkling.cache.prompt_cache import PromptCache
 from .decoding import Cancelled, Decoded, advance, finish, greedy_decode, masked
 from .draft_tree import EMPTY, DraftTree
 from .speculative import Drafter, accept, node_states, speculative_decode
-from .stop_rules import StopRule
+from .stop_rules import StopRule, line_count
 
 MIN_FIRST_PROB = 1e-3     # first tokens less likely than this are not sensible drafts
 
@@ -53,6 +54,16 @@ def check_branch(b: Branch, forwards: int, stop: StopRule, decode, max_new: int)
         b.done = Decoded(text[:cut], list(b.ids), b.logprob, forwards, "stop-rule")
     elif len(b.ids) >= max_new:
         b.done = finish(b.ids, b.logprob, forwards, stop, decode, "max-tokens")
+
+
+def follow_lead(b: Branch, forwards: int, stop: StopRule, decode, max_new: int) -> None:
+    """Hold branch ``b`` to ``stop`` (capped to the lead's lines), done or not."""
+    if b.done is None:
+        check_branch(b, forwards, stop, decode, max_new)
+        return
+    cut = stop.cut(b.done.text, final=True)
+    if cut is not None and cut < len(b.done.text):
+        b.done.text = b.done.text[:cut]
 
 
 def branch_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRule,
@@ -87,9 +98,20 @@ def advance_branches(cache: PromptCache, shared: int, branches: list[Branch], st
     A live branch's tokens are all in the cache (at ``b.cached``) but its last one,
     which is fed in the next step with the branch's draft tree after it. The first
     ``shared`` cache entries (the prompt) are seen by every branch.
+
+    The first branch leads: once it is done, the others end within as many lines as
+    it has (``StopRule.capped``), so an alternative that runs on through a block while
+    the lead ends its line costs no more passes than the lead.
     """
-    forwards = 0
-    while live := [b for b in branches if b.done is None]:
+    forwards, led = 0, False
+    while True:
+        if not led and branches and branches[0].done is not None:
+            stop, led = stop.capped(line_count(branches[0].done.text)), True
+            for b in branches[1:]:
+                follow_lead(b, forwards, stop, decode, max_new_tokens)
+        live = [b for b in branches if b.done is None]
+        if not live:
+            break
         if cancelled():
             raise Cancelled()
         start = len(cache.ids)
@@ -168,4 +190,6 @@ def sequential_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: St
         out.logprob += lp
         forwards += out.forwards
         results.append(out)
+        if len(results) == 1:                 # the others follow the lead's extent
+            stop = stop.capped(line_count(out.text))
     return results, forwards

@@ -6,7 +6,7 @@ repeats what already follows the cursor.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 BLOCK_OPENERS = (":", "{", "(", "[")
 # a unit of 2 to 16 characters repeated at least LOOP_REPEATS times at the end
@@ -39,10 +39,13 @@ def _next_nonblank(text: str) -> str | None:
 
 @dataclass(frozen=True)
 class StopRule:
-    """``block``: the completion may span lines until a line dedents below ``indent``."""
+    """``block``: the completion may span lines until a line dedents below ``indent``;
+    ``max_lines``: it ends after that many lines at most (alternative drafts follow the
+    lead draft's extent)."""
     block: bool
     line_prefix: str          # the cursor line's text before the cursor
     indent: int = 0           # the block body's minimum indentation
+    max_lines: int | None = None
 
     def cut(self, text: str, final: bool = False) -> int | None:
         """Where ``text`` (the suggestion so far) must end, or None to go on decoding.
@@ -51,6 +54,18 @@ class StopRule:
         blank lines of a block are dropped. A degenerate loop ends the text where it
         began.
         """
+        end = self._cut(text, final)
+        if self.max_lines is not None:
+            at = _nth_line_end(text, self.max_lines)
+            if at is not None and (end is None or at < end):
+                end = _rstrip_blank(text, at) if self.block else at
+        return end
+
+    def capped(self, lines: int) -> "StopRule":
+        """This rule, ending drafts after ``lines`` lines at most."""
+        return replace(self, max_lines=max(1, lines))
+
+    def _cut(self, text: str, final: bool) -> int | None:
         loop = loop_start(text)
         if loop is not None:
             text = text[:loop]
@@ -66,6 +81,21 @@ class StopRule:
                 return _rstrip_blank(text, max(0, offset))
             offset += len(line) + 1
         return _rstrip_blank(text, len(text)) if final else None
+
+
+def line_count(text: str) -> int:
+    """Lines of a finished draft (an empty one has one)."""
+    return text.count("\n") + 1
+
+
+def _nth_line_end(text: str, n: int) -> int | None:
+    """Where the ``n``-th line of ``text`` ends (its line break), or None if it has not."""
+    at = -1
+    for _ in range(n):
+        at = text.find("\n", at + 1)
+        if at < 0:
+            return None
+    return at
 
 
 def _rstrip_blank(text: str, end: int) -> int:

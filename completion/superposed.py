@@ -143,11 +143,13 @@ def _exact_branches(cache, shared, logits, live, done, stop, decode, stop_ids, m
 
 
 def _coherent(branches: list[Branch]) -> list[Branch]:
-    """Drop drafts far less likely per token than the best one (incoherent mixtures)."""
+    """Drop drafts far less likely per token than the best one (incoherent mixtures);
+    the rest best first."""
     def per_token(b):
         return b.logprob / max(1, len(b.ids))
     if not branches:
         return branches
     best = max(per_token(b) for b in branches)
-    return [b for b in branches if per_token(b) >= best - INCOHERENT_NATS or math.isclose(
+    kept = [b for b in branches if per_token(b) >= best - INCOHERENT_NATS or math.isclose(
         per_token(b), best)]
+    return sorted(kept, key=per_token, reverse=True)       # the most likely one leads

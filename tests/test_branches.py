@@ -11,7 +11,7 @@ from inkling.completion.draft_ranking import rank_drafts
 from inkling.completion.engine import Engine
 from inkling.completion.errors import OptionError
 from inkling.completion.options import InklingOptions
-from inkling.completion.stop_rules import StopRule
+from inkling.completion.stop_rules import StopRule, line_count
 
 from conftest import make_tiny_model
 
@@ -30,7 +30,7 @@ def _alone(rt, ids, first, stop, budget):
     cache.sync(ids)
     forced = torch.full((rt.vocab_size,), float("-inf"))
     forced[first] = 0.0
-    return greedy_decode(cache, forced, stop, budget, rt.stop_ids, rt.decode).token_ids
+    return greedy_decode(cache, forced, stop, budget, rt.stop_ids, rt.decode)
 
 
 @pytest.mark.parametrize("text", PROMPTS)
@@ -43,8 +43,12 @@ def test_branch_i_is_the_greedy_continuation_of_the_ith_first_token(wide_runtime
     firsts = first_tokens(logits, 4)
     outs, forwards = branch_decode(cache, logits, 4, stop, 12, rt.stop_ids, rt.decode)
     assert len(outs) == len(firsts) and forwards <= 12
-    for (tok, _), out in zip(firsts, outs):
-        assert out.token_ids == _alone(rt, ids, tok, stop, 12)
+    lead = stop.capped(line_count(outs[0].text))        # the others end within its lines
+    for i, ((tok, _), out) in enumerate(zip(firsts, outs)):
+        alone = _alone(rt, ids, tok, stop if i == 0 else lead, 12)
+        assert out.text == alone.text
+        # an alternative may have decoded past the lead's lines before the lead ended
+        assert out.token_ids[:len(alone.token_ids)] == alone.token_ids
 
 
 def test_sequential_gives_the_same_drafts_at_k_times_the_cost(wide_runtime):
@@ -134,3 +138,15 @@ def test_drafting_per_branch_is_lossless_and_saves_passes(wide_runtime, decoder,
         runs[d] = engine.complete("file:///w/t.py", Position(line, 8), k=3, trigger="invoked")
     assert [x.text for x in runs[draft].drafts] == [x.text for x in runs["none"].drafts]
     assert runs[draft].forwards <= runs["none"].forwards
+
+
+def test_alternatives_follow_the_lead_drafts_lines():
+    block = StopRule(True, "", indent=4)
+    text = "x = 1\n    y = 2\n\n    z = 3\n"
+    assert block.cut(text) is None                      # a block goes on to its dedent
+    assert text[:block.capped(2).cut(text)] == "x = 1\n    y = 2"
+    assert text[:block.capped(1).cut(text)] == "x = 1"
+    assert block.capped(3).cut("x = 1\n    y = 2") is None
+    line = StopRule(False, "")
+    assert line.capped(3).cut("a\nb") == 1             # its own rule ends sooner
+    assert line_count("") == 1 and line_count("a\nb") == 2
