@@ -37,10 +37,9 @@ def ngram_logprobs(sources: dict, context: list[int], p: torch.Tensor) -> torch.
             counts[tok] = counts.get(tok, 0) + n
     if not counts:
         return torch.log(p.clamp_min(1e-12))
-    q = torch.zeros_like(p)
-    total = sum(counts.values())
-    for tok, n in counts.items():
-        q[tok] = n / total
+    q = torch.zeros_like(p)                                              # [vocab]
+    n = torch.tensor(list(counts.values()), dtype=p.dtype)
+    q[torch.tensor(list(counts))] = n / n.sum()
     return torch.log((0.5 * q + 0.5 * p).clamp_min(1e-12))
 
 
