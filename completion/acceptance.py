@@ -30,7 +30,6 @@ class AcceptanceMeter:
     prior: float = 1.0           # accepted draft tokens per verification before any is seen
     weight: float = 0.1          # weight of the newest verification in the average
     rates: dict[str, float] = field(default_factory=dict)   # source -> average
-    scores: dict[str, float] = field(default_factory=dict)  # source -> average tree score
     explore_every: int = 8
     cost: VerifyCost = field(default_factory=VerifyCost)
     _chances: dict[str, int] = field(default_factory=dict)
@@ -38,24 +37,9 @@ class AcceptanceMeter:
     def accepted(self, source: str = "") -> float:
         return self.rates.get(source, self.prior)
 
-    def record(self, accepted: int, source: str = "", score: float | None = None) -> None:
-        """One verification of a tree from ``source`` kept ``accepted`` drafted tokens;
-        ``score``: the tree's own estimate (``DraftTree.score``), if it has one."""
+    def record(self, accepted: int, source: str = "") -> None:
         a = self.accepted(source)
         self.rates[source] = a + self.weight * (accepted - a)
-        if score is not None:
-            old = self.scores.get(source, score)
-            self.scores[source] = old + self.weight * (score - old)
-
-    def expected(self, source: str, score: float | None = None) -> float:
-        """Drafted tokens a tree from ``source`` is expected to have accepted: its score
-        (from the retrieved continuations' counts: a long, consistent match scores
-        high) scaled by how the source's scores have turned out lately, or the source's
-        average when the tree has no score or none was recorded."""
-        mean_score = self.scores.get(source)
-        if score is None or not mean_score or mean_score <= 0:
-            return self.accepted(source)
-        return score * self.accepted(source) / mean_score
 
     def limits(self, base: DraftLimits, source: str = "") -> DraftLimits:
         """``base`` with its path length and tree size scaled to ``source``'s acceptance."""
@@ -82,7 +66,7 @@ class AcceptanceMeter:
         n = self._chances[source] = self._chances.get(source, 0) + 1
         return n % self.explore_every == 0
 
-    def fits(self, source: str, tree_size: int, score: float | None = None) -> bool:
-        """Whether verifying a tree of ``tree_size`` tokens (scoring ``score``) from
-        ``source`` is expected to beat a one-row step."""
-        return 1 + self.expected(source, score) >= self.cost.ratio(tree_size + 1)
+    def fits(self, source: str, tree_size: int) -> bool:
+        """Whether verifying a tree of ``tree_size`` tokens from ``source`` is expected
+        to beat a one-row step."""
+        return 1 + self.accepted(source) >= self.cost.ratio(tree_size + 1)

@@ -413,7 +413,7 @@ class Engine:
                                  lambda source: meter.limits(drafter.limits, source), searched)
             if not tree.tokens or tree.source in measured:
                 return tree
-            return tree if meter.fits(tree.source, len(tree), tree.score) else EMPTY
+            return tree if meter.fits(tree.source, len(tree)) else EMPTY
         return draft, prefix
 
     def _sources(self, uri: str, doc: Document) -> dict:

@@ -79,7 +79,7 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
         drafted += len(tree)
         accepted_drafts += len(path)
         if meter is not None and len(tree):
-            meter.record(len(path), tree.source, tree.score)
+            meter.record(len(path), tree.source)
         cache.keep_new(start, [0] + [i + 1 for i in path])
         for node in path:
             t, lp = tree.tokens[node], float(torch.log_softmax(out[tree.parents[node] + 1], -1)

@@ -272,22 +272,3 @@ def test_drafts_are_verified_where_they_pay_and_still_measured():
     assert all(not measured or measured == {"datastore"} for _, measured in steps)
     # the datastore is searched one step in four, to keep measuring it
     assert sum("datastore" in searched for searched, _ in steps) == 3
-
-
-def test_a_trees_own_score_sets_its_expected_acceptance():
-    """A tree from a long, consistent match (a high score) is expected to keep more
-    than one from a short, ambiguous one; the source's recent record calibrates both."""
-    from inkling.completion.acceptance import AcceptanceMeter
-    from inkling.completion.verify_cost import VerifyCost
-    cost = VerifyCost()
-    cost.record(1, 6.0)
-    cost.record(8, 12.0)                               # 8 rows: twice one row
-    meter = AcceptanceMeter(cost=cost)
-    assert meter.expected("document", 4.0) == meter.prior      # nothing recorded yet
-    for _ in range(80):
-        meter.record(1, "document", 2.0)               # scores twice what is kept
-    assert meter.expected("document") == pytest.approx(1.0, abs=1e-3)
-    assert meter.expected("document", 4.0) == pytest.approx(2.0, abs=1e-2)
-    assert meter.expected("document", 0.5) == pytest.approx(0.25, abs=1e-2)
-    assert meter.fits("document", 6, 4.0)              # 1 + 2 tokens for a 2x forward
-    assert not meter.fits("document", 6, 0.5)
