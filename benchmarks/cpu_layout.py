@@ -7,6 +7,12 @@ and as inkling's runtime does (``InputMajorLinear``, weights [in, out]), and tim
 decoding forward of n rows (a chain, as a verified draft) after ``--context`` cached
 tokens, for n = 1, 2, 3, 5, 8 and 16. Rounds alternate between the two so that machine
 noise hits both alike; the figures are medians over rounds of per-round medians.
+
+A second table times inkling's runtime with transformers' SDPA attention (which
+repeats a GQA model's cached keys and values for a masked forward of several rows) and
+with packed GQA attention (``cache/gqa_attention.py``), switching the one loaded model
+between the two every round: two model instances differ by several percent on this
+machine for reasons of their own, which would hide a difference of that size.
 """
 from __future__ import annotations
 
@@ -18,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from inkling.cache.gqa_attention import NAME as PACKED
 from inkling.cache.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
 from inkling.models import BUNDLED_MODEL_DIR
@@ -66,7 +73,28 @@ def main() -> int:
     ratio = [statistics.median(ms["inkling", n]) / statistics.median(ms["transformers", n])
              for n in ROWS]
     print(f"{'inkling/hf':<13}" + "".join(f"{r:>8.2f}" for r in ratio))
+    attention(inkling, context, args.rounds * 3, args.reps // 2)
     return 0
+
+
+def attention(runtime, context: list[int], rounds: int, reps: int) -> None:
+    """The same model with transformers' SDPA and with packed GQA, switched every round."""
+    if runtime.model.config._attn_implementation != PACKED:
+        print("\nattention: the model has no grouped key/value heads; nothing to compare")
+        return
+    ms = {(name, n): [] for name in ("sdpa", PACKED) for n in ROWS}
+    for r in range(rounds):
+        for name in ("sdpa", PACKED) if r % 2 else (PACKED, "sdpa"):
+            runtime.model.set_attn_implementation(name)
+            for n in ROWS:
+                ms[name, n].append(forward_ms(runtime, context, n, reps))
+    runtime.model.set_attn_implementation(PACKED)
+    print(f"\nattention, one model switched between the two ({rounds} rounds)")
+    print(f"{'rows':<13}" + "".join(f"{n:>8}" for n in ROWS))
+    for name, label in (("sdpa", "repeat_kv"), (PACKED, "packed gqa")):
+        print(f"{label:<13}" + "".join(f"{statistics.median(ms[name, n]):>8.2f}" for n in ROWS))
+    ratio = [statistics.median(ms[PACKED, n]) / statistics.median(ms["sdpa", n]) for n in ROWS]
+    print(f"{'packed/repeat':<13}" + "".join(f"{r:>8.2f}" for r in ratio))
 
 
 if __name__ == "__main__":

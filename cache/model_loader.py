@@ -112,6 +112,8 @@ def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
     if dev.type == "cpu":
         from .cpu_layout import lay_out_for_cpu
         lay_out_for_cpu(model)
+    from .gqa_attention import use_packed_gqa
+    use_packed_gqa(model)
     tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
     meta = _inkling_meta(path)
     fim = detect_format(tokenizer.get_vocab(with_added_tokens=True), meta.get("fim_family"))
