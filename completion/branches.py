@@ -2,7 +2,8 @@
 baseline that decodes the same branches one after another.
 
 The k branches start with the k most likely first tokens and continue greedily (the
-alternatives no further, in lines, than the first: the lead). All
+alternatives no further than the first, the lead: no more lines, and no more tokens,
+an alternative cut short by that ending at its last whole word). All
 live branches advance in one forward pass per step: each branch's newest token is a
 node that sees the shared prompt and its own branch only (a batched tree over the
 prompt cache), at the position it would have in a sequence of its own. So branch i is
@@ -28,6 +29,8 @@ from .speculative import Drafter, accept, node_states, speculative_decode
 from .stop_rules import StopRule, line_count
 
 MIN_FIRST_PROB = 1e-3     # first tokens less likely than this are not sensible drafts
+MAX_TOKENS = "max-tokens"
+LEAD_EXTENT = "lead-extent"   # an alternative reached the lead draft's length in tokens
 
 
 @dataclass
@@ -47,19 +50,23 @@ def first_tokens(logits: torch.Tensor, k: int) -> list[tuple[int, float]]:
             if lp >= torch.log(torch.tensor(MIN_FIRST_PROB))]
 
 
-def check_branch(b: Branch, forwards: int, stop: StopRule, decode, max_new: int) -> None:
+def check_branch(b: Branch, forwards: int, stop: StopRule, decode, max_new: int,
+                 why: str = MAX_TOKENS) -> None:
+    """Mark ``b`` done where the stop rule ends it or at ``max_new`` tokens (``why``)."""
     text = decode(b.ids)
     cut = stop.cut(text) if not text.endswith("\ufffd") else None
     if cut is not None:
         b.done = Decoded(text[:cut], list(b.ids), b.logprob, forwards, "stop-rule")
     elif len(b.ids) >= max_new:
-        b.done = finish(b.ids, b.logprob, forwards, stop, decode, "max-tokens")
+        b.done = finish(b.ids, b.logprob, forwards, stop, decode, why)
 
 
-def follow_lead(b: Branch, forwards: int, stop: StopRule, decode, max_new: int) -> None:
-    """Hold branch ``b`` to ``stop`` (capped to the lead's lines), done or not."""
+def follow_lead(b: Branch, forwards: int, stop: StopRule, decode, max_new: int,
+                why: str = MAX_TOKENS) -> None:
+    """Hold branch ``b`` to ``stop`` (capped to the lead's lines) and ``max_new``
+    tokens, done or not."""
     if b.done is None:
-        check_branch(b, forwards, stop, decode, max_new)
+        check_branch(b, forwards, stop, decode, max_new, why)
         return
     cut = stop.cut(b.done.text, final=True)
     if cut is not None and cut < len(b.done.text):
@@ -100,15 +107,19 @@ def advance_branches(cache: PromptCache, shared: int, branches: list[Branch], st
     ``shared`` cache entries (the prompt) are seen by every branch.
 
     The first branch leads: once it is done, the others end within as many lines as
-    it has (``StopRule.capped``), so an alternative that runs on through a block while
-    the lead ends its line costs no more passes than the lead.
+    it has (``StopRule.capped``) and within as many tokens as it took
+    (``lead_budget``; one cut short there ends at its last whole word), so the
+    alternatives cost no more passes than the lead: an alternative that ran on through
+    a block, or on along a longer line, would set the step count of all k.
     """
     forwards, led = 0, False
+    limit = {id(b): max_new_tokens for b in branches}     # token budget per branch
     while True:
         if not led and branches and branches[0].done is not None:
             stop, led = stop.capped(line_count(branches[0].done.text)), True
             for b in branches[1:]:
-                follow_lead(b, forwards, stop, decode, max_new_tokens)
+                limit[id(b)] = lead_budget(branches[0].done, max_new_tokens)
+                follow_lead(b, forwards, stop, decode, limit[id(b)], LEAD_EXTENT)
         live = [b for b in branches if b.done is None]
         if not live:
             break
@@ -116,7 +127,7 @@ def advance_branches(cache: PromptCache, shared: int, branches: list[Branch], st
             raise Cancelled()
         start = len(cache.ids)
         tokens, positions, visible, rows = [], [], [], []
-        trees = [drafter(list(context) + b.ids, max_new_tokens - len(b.ids)) if drafter
+        trees = [drafter(list(context) + b.ids, limit[id(b)] - len(b.ids)) if drafter
                  else EMPTY for b in live]
         for b, tree in zip(live, trees):
             base, at = len(tokens), shared + len(b.ids) - 1
@@ -132,12 +143,35 @@ def advance_branches(cache: PromptCache, shared: int, branches: list[Branch], st
         forwards += 1
         for b, tree, base in zip(live, trees, rows):
             _take(b, tree, out[base:base + 1 + len(tree)], start + base, forwards, stop,
-                  max_new_tokens, stop_ids, decode)
+                  limit[id(b)], stop_ids, decode,
+                  LEAD_EXTENT if led and b is not branches[0] else MAX_TOKENS)
+    for b in branches[1:]:
+        if b.done.stopped_by == LEAD_EXTENT:
+            b.done.text = at_word_end(b.done.text)
     return forwards
 
 
+def lead_budget(lead: Decoded, max_new_tokens: int) -> int:
+    """How many tokens the alternatives may have once the lead draft is done: as many as
+    the lead decoded (steps taken, its end-of-text included), none fewer than one; the
+    whole budget when the lead is empty."""
+    if not lead.token_ids:
+        return max_new_tokens
+    return min(max_new_tokens, len(lead.token_ids) + (lead.stopped_by == "end-of-text"))
+
+
+def at_word_end(text: str) -> str:
+    """``text`` without a trailing identifier run that may be cut short (an alternative
+    that reached the lead's length mid-line); kept whole when it is one word."""
+    end = len(text)
+    while end and (text[end - 1].isalnum() or text[end - 1] == "_"):
+        end -= 1
+    return text if not text[:end].strip() else text[:end].rstrip()
+
+
 def _take(b: Branch, tree: DraftTree, out: torch.Tensor, root_entry: int, forwards: int,
-          stop: StopRule, max_new_tokens: int, stop_ids: frozenset[int], decode) -> None:
+          stop: StopRule, max_new_tokens: int, stop_ids: frozenset[int], decode,
+          why: str = MAX_TOKENS) -> None:
     """Advance branch ``b`` by what greedy decoding keeps of its verified tree.
     out: [1 + len(tree), vocab], the root's row first; ``root_entry``: its cache index."""
     states = node_states(b.monitor, tree)
@@ -153,7 +187,7 @@ def _take(b: Branch, tree: DraftTree, out: torch.Tensor, root_entry: int, forwar
         b.ids.append(tok)
         b.logprob += float(torch.log_softmax(out[tree.parents[node] + 1], -1)[tok])
         b.cached.append(root_entry + 1 + node)
-        check_branch(b, forwards, stop, decode, max_new_tokens)
+        check_branch(b, forwards, stop, decode, max_new_tokens, why)
         if b.done is not None:
             return
     b.monitor = states[row]
@@ -165,7 +199,7 @@ def _take(b: Branch, tree: DraftTree, out: torch.Tensor, root_entry: int, forwar
         return
     b.ids.append(tok)
     b.logprob += float(logp[tok])
-    check_branch(b, forwards, stop, decode, max_new_tokens)
+    check_branch(b, forwards, stop, decode, max_new_tokens, why)
 
 
 def sequential_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRule,
@@ -176,20 +210,23 @@ def sequential_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: St
                       ) -> tuple[list[Decoded], int]:
     """The same branches, one after another (the cost baseline), with the same drafting."""
     shared = len(cache.ids)
-    results, forwards = [], 0
+    results, forwards, budget = [], 0, max_new_tokens
     for tok, lp in first_tokens(masked(logits, monitor), k):
         cache.truncate(shared)
         forced = torch.full_like(logits, float("-inf"))
         forced[tok] = 0.0                                 # this branch's first token
         if drafter is None:
-            out = greedy_decode(cache, forced, stop, max_new_tokens, stop_ids, decode,
+            out = greedy_decode(cache, forced, stop, budget, stop_ids, decode,
                                 cancelled, monitor)
         else:
-            out = speculative_decode(cache, forced, stop, max_new_tokens, stop_ids, decode,
+            out = speculative_decode(cache, forced, stop, budget, stop_ids, decode,
                                      drafter, list(context), cancelled, monitor)
         out.logprob += lp
         forwards += out.forwards
+        if results and out.stopped_by == MAX_TOKENS and budget < max_new_tokens:
+            out.text, out.stopped_by = at_word_end(out.text), LEAD_EXTENT
         results.append(out)
         if len(results) == 1:                 # the others follow the lead's extent
             stop = stop.capped(line_count(out.text))
+            budget = lead_budget(out, max_new_tokens)
     return results, forwards

@@ -4,7 +4,8 @@ import torch
 
 from inkling.cache.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
-from inkling.completion.branches import branch_decode, first_tokens, sequential_decode
+from inkling.completion.branches import (at_word_end, branch_decode, first_tokens, lead_budget,
+                                        sequential_decode)
 from inkling.completion.decoding import Decoded, greedy_decode
 from inkling.completion.document import Position
 from inkling.completion.draft_ranking import rank_drafts
@@ -44,9 +45,14 @@ def test_branch_i_is_the_greedy_continuation_of_the_ith_first_token(wide_runtime
     outs, forwards = branch_decode(cache, logits, 4, stop, 12, rt.stop_ids, rt.decode)
     assert len(outs) == len(firsts) and forwards <= 12
     lead = stop.capped(line_count(outs[0].text))        # the others end within its lines
+    budget = lead_budget(outs[0], 12)                    # and within its tokens
     for i, ((tok, _), out) in enumerate(zip(firsts, outs)):
-        alone = _alone(rt, ids, tok, stop if i == 0 else lead, 12)
-        assert out.text == alone.text
+        alone = _alone(rt, ids, tok, stop if i == 0 else lead, 12 if i == 0 else budget)
+        if out.stopped_by == "lead-extent":
+            assert alone.stopped_by == "max-tokens" and budget < 12
+            assert out.text == at_word_end(alone.text) and alone.text.startswith(out.text)
+        else:
+            assert out.text == alone.text
         # an alternative may have decoded past the lead's lines before the lead ended
         assert out.token_ids[:len(alone.token_ids)] == alone.token_ids
 
@@ -150,3 +156,14 @@ def test_alternatives_follow_the_lead_drafts_lines():
     line = StopRule(False, "")
     assert line.capped(3).cut("a\nb") == 1             # its own rule ends sooner
     assert line_count("") == 1 and line_count("a\nb") == 2
+
+
+def test_an_alternative_cut_at_the_leads_length_ends_at_a_whole_word():
+    assert at_word_end("return self._comp") == "return self."
+    assert at_word_end("x = foo(a, ") == "x = foo(a,"
+    assert at_word_end("value") == "value"                    # one word is kept whole
+    assert at_word_end("    name") == "    name"
+    lead = Decoded("a = 1", [4, 5, 6], -1.0, 3, "stop-rule")
+    assert lead_budget(lead, 12) == 3
+    assert lead_budget(Decoded("a", [4], -1.0, 1, "end-of-text"), 12) == 2   # EOS was a step
+    assert lead_budget(Decoded("", [], 0.0, 0, "end-of-text"), 12) == 12      # no lead to follow
