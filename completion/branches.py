@@ -50,23 +50,21 @@ def first_tokens(logits: torch.Tensor, k: int) -> list[tuple[int, float]]:
             if lp >= torch.log(torch.tensor(MIN_FIRST_PROB))]
 
 
-def check_branch(b: Branch, forwards: int, stop: StopRule, decode, max_new: int,
-                 why: str = MAX_TOKENS) -> None:
-    """Mark ``b`` done where the stop rule ends it or at ``max_new`` tokens (``why``)."""
+def check_branch(b: Branch, forwards: int, stop: StopRule, decode, max_new: int) -> None:
+    """Mark ``b`` done where the stop rule ends it or at ``max_new`` tokens."""
     text = decode(b.ids)
     cut = stop.cut(text) if not text.endswith("\ufffd") else None
     if cut is not None:
         b.done = Decoded(text[:cut], list(b.ids), b.logprob, forwards, "stop-rule")
     elif len(b.ids) >= max_new:
-        b.done = finish(b.ids, b.logprob, forwards, stop, decode, why)
+        b.done = finish(b.ids, b.logprob, forwards, stop, decode, MAX_TOKENS)
 
 
-def follow_lead(b: Branch, forwards: int, stop: StopRule, decode, max_new: int,
-                why: str = MAX_TOKENS) -> None:
+def follow_lead(b: Branch, forwards: int, stop: StopRule, decode, max_new: int) -> None:
     """Hold branch ``b`` to ``stop`` (capped to the lead's lines) and ``max_new``
     tokens, done or not."""
     if b.done is None:
-        check_branch(b, forwards, stop, decode, max_new, why)
+        check_branch(b, forwards, stop, decode, max_new)
         return
     cut = stop.cut(b.done.text, final=True)
     if cut is not None and cut < len(b.done.text):
@@ -117,9 +115,10 @@ def advance_branches(cache: PromptCache, shared: int, branches: list[Branch], st
     while True:
         if not led and branches and branches[0].done is not None:
             stop, led = stop.capped(line_count(branches[0].done.text)), True
+            budget = lead_budget(branches[0].done, max_new_tokens)
             for b in branches[1:]:
-                limit[id(b)] = lead_budget(branches[0].done, max_new_tokens)
-                follow_lead(b, forwards, stop, decode, limit[id(b)], LEAD_EXTENT)
+                limit[id(b)] = budget
+                follow_lead(b, forwards, stop, decode, budget)
         live = [b for b in branches if b.done is None]
         if not live:
             break
@@ -143,11 +142,9 @@ def advance_branches(cache: PromptCache, shared: int, branches: list[Branch], st
         forwards += 1
         for b, tree, base in zip(live, trees, rows):
             _take(b, tree, out[base:base + 1 + len(tree)], start + base, forwards, stop,
-                  limit[id(b)], stop_ids, decode,
-                  LEAD_EXTENT if led and b is not branches[0] else MAX_TOKENS)
+                  limit[id(b)], stop_ids, decode)
     for b in branches[1:]:
-        if b.done.stopped_by == LEAD_EXTENT:
-            b.done.text = at_word_end(b.done.text)
+        cut_to_lead(b.done, limit[id(b)], max_new_tokens)
     return forwards
 
 
@@ -160,6 +157,13 @@ def lead_budget(lead: Decoded, max_new_tokens: int) -> int:
     return min(max_new_tokens, len(lead.token_ids) + (lead.stopped_by == "end-of-text"))
 
 
+def cut_to_lead(alternative: Decoded, budget: int, max_new_tokens: int) -> None:
+    """An alternative that ran out of the lead's (smaller) token budget ends at its
+    last whole word and says so (``lead-extent``)."""
+    if alternative.stopped_by == MAX_TOKENS and budget < max_new_tokens:
+        alternative.text, alternative.stopped_by = at_word_end(alternative.text), LEAD_EXTENT
+
+
 def at_word_end(text: str) -> str:
     """``text`` without a trailing identifier run that may be cut short (an alternative
     that reached the lead's length mid-line); kept whole when it is one word."""
@@ -170,8 +174,7 @@ def at_word_end(text: str) -> str:
 
 
 def _take(b: Branch, tree: DraftTree, out: torch.Tensor, root_entry: int, forwards: int,
-          stop: StopRule, max_new_tokens: int, stop_ids: frozenset[int], decode,
-          why: str = MAX_TOKENS) -> None:
+          stop: StopRule, max_new_tokens: int, stop_ids: frozenset[int], decode) -> None:
     """Advance branch ``b`` by what greedy decoding keeps of its verified tree.
     out: [1 + len(tree), vocab], the root's row first; ``root_entry``: its cache index."""
     states = node_states(b.monitor, tree)
@@ -187,7 +190,7 @@ def _take(b: Branch, tree: DraftTree, out: torch.Tensor, root_entry: int, forwar
         b.ids.append(tok)
         b.logprob += float(torch.log_softmax(out[tree.parents[node] + 1], -1)[tok])
         b.cached.append(root_entry + 1 + node)
-        check_branch(b, forwards, stop, decode, max_new_tokens, why)
+        check_branch(b, forwards, stop, decode, max_new_tokens)
         if b.done is not None:
             return
     b.monitor = states[row]
@@ -199,7 +202,7 @@ def _take(b: Branch, tree: DraftTree, out: torch.Tensor, root_entry: int, forwar
         return
     b.ids.append(tok)
     b.logprob += float(logp[tok])
-    check_branch(b, forwards, stop, decode, max_new_tokens, why)
+    check_branch(b, forwards, stop, decode, max_new_tokens)
 
 
 def sequential_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRule,
@@ -223,8 +226,8 @@ def sequential_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: St
                                      drafter, list(context), cancelled, monitor)
         out.logprob += lp
         forwards += out.forwards
-        if results and out.stopped_by == MAX_TOKENS and budget < max_new_tokens:
-            out.text, out.stopped_by = at_word_end(out.text), LEAD_EXTENT
+        if results:
+            cut_to_lead(out, budget, max_new_tokens)
         results.append(out)
         if len(results) == 1:                 # the others follow the lead's extent
             stop = stop.capped(line_count(out.text))
