@@ -40,13 +40,13 @@ class DraftLimits:
 
 
 class SuffixDrafter:
-    def names(self, request: bool = True) -> list[str]:
-        """The sources' names, with ``request`` (the request's own text) when asked."""
-        return list(self.sources) + (["request"] if request else [])
-
     def __init__(self, sources: dict[str, SuffixIndex], limits: DraftLimits = DraftLimits()):
         self.sources = sources
         self.limits = limits
+
+    def names(self, request: bool = True) -> list[str]:
+        """The sources' names, with ``request`` (the request's own text) when asked."""
+        return list(self.sources) + (["request"] if request else [])
 
     def draft(self, context: list[int], budget: int, ends: frozenset[int],
               prompt: StreamIndex | None = None, generated: list[int] = (),

@@ -6,7 +6,7 @@ distribution q (continuation counts from inkling's suffix indexes, mixed with p)
 score = (1 - a) log p + a log q. Of the k x k candidates the best k distinct drafts
 are kept. Drafts stay coherent for about ten tokens, but on the CPU three superposed
 steps gave the same drafts' quality at less cost (the k x k scoring with n-gram lookups
-costs about 2.5 ms a step; ``benchmarks/decoders.py``: latency p50 1.37 of greedy
+costs about 3 ms a step beside an 8 ms forward; ``benchmarks/decoders.py``: latency p50 1.37 of greedy
 against 1.58 with ten steps, exact_line_any 7.3 against 7.5); after ``steps`` the
 superposed entries are dropped, the kept drafts are run exactly as branches over the
 shared prompt (which also rescores them with their true log-probabilities, so
