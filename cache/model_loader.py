@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 from typing import Callable
@@ -21,6 +22,7 @@ NON_ROTARY_MODEL_TYPES = frozenset({
 })
 
 Progress = Callable[[str, float], None]
+log = logging.getLogger(__name__)
 
 
 def _read_config(path: Path) -> dict:
@@ -124,6 +126,10 @@ def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
     stop_ids.update(eos if isinstance(eos, list) else [eos] if isinstance(eos, int) else [])
     context = int(meta.get("trained_context") or cfg.get("max_position_embeddings") or 2048)
     report("ready", 1.0)
-    return ModelRuntime(path=path, model=model, tokenizer=tokenizer, fim=fim, fim_order=order,
-                        stop_ids=frozenset(stop_ids), context_limit=min(context, 8192),
-                        device=dev, dtype=dt)
+    runtime = ModelRuntime(path=path, model=model, tokenizer=tokenizer, fim=fim,
+                           fim_order=order, stop_ids=frozenset(stop_ids),
+                           context_limit=min(context, 8192), device=dev, dtype=dt)
+    if runtime.encoder.rule == "whole":
+        log.info("%s: its pre-tokenizer has no known safe line cuts; prompt windows are "
+                 "tokenized whole at every completion", path)
+    return runtime

@@ -8,11 +8,8 @@ from pathlib import Path
 import torch
 from tokenizers import Tokenizer
 
+from .chunked_encoder import ChunkedEncoder
 from .fim import FimFormat
-
-
-ENCODE_MEMO_MIN_CHARS = 256
-ENCODE_MEMO_SIZE = 32
 
 
 @dataclass
@@ -35,24 +32,20 @@ class ModelRuntime:
     device: torch.device
     dtype: torch.dtype
     stats: ForwardStats = field(default_factory=ForwardStats)
-    # recent long texts and their ids: prompt windows that did not change between
-    # keystrokes (the suffix while one types) are not tokenized again
-    _encoded: dict[str, tuple[int, ...]] = field(default_factory=dict, repr=False)
+    # the ids of unchanged lines are remembered: between keystrokes only the line
+    # that changed is tokenized again (the same ids as tokenizing the text whole)
+    encoder: ChunkedEncoder | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.encoder is None:
+            self.encoder = ChunkedEncoder.for_tokenizer(self.tokenizer)
 
     @property
     def vocab_size(self) -> int:
         return int(self.model.config.vocab_size)
 
     def encode(self, text: str) -> list[int]:
-        if len(text) < ENCODE_MEMO_MIN_CHARS:
-            return self.tokenizer.encode(text, add_special_tokens=False).ids if text else []
-        ids = self._encoded.get(text)
-        if ids is None:
-            ids = tuple(self.tokenizer.encode(text, add_special_tokens=False).ids)
-            if len(self._encoded) >= ENCODE_MEMO_SIZE:
-                self._encoded.clear()            # plain dict operations: safe across threads
-            self._encoded[text] = ids
-        return list(ids)
+        return self.encoder.encode(text)
 
     def encode_batch(self, texts: list[str]) -> list[list[int]]:
         """Many texts at once (the tokenizer works on them in parallel)."""
