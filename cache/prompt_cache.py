@@ -145,70 +145,84 @@ class PromptCache:
 
     def _splice(self, prompt_ids: list[int], segs: list[Segment],
                 edges: tuple[tuple[int, int], ...]) -> SyncResult:
-        """Kept runs are copied (keys re-rotated in ``pie``); every new span runs through
-        the model in one forward pass, each token seeing what precedes it in the prompt;
-        then the entries are put in prompt order."""
-        old_ids, old_stale, old_past = self.ids, self.stale, self.past
-        old_kv = [(layer.keys, layer.values) for layer in old_past.layers]
-        self._start_empty(old_kv)
+        """Kept runs are gathered into their prompt positions (keys re-rotated in
+        ``pie``), leaving holes where new tokens go; every new span runs through the
+        model in one forward pass, each token seeing the kept entries before it and the
+        new tokens up to itself; their entries then fill the holes."""
+        new_pos = [p for seg in segs if not seg.kept for p in range(seg.start, seg.end)]
+        if len(new_pos) > self.prefill_chunk:      # a large change: span by span, in order
+            return self._splice_in_order(prompt_ids, segs, edges)
+        n = len(prompt_ids)
+        kept = torch.zeros(n, dtype=torch.bool)                          # [n]
+        stale = [False] * n
         changed, old_end, reused = False, 0, 0
-        kept_pos: list[int] = []          # prompt position of each kept entry, in cache order
-        new_pos: list[int] = []
-        stale_at: dict[int, bool] = {}
-        kept_ids: list[int] = []
         for seg in segs:
             changed = changed or _edit_before(seg, old_end, edges)
-            if seg.kept:
-                self._append_kept(old_kv, seg)
-                kept_pos.extend(range(seg.start, seg.end))
-                kept_ids.extend(old_ids[seg.old_start:seg.old_start + len(seg)])
-                for i, s in enumerate(old_stale[seg.old_start:seg.old_start + len(seg)]):
-                    stale_at[seg.start + i] = changed or s
-                old_end, reused = seg.old_start + len(seg), reused + len(seg)
-            else:
-                new_pos.extend(range(seg.start, seg.end))
-        if len(new_pos) > self.prefill_chunk:      # a large change: span by span, in order
-            self.past = old_past
-            self.ids, self.stale = old_ids, old_stale
-            return self._splice_in_order(prompt_ids, segs, edges)
-        logits = self._run_new([prompt_ids[p] for p in new_pos], new_pos, kept_pos)
-        order = kept_pos + new_pos
-        self._put_in_order(order)
-        id_at = dict(zip(order, kept_ids + [prompt_ids[p] for p in new_pos]))
-        self.ids = [id_at.get(p, -1) for p in range(len(order))]
-        self.stale = [stale_at.get(p, False) for p in range(len(order))]
-        if self.ids != prompt_ids or not self._consistent() or new_pos[-1] != len(prompt_ids) - 1:
+            if not seg.kept:
+                continue
+            a, b = seg.old_start, seg.old_start + len(seg)
+            if self.ids[a:b] != prompt_ids[seg.start:seg.end]:
+                log.warning("hunks do not match the cached ids; recomputing (full)")
+                self.reset()
+                return self._sync_full(prompt_ids, refreshed=False)
+            kept[seg.start:seg.end] = True
+            stale[seg.start:seg.end] = [True] * len(seg) if changed else self.stale[a:b]
+            old_end, reused = b, reused + len(seg)
+        self._gather(segs)
+        self.ids, self.stale = list(prompt_ids), stale
+        logits = self._run_new([prompt_ids[p] for p in new_pos], new_pos, kept)
+        if not self._consistent() or new_pos[-1] != n - 1:
             log.warning("spliced cache does not match the prompt; recomputing (full)")
             self.reset()
             return self._sync_full(prompt_ids, refreshed=False)
         return SyncResult(logits[-1], reused, len(new_pos), self.stale_count, False, self.mode)
 
-    def _run_new(self, tokens: list[int], positions: list[int], kept_pos: list[int]
+    @torch.inference_mode()
+    def _gather(self, segs: list[Segment]) -> None:
+        """The cache in the new prompt's order: kept runs copied from their old place
+        (keys re-rotated in ``pie``), zeros at new positions (masked out until
+        ``_run_new`` fills them)."""
+        rotate = self.rotator is not None and self.mode == "pie"
+        for layer in self.past.layers:                       # keys, values: [b, kv_heads, seq, d]
+            keys, values = [], []
+            for seg in segs:
+                if not seg.kept:
+                    hole = layer.keys.new_zeros(*layer.keys.shape[:-2], len(seg),
+                                                layer.keys.shape[-1])
+                    keys.append(hole)
+                    values.append(hole)
+                    continue
+                a, b = seg.old_start, seg.old_start + len(seg)
+                k = layer.keys[..., a:b, :]
+                keys.append(self.rotator.rotate(k, seg.shift) if rotate else k)
+                values.append(layer.values[..., a:b, :])
+            layer.keys, layer.values = torch.cat(keys, dim=-2), torch.cat(values, dim=-2)
+
+    def _run_new(self, tokens: list[int], positions: list[int], kept: torch.Tensor
                  ) -> torch.Tensor:
-        """New tokens at their prompt ``positions`` after the kept entries, in one forward:
-        token i sees kept entries before its position and new tokens up to itself.
-        Returns logits [n, vocab]; the entries are appended (cache order, not prompt order)."""
+        """New tokens into their holes in one forward: token i sees the kept entries
+        before its position and the new tokens up to itself. ``kept``: [n] which cache
+        entries are kept. Returns logits [1, vocab] (the last token's)."""
         dtype, device = self.runtime.dtype, self.runtime.device
-        new = torch.tensor(positions)                                   # [n]
-        kept = torch.tensor(kept_pos, dtype=torch.long)                 # [k]
-        sees = torch.cat((kept[None, :] < new[:, None],                 # [n, k]
-                          torch.ones(len(tokens), len(tokens), dtype=torch.bool).tril()), dim=1)
+        new = torch.tensor(positions)                                   # [m]
+        n, m = len(kept), len(tokens)
+        before = torch.arange(n)[None, :] < new[:, None]                # [m, n]
+        sees = torch.cat((before & kept[None, :],                       # [m, n + m]
+                          torch.ones(m, m, dtype=torch.bool).tril()), dim=1)
         mask = torch.zeros(sees.shape, dtype=dtype).masked_fill(~sees, torch.finfo(dtype).min)
-        x = torch.tensor([tokens], dtype=torch.long)                    # [1, n]
+        x = torch.tensor([tokens], dtype=torch.long)                    # [1, m]
         logits = self.runtime.forward(x, self.past, position_ids=new[None].to(device),
                                       attention_mask=mask[None, None].to(device), last_only=True)
+        self._fill_holes(new.to(device), n)
         return logits[0]
 
-    def _put_in_order(self, order: list[int]) -> None:
-        """Reorder cache entries so that entry i holds prompt position i (``order[j]`` is
-        the prompt position of entry j)."""
-        if order == sorted(order):
-            return
-        index = torch.tensor(sorted(range(len(order)), key=order.__getitem__),
-                             device=self.runtime.device)
-        for layer in self.past.layers:                       # keys, values: [b, kv_heads, seq, d]
-            layer.keys = layer.keys.index_select(-2, index)
-            layer.values = layer.values.index_select(-2, index)
+    @torch.inference_mode()
+    def _fill_holes(self, holes: torch.Tensor, n: int) -> None:
+        """Move the entries appended after the ``n`` gathered ones into ``holes`` [m]."""
+        for layer in self.past.layers:         # [b, kv_heads, n + m, d] -> [b, kv_heads, n, d]
+            layer.keys = layer.keys.index_copy_(-2, holes, layer.keys[..., n:, :])[..., :n, :]
+            layer.values = layer.values.index_copy_(-2, holes,
+                                                    layer.values[..., n:, :])[..., :n, :]
 
     def _splice_in_order(self, prompt_ids: list[int], segs: list[Segment],
                          edges: tuple[tuple[int, int], ...]) -> SyncResult:

@@ -76,4 +76,6 @@ class RopeRotator:
         k = keys.float()
         rot, rest = k[..., :self.rotary_dim], k[..., self.rotary_dim:]
         rot = rot * cos + rotate_half(rot) * sin
-        return torch.cat((rot, rest), dim=-1).to(keys.dtype)
+        if rest.shape[-1]:
+            rot = torch.cat((rot, rest), dim=-1)
+        return rot.to(keys.dtype)
