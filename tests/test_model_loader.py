@@ -104,3 +104,54 @@ def test_cpu_layout_gives_the_same_logits_and_holds_no_weight_twice(tmp_path, ti
         for n in (40, 1):                           # a prefill, and one decoding row
             got, want = rt.model(input_ids=x[:, :n]).logits, ref(input_ids=x[:, :n]).logits
             assert torch.allclose(got, want, atol=1e-5), (got - want).abs().max()
+
+
+@pytest.mark.parametrize("tied", [True, False])
+def test_large_layers_are_packed_for_onednn_and_give_the_same_logits(tied):
+    """An output layer of 2^20 weights is held in oneDNN's packed layout; the logits for
+    1 to 16 rows after a cached prefix match transformers' layer within float32 noise,
+    and a tied embedding keeps its own rows."""
+    import copy
+
+    import torch
+    from transformers import DynamicCache, LlamaConfig, LlamaForCausalLM
+
+    from inkling.cache.cpu_layout import PACK_MIN_WEIGHTS, InputMajorLinear, PackedLinear, \
+        lay_out_for_cpu
+    if not torch.backends.mkldnn.is_available():
+        pytest.skip("this torch build has no oneDNN")
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=PACK_MIN_WEIGHTS // 64, hidden_size=64, intermediate_size=128,
+                      num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
+                      tie_word_embeddings=tied)
+    ref = LlamaForCausalLM(cfg).eval()
+    model = copy.deepcopy(ref)
+    assert lay_out_for_cpu(model) == 2 * 7 + 1
+    assert isinstance(model.lm_head, PackedLinear)
+    assert isinstance(model.model.layers[0].mlp.up_proj, InputMajorLinear)   # small: x @ Wt
+    assert torch.equal(model.get_input_embeddings().weight, ref.get_input_embeddings().weight)
+    assert torch.equal(model.lm_head.weight, ref.lm_head.weight)
+    x = torch.randint(0, cfg.vocab_size, (1, 60))
+    with torch.inference_mode():
+        for rows in (1, 2, 3, 8, 16):
+            got, want = [], []
+            for m, out in ((model, got), (ref, want)):
+                past = DynamicCache(config=cfg)
+                m(input_ids=x[:, :40], past_key_values=past, use_cache=True)
+                out.append(m(input_ids=x[:, 40:40 + rows], past_key_values=past,
+                             use_cache=True).logits)
+            assert torch.allclose(got[0], want[0], atol=1e-4, rtol=1e-4), \
+                (rows, (got[0] - want[0]).abs().max())
+
+
+def test_a_large_tied_output_layer_is_not_copied_past_the_budget(monkeypatch):
+    import torch
+
+    from inkling.cache import cpu_layout
+    weight = torch.zeros(cpu_layout.PACK_MIN_WEIGHTS)
+    assert cpu_layout.PackedLinear.suits(weight, tied=False) == \
+        torch.backends.mkldnn.is_available()
+    monkeypatch.setattr(cpu_layout, "TIED_PACK_MAX_BYTES", weight.numel() * 4 - 1)
+    assert not cpu_layout.PackedLinear.suits(weight, tied=True)
+    assert not cpu_layout.PackedLinear.suits(weight.half(), tied=False)
+    assert not cpu_layout.PackedLinear.suits(weight[:1000], tied=False)
