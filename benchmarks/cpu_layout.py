@@ -13,6 +13,10 @@ repeats a GQA model's cached keys and values for a masked forward of several row
 with packed GQA attention (``cache/gqa_attention.py``), switching the one loaded model
 between the two every round: two model instances differ by several percent on this
 machine for reasons of their own, which would hide a difference of that size.
+
+A third table does the same for the large layers held in oneDNN's packed layout
+(``PackedLinear``: the bundled model's output layer), switched with ``x @ Wt``
+(``InputMajorLinear``) on the same weights, and times the output layer alone.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from pathlib import Path
 
 import torch
 
+from inkling.cache.cpu_layout import InputMajorLinear, PackedLinear
 from inkling.cache.gqa_attention import NAME as PACKED
 from inkling.cache.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
@@ -74,7 +79,47 @@ def main() -> int:
              for n in ROWS]
     print(f"{'inkling/hf':<13}" + "".join(f"{r:>8.2f}" for r in ratio))
     attention(inkling, context, args.rounds * 3, args.reps // 2)
+    packed_layers(inkling, context, args.rounds * 3, args.reps // 2)
     return 0
+
+
+def packed_layers(runtime, context: list[int], rounds: int, reps: int) -> None:
+    """The model's packed layers against ``x @ Wt`` on the same weights, switched every
+    round: a whole forward, and the output layer alone."""
+    model = runtime.model
+    packed = [(parent, name, child) for parent in model.modules()
+              for name, child in parent.named_children() if isinstance(child, PackedLinear)]
+    if not packed:
+        print("\npacked layers: none in this model (oneDNN missing, or every layer small)")
+        return
+    plain = [(parent, name, InputMajorLinear(child.weight.t().contiguous(), child.bias))
+             for parent, name, child in packed]
+    head = model.get_output_embeddings()
+    ms = {(name, n): [] for name in ("x @ Wt", "packed", "head x @ Wt", "head packed")
+          for n in ROWS}
+    for r in range(rounds):
+        for name, layers in (("packed", packed), ("x @ Wt", plain))[::1 if r % 2 else -1]:
+            for parent, attr, layer in layers:
+                setattr(parent, attr, layer)
+            out = model.get_output_embeddings()
+            for n in ROWS:
+                ms[name, n].append(forward_ms(runtime, context, n, reps))
+                x = torch.randn(1, n, out.in_features)
+                with torch.inference_mode():
+                    t0 = time.perf_counter()
+                    for _ in range(reps):
+                        out(x)
+                ms["head " + name, n].append((time.perf_counter() - t0) / reps * 1000)
+    for parent, attr, layer in packed:
+        setattr(parent, attr, layer)
+    where = "the output layer" if any(c is head for _, _, c in packed) else "large layers"
+    print(f"\npacked layers ({len(packed)}: {where}), one model switched ({rounds} rounds)")
+    print(f"{'rows':<13}" + "".join(f"{n:>8}" for n in ROWS))
+    for name in ("x @ Wt", "packed", "head x @ Wt", "head packed"):
+        print(f"{name:<13}" + "".join(f"{statistics.median(ms[name, n]):>8.2f}" for n in ROWS))
+    ratio = [statistics.median(ms["packed", n]) / statistics.median(ms["x @ Wt", n])
+             for n in ROWS]
+    print(f"{'packed/x@Wt':<13}" + "".join(f"{r:>8.2f}" for r in ratio))
 
 
 def attention(runtime, context: list[int], rounds: int, reps: int) -> None:
