@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import sys
 from pathlib import Path
 
@@ -70,6 +71,16 @@ def main() -> int:
                for a, b, c in zip(ta.completions, tb.completions, tc.completions))
     print(f"identical suggestions in all modes: {same}; exact_line "
           f"{100 * none['exact_line']:.1f} / {100 * pl['exact_line']:.1f} / {100 * sx['exact_line']:.1f}")
+    print("\nwhere a completion's time goes (p50 of each part over all completions):")
+    print("mode           latency  model ms  forwards  tokens  the rest (prompt, drafting, "
+          "monitor)")
+    for mode in MODES:
+        recs = [c for r in results[mode] for c in r.completions]
+        p50 = [statistics.median(f(c) for c in recs) for f in (
+            lambda c: c.latency_ms, lambda c: c.model_ms, lambda c: c.forwards,
+            lambda c: c.tokens, lambda c: c.latency_ms - c.model_ms)]
+        print(f"{mode:14} {p50[0]:>7.1f} {p50[1]:>9.1f} {p50[2]:>9.0f} {p50[3]:>7.0f} "
+              f"{p50[4]:>9.1f}")
     if args.json:
         Path(args.json).write_text(json.dumps(s, indent=2) + "\n")
     return 0

@@ -12,9 +12,9 @@ it), so no weight is held twice. Only for inference, after ``model.eval()``.
 Large layers (at least ``PACK_MIN_WEIGHTS`` weights: the bundled model's output layer,
 every layer of a 1B model) go to :class:`PackedLinear` instead, whose weight oneDNN
 has reordered into its blocked layout for a few rows: the bundled model's output layer
-takes 0.16 ms for 1 row and 0.4 ms for 8 against 0.4 and 1.5 ms as ``x @ Wt``
-(MKL's GEMM for a few rows is far slower per row than its GEMV for one), which is what
-made verifying a draft tree or decoding k branches costly per row. Smaller layers stay
+takes 0.17 ms for 1 row and 0.41 ms for 8 against 0.27 and 1.42 ms as ``x @ Wt``
+(MKL's GEMM for a few rows is far slower per row than its GEMV for one), a large part
+of what made verifying a draft tree or decoding k branches costly per row. Smaller layers stay
 ``x @ Wt``: oneDNN's fixed cost per call (about 20 us) outweighs its gain there. A tied
 output layer is packed only while the copy costs at most ``TIED_PACK_MAX_BYTES`` (the
 embedding keeps its own rows).

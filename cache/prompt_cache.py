@@ -149,6 +149,12 @@ class PromptCache:
         ``pie``), leaving holes where new tokens go; every new span runs through the
         model in one forward pass, each token seeing the kept entries before it and the
         new tokens up to itself; their entries then fill the holes."""
+        head = segs[0]
+        if len(segs) == 2 and head.kept and head.old_start == head.start == 0:
+            self.truncate(len(head))               # only an append after the common head:
+            logits = self.extend(prompt_ids[len(head):], last_only=True)     # nothing moves
+            return SyncResult(logits[-1], len(head), len(prompt_ids) - len(head),
+                              self.stale_count, False, self.mode)
         new_pos = [p for seg in segs if not seg.kept for p in range(seg.start, seg.end)]
         if len(new_pos) > self.prefill_chunk:      # a large change: span by span, in order
             return self._splice_in_order(prompt_ids, segs, edges)
