@@ -174,9 +174,12 @@ class PromptCache:
             kept[seg.start:seg.end] = True
             stale[seg.start:seg.end] = [True] * len(seg) if changed else self.stale[a:b]
             old_end, reused = b, reused + len(seg)
+        # no ids until the holes are filled: a forward that fails leaves a cache whose
+        # length matches no ids, which the next sync resets instead of trusting
+        self.ids, self.stale = [], []
         self._gather(segs)
-        self.ids, self.stale = list(prompt_ids), stale
         logits = self._run_new([prompt_ids[p] for p in new_pos], new_pos, kept)
+        self.ids, self.stale = list(prompt_ids), stale
         if not self._consistent() or new_pos[-1] != n - 1:
             log.warning("spliced cache does not match the prompt; recomputing (full)")
             self.reset()

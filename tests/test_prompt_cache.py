@@ -171,6 +171,25 @@ def test_inconsistent_cache_falls_back_to_full(tiny_runtime, caplog):
     assert torch.allclose(result.logits, fresh_logits(rt, ids), atol=1e-4)
 
 
+
+def test_a_splice_whose_forward_fails_leaves_no_cache_to_trust(tiny_runtime, monkeypatch):
+    """The forward of a pie splice fails after the kept runs were gathered (holes for
+    the new tokens still empty): the next sync recomputes instead of reading the holes."""
+    rt = tiny_runtime
+    cache = PromptCache(rt, "pie")
+    cache.sync(rt.encode(BASE))
+    edited = rt.encode(BASE.replace("print(name)", "print(name, root)"))
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("out of memory")
+    monkeypatch.setattr(rt, "forward", broken)
+    with pytest.raises(RuntimeError, match="out of memory"):
+        cache.sync(edited)
+    monkeypatch.undo()
+    result = cache.sync(edited)
+    assert result.prefilled == len(edited)
+    assert torch.allclose(result.logits, fresh_logits(rt, edited), atol=1e-4)
+
 def test_unsupported_rope_uses_full_with_a_reason(tmp_path, caplog):
     d = make_tiny_model(tmp_path / "ntk", rope_parameters={"rope_theta": 10000.0,
                                                            "rope_type": "dynamic", "factor": 2.0})
