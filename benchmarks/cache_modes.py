@@ -36,23 +36,27 @@ def row(mode: str, s: dict) -> str:
             f"{s['stale_tokens']['mean']:>7.1f} {s['refreshes']:>5}")
 
 
-def _warm_prefill(results) -> tuple[float, float, int, float]:
-    """Prefill tokens per completion from each trace's first completion (a cold cache),
-    from completions that prefilled more than 150 tokens (the cursor jumped to text the
-    cache never held) and from the rest (typing), all divided by the completion count."""
-    cold = jumps = typing = 0
-    n = 0
+CATEGORIES = ("first of a trace", "cursor jumps", "typing")
+
+
+def _categories(results) -> list[str]:
+    """Each completion's kind, from the ``pie`` replay: the first of its trace (a cold
+    cache), one after the cursor jumped to text the cache never held (``pie`` prefilled
+    more than 150 tokens), or typing (the rest). The modes replay the same traces, so
+    completion i is the same request in every mode."""
+    out = []
     for r in results:
         for i, c in enumerate(r.completions):
-            n += 1
-            if i == 0:
-                cold += c.prefill_tokens
-            elif c.prefill_tokens > 150:
-                jumps += c.prefill_tokens
-            else:
-                typing += c.prefill_tokens
-    n = max(1, n)
-    return cold / n, jumps / n, n, typing / n
+            out.append(CATEGORIES[0] if i == 0 else
+                       CATEGORIES[1] if c.prefill_tokens > 150 else CATEGORIES[2])
+    return out
+
+
+def _prefill_by_kind(results, kinds: list[str]) -> dict[str, float]:
+    """Prefill tokens of each kind of completion, divided by all completions."""
+    tokens = [c.prefill_tokens for r in results for c in r.completions]
+    return {k: sum(t for t, kind in zip(tokens, kinds) if kind == k) / max(1, len(tokens))
+            for k in CATEGORIES}
 
 
 def main() -> int:
@@ -89,14 +93,16 @@ def main() -> int:
     print(f"pie first_token p50 / full      {p['first_token_ms']['p50'] / f['first_token_ms']['p50']:.3f}  (target <= 0.333)")
     print(f"pie exact_line - full           {100 * (p['exact_line'] - f['exact_line']):+.1f} points  (target within 1)")
     print(f"naive exact_line - pie          {100 * (n['exact_line'] - p['exact_line']):+.1f} points  (naive should be worse)")
-    warm = {m: _warm_prefill(results[m]) for m in MODES}
-    print(f"\nwhere the prefill goes (tokens per completion, all {warm['full'][2]} completions):")
-    print("mode   first of a trace  cursor jumps (>150 new)  typing (the rest)")
+    kinds = _categories(results["pie"])
+    by_kind = {m: _prefill_by_kind(results[m], kinds) for m in MODES}
+    counts = {k: kinds.count(k) for k in CATEGORIES}
+    print(f"\nwhere the prefill goes (tokens per completion over all {len(kinds)}; the same "
+          "completions in every mode, sorted by what pie did):")
+    print(f"{'mode':6} " + "".join(f"{k + f' ({counts[k]})':>24}" for k in CATEGORIES))
     for m in MODES:
-        cold, jumps, _, typing = warm[m]
-        print(f"{m:6} {cold:>16.1f} {jumps:>24.1f} {typing:>18.1f}")
-    print(f"pie / full without each trace's first completion   "
-          f"{(warm['pie'][1] + warm['pie'][3]) / max(1e-9, warm['full'][1] + warm['full'][3]):.3f}")
+        print(f"{m:6} " + "".join(f"{by_kind[m][k]:>24.1f}" for k in CATEGORIES))
+    print(f"{'pie/full':6} " + "".join(
+        f"{by_kind['pie'][k] / max(1e-9, by_kind['full'][k]):>24.3f}" for k in CATEGORIES))
     print(f"sync_ok: {all(s['sync_ok'] for s in summaries.values())}")
     if args.json:
         Path(args.json).write_text(json.dumps(summaries, indent=2) + "\n")

@@ -147,18 +147,16 @@ class StreamIndex:
         return [Match(int(e), int(n)) for e, n in zip(ends, self._lengths(ends, context, k))]
 
     def _lengths(self, ends: np.ndarray, context: list[int], k: int) -> np.ndarray:
-        ctx = np.asarray(context[-MAX_MATCH:], dtype=np.int32)
-        length = np.full(len(ends), k, dtype=np.int64)
-        alive = np.ones(len(ends), bool)
-        for j in range(k + 1, min(MAX_MATCH, len(ctx)) + 1):
-            at = ends - j
-            ok = alive & (at >= 0)
-            ok[ok] &= self.toks[at[ok]] == ctx[-j]
-            length[ok] = j
-            alive = ok
-            if not alive.any():
-                break
-        return length
+        """How far back each match at ``ends`` [e] goes (the k anchor tokens, then as
+        many more as agree with the context, up to MAX_MATCH): one gather of the
+        MAX_MATCH tokens before every end, compared with the context's tail at once."""
+        ctx = np.asarray(context[-MAX_MATCH:], dtype=np.int32)[::-1]    # [c] ctx[j-1] = j-th last
+        if len(ctx) <= k:
+            return np.full(len(ends), k, dtype=np.int64)
+        back = np.arange(k + 1, len(ctx) + 1)                             # [c - k]
+        at = ends[:, None] - back[None, :]                                # [e, c - k]
+        same = (at >= 0) & (self.toks[np.maximum(at, 0)] == ctx[None, k:])
+        return k + np.cumprod(same, axis=1).sum(axis=1, dtype=np.int64)  # leading agreements
 
     def continuation(self, end: int, limit: int) -> list[int]:
         """Up to ``limit`` tokens from ``end``, stopping at a separator."""

@@ -187,7 +187,9 @@ async def test_suffix_drafting_builds_the_datastore_with_progress(client: Langua
         if ends:
             break
     assert ends and "1 files" in ends[0], ends
-    result = await client.text_document_inline_completion_async(_inline(URI, 1, 12))
+    uri = "file:///ws/drafted.py"              # its own document: runs alone with -k too
+    _open(client, uri, "def add(a, b):\n    return \n")
+    result = await client.text_document_inline_completion_async(_inline(uri, 1, 11))
     assert result is not None
     client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings={
         "inkling": {"completion": {"draft": "none"}}}))
