@@ -36,7 +36,8 @@ _AFTER_NON_SPACE = re.compile(r"(?<=\S)(?=\n)")
 _AFTER_ALNUM = re.compile(r"(?<=[A-Za-z0-9])(?=\n)")   # ASCII: Python's and the tokenizer's
                                                       # Unicode tables may differ
 
-MEMO_SIZE = 50_000          # remembered pieces (lines, mostly); cleared when full
+MEMO_CHARS = 4_000_000      # text remembered with its ids (lines, or whole windows for a
+                            # tokenizer cut nowhere); cleared when full
 SAFE_NORMALIZERS = {None, "NFC"}     # NFC never composes across a line break
 
 
@@ -76,6 +77,7 @@ class ChunkedEncoder:
         self.rule = rule
         self._cut = {"non-space": _AFTER_NON_SPACE, "alnum": _AFTER_ALNUM}.get(rule)
         self._memo: dict[str, tuple[int, ...]] = {}
+        self._memo_chars = 0
 
     @classmethod
     def for_tokenizer(cls, tokenizer) -> "ChunkedEncoder":
@@ -95,8 +97,10 @@ class ChunkedEncoder:
             ids = memo.get(piece)
             if ids is None:
                 ids = tuple(self._encode_one(piece))
-                if len(memo) >= MEMO_SIZE:
+                if self._memo_chars + len(piece) > MEMO_CHARS:
                     memo.clear()
+                    self._memo_chars = 0
                 memo[piece] = ids
+                self._memo_chars += len(piece)
             out.extend(ids)
         return out

@@ -117,3 +117,19 @@ def test_unknown_or_unsafe_tokenizers_are_tokenized_whole(pre, norm):
 def test_an_unknown_rule_is_refused():
     with pytest.raises(ValueError, match="unknown split rule"):
         ChunkedEncoder(lambda t: [], "lines")
+
+
+def test_remembered_text_stays_within_its_budget(monkeypatch):
+    """Whole windows (a tokenizer cut nowhere) are remembered too, within a character
+    budget rather than a count of entries, so long texts cannot pile up."""
+    from inkling.cache import chunked_encoder
+    monkeypatch.setattr(chunked_encoder, "MEMO_CHARS", 1000)
+    tok = tokenizer("bundled")
+    encoder = ChunkedEncoder.for_tokenizer(tok)
+    whole = ChunkedEncoder(lambda t: tok.encode(t, add_special_tokens=False).ids, "whole")
+    for i in range(50):
+        text = f"window_{i} = [{', '.join(str(j) for j in range(i, i + 60))}]\n" * 3
+        want = tok.encode(text, add_special_tokens=False).ids
+        assert encoder.encode(text) == want and whole.encode(text) == want
+        assert encoder._memo_chars <= 1000 and whole._memo_chars <= 1000
+        assert sum(map(len, whole._memo)) == whole._memo_chars
