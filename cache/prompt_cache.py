@@ -32,6 +32,9 @@ from .runtime import ModelRuntime
 
 log = logging.getLogger("inkling.cache")
 MODES = ("full", "pie", "naive")
+# a draft runs with the prompt's new tokens in one forward when they are this few (the
+# typing case); a larger prefill runs alone, in chunks
+DRAFT_WITH_PREFILL = 64
 
 
 @dataclass(frozen=True)
@@ -42,6 +45,9 @@ class SyncResult:
     stale: int                # stale tokens in the cache after the sync
     refreshed: bool           # the sync recomputed stale tokens
     mode: str                 # the mode that did the work
+    # [len(draft), vocab] at the draft's nodes when a draft ran with the prompt (the
+    # cache then holds them after the prompt until ``keep_new``), else None
+    draft_logits: torch.Tensor | None = None
 
 
 def common_prefix(a: list[int], b: list[int]) -> int:
@@ -102,10 +108,16 @@ class PromptCache:
             layer.values = layer.values[..., :n, :]
 
     # ------------------------------------------------------------------ sync
-    def sync(self, prompt_ids: list[int], edges: tuple[tuple[int, int], ...] = ()
-             ) -> SyncResult:
+    def sync(self, prompt_ids: list[int], edges: tuple[tuple[int, int], ...] = (),
+             draft: tuple[list[int], list[int]] | None = None) -> SyncResult:
         """``edges``: zones ``[start, end]`` of ``prompt_ids`` at a window's outer edge
-        where no edit touched the text, so a change there is the window moving."""
+        where no edit touched the text, so a change there is the window moving.
+
+        ``draft``: (tokens, parents) of a draft tree after the prompt (parent -1: the
+        prompt's last token). When the sync only appends a few tokens, the draft runs in
+        the same forward pass (``SyncResult.draft_logits``) and its nodes stay in the
+        cache after the prompt, for the caller to ``keep_new`` the accepted path (or
+        ``truncate`` to the prompt); otherwise it is not run."""
         if not prompt_ids:
             raise ValueError("empty prompt")
         if not self._consistent():
@@ -113,7 +125,7 @@ class PromptCache:
                         len(self.ids), self._cached_len())
             self.reset()
         if self.mode == "full" or not self.ids:
-            return self._sync_full(prompt_ids, refreshed=False)
+            return self._sync_full(prompt_ids, refreshed=False, draft=draft)
         segs = segments(self.ids, prompt_ids)
         if edges:
             segs = _slide_to_edges(segs, self.ids, prompt_ids, edges)
@@ -122,7 +134,7 @@ class PromptCache:
         if stale_after > self.stale_threshold * len(prompt_ids):
             self.refreshes += 1
             return self._sync_full(prompt_ids, refreshed=True)
-        return self._splice(prompt_ids, segs, edges)
+        return self._splice(prompt_ids, segs, edges, draft)
 
     def refresh(self) -> int:
         """Recompute from the first stale token (idle time); returns tokens recomputed."""
@@ -135,16 +147,33 @@ class PromptCache:
         self.refreshes += 1
         return len(rest)
 
-    def _sync_full(self, prompt_ids: list[int], refreshed: bool) -> SyncResult:
+    def _sync_full(self, prompt_ids: list[int], refreshed: bool,
+                   draft: tuple[list[int], list[int]] | None = None) -> SyncResult:
         keep = min(common_prefix(self.ids, prompt_ids), len(prompt_ids) - 1)
         if True in self.stale[:keep]:
             keep = self.stale.index(True)
         self.truncate(keep)
-        logits = self.extend(prompt_ids[keep:], last_only=True)
-        return SyncResult(logits[-1], keep, len(prompt_ids) - keep, 0, refreshed, "full")
+        logits, drafted = self._prefill(prompt_ids[keep:], draft)
+        return SyncResult(logits, keep, len(prompt_ids) - keep, 0, refreshed, "full", drafted)
+
+    def _prefill(self, ids: list[int], draft: tuple[list[int], list[int]] | None
+                 ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """Run a prompt's new tokens ``ids`` after the cache: (logits [vocab] at the last
+        one, None), or with a ``draft`` and few new tokens, the draft's nodes in the same
+        forward pass: (logits [vocab], logits [len(draft), vocab] at its nodes)."""
+        if draft is None or not draft[0] or len(ids) > DRAFT_WITH_PREFILL:
+            return self.extend(ids, last_only=True)[-1], None
+        tokens, parents = draft
+        n = len(ids)
+        chain = list(range(-1, n - 1))                  # the prompt's tokens, one after another
+        out = self.extend_tree(ids + list(tokens),
+                               chain + [n - 1 if p < 0 else n + p for p in parents],
+                               keep_last=1 + len(tokens))              # [1 + len(draft), vocab]
+        return out[0], out[1:]
 
     def _splice(self, prompt_ids: list[int], segs: list[Segment],
-                edges: tuple[tuple[int, int], ...]) -> SyncResult:
+                edges: tuple[tuple[int, int], ...],
+                draft: tuple[list[int], list[int]] | None = None) -> SyncResult:
         """Kept runs are gathered into their prompt positions (keys re-rotated in
         ``pie``), leaving holes where new tokens go; every new span runs through the
         model in one forward pass, each token seeing the kept entries before it and the
@@ -152,9 +181,9 @@ class PromptCache:
         head = segs[0]
         if len(segs) == 2 and head.kept and head.old_start == head.start == 0:
             self.truncate(len(head))               # only an append after the common head:
-            logits = self.extend(prompt_ids[len(head):], last_only=True)     # nothing moves
-            return SyncResult(logits[-1], len(head), len(prompt_ids) - len(head),
-                              self.stale_count, False, self.mode)
+            logits, drafted = self._prefill(prompt_ids[len(head):], draft)   # nothing moves
+            return SyncResult(logits, len(head), len(prompt_ids) - len(head),
+                              self.stale_count, False, self.mode, drafted)
         new_pos = [p for seg in segs if not seg.kept for p in range(seg.start, seg.end)]
         if len(new_pos) > self.prefill_chunk:      # a large change: span by span, in order
             return self._splice_in_order(prompt_ids, segs, edges)
@@ -281,28 +310,31 @@ class PromptCache:
         return self._cached_len() == len(self.ids) == len(self.stale)
 
     # ---------------------------------------------------------- verification
-    def extend_tree(self, tokens: list[int], parents: list[int]) -> torch.Tensor:
+    def extend_tree(self, tokens: list[int], parents: list[int], keep_last: int = 0
+                    ) -> torch.Tensor:
         """Run a token tree after the cached tokens in one forward pass.
 
         ``parents[i]`` is the index of node i's parent (-1 for a root). Each node
         attends to the whole cache, its ancestors and itself, at position
-        ``past + depth``. Returns logits [n, vocab]; the cache then holds every node
-        (``keep_new`` keeps the accepted path).
+        ``past + depth``. Returns logits [n, vocab] (or of the last ``keep_last`` nodes);
+        the cache then holds every node (``keep_new`` keeps the accepted path).
         """
         past = len(self.ids)
         depth, seen = [], []
         for i, p in enumerate(parents):
             depth.append(0 if p < 0 else depth[p] + 1)
             seen.append(([] if p < 0 else seen[p]) + [past + i])
-        return self.extend_masked(tokens, [past + d for d in depth], seen, shared=past)
+        return self.extend_masked(tokens, [past + d for d in depth], seen, shared=past,
+                                  keep_last=keep_last)
 
     def extend_masked(self, tokens: list[int], positions: list[int], visible: list[list[int]],
-                      shared: int) -> torch.Tensor:
+                      shared: int, keep_last: int = 0) -> torch.Tensor:
         """Run new tokens at explicit positions, token i seeing the first ``shared``
         cached entries plus the entries listed in ``visible[i]`` (itself included).
 
         One forward pass with a 4D additive mask [1, 1, n, past + n]; returns logits
-        [n, vocab]. The new entries are appended to the cache in order.
+        [n, vocab] (or [keep_last, vocab] for the last ones). The new entries are
+        appended to the cache in order.
         """
         past, n = len(self.ids), len(tokens)
         dtype = self.runtime.dtype
@@ -317,7 +349,8 @@ class PromptCache:
         pos = torch.tensor([positions], device=device)                           # [1, n]
         x = torch.tensor([tokens], dtype=torch.long)                             # [1, n]
         logits = self.runtime.forward(x, self.past, position_ids=pos,
-                                      attention_mask=mask[None, None].to(device))
+                                      attention_mask=mask[None, None].to(device),
+                                      keep_last=keep_last)
         self.ids.extend(tokens)
         self.stale.extend([False] * n)
         return logits[0]

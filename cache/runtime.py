@@ -85,15 +85,16 @@ class ModelRuntime:
 
     @torch.inference_mode()
     def forward(self, input_ids: torch.Tensor, past, position_ids: torch.Tensor | None = None,
-                attention_mask: torch.Tensor | None = None, last_only: bool = False
-                ) -> torch.Tensor:
+                attention_mask: torch.Tensor | None = None, last_only: bool = False,
+                keep_last: int = 0) -> torch.Tensor:
         """input_ids: [1, n] -> logits [1, n, vocab] (float32), or [1, 1, vocab] with
-        ``last_only`` (the output layer then runs on the last position only); ``past``
-        is updated in place."""
+        ``last_only`` (the output layer then runs on the last position only), or
+        [1, keep_last, vocab] for the last ``keep_last`` positions; ``past`` is updated
+        in place."""
         t0 = time.perf_counter()
         out = self.model(input_ids=input_ids.to(self.device), past_key_values=past,
                          position_ids=position_ids, attention_mask=attention_mask, use_cache=True,
-                         logits_to_keep=1 if last_only else 0)
+                         logits_to_keep=1 if last_only else keep_last)
         logits = out.logits.float()
         self.stats.forwards += 1
         self.stats.tokens += input_ids.shape[1]

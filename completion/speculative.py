@@ -16,7 +16,7 @@ import torch
 from inkling.cache.prompt_cache import PromptCache
 
 from .decoding import Cancelled, Decoded, advance, finish, masked, pick, stopped
-from .draft_tree import DraftTree
+from .draft_tree import EMPTY, DraftTree
 from .stop_rules import StopRule
 
 Drafter = Callable[[list[int], int], DraftTree]   # (context ids, token budget) -> tree
@@ -45,16 +45,43 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
                        max_new_tokens: int, stop_ids: frozenset[int],
                        decode: Callable[[list[int]], str], drafter: Drafter,
                        context: list[int], cancelled: Callable[[], bool] = lambda: False,
-                       monitor=None, meter=None) -> Decoded:
-    """``context``: the ids before the cursor (what drafts continue); ``monitor``: the
-    analysis state masking each verified position along its own path, or None;
-    ``meter``: records how many drafted tokens each verification kept and what each
-    forward cost, or None."""
+                       monitor=None, meter=None, first: DraftTree | None = None,
+                       first_logits: torch.Tensor | None = None) -> Decoded:
+    """``logits``: [vocab] at the prompt's last position; ``context``: the ids before
+    the cursor (what drafts continue); ``monitor``: the analysis state masking each
+    verified position along its own path, or None; ``meter``: records how many drafted
+    tokens each verification kept and what each forward cost, or None.
+
+    ``first`` and ``first_logits`` ([len(first), vocab]): a draft tree after the prompt
+    that ran in the prompt's own forward pass (``PromptCache.sync`` with a draft), its
+    nodes in the cache after the prompt: it is accepted like any verified tree, so the
+    tokens it yields cost no decoding forward."""
     ids: list[int] = []
-    logprob, forwards, drafted, accepted_drafts = 0.0, 0, 0, 0
-    tok, lp = pick(masked(logits, monitor))
-    monitor = advance(monitor, tok)
+    logprob, forwards = 0.0, 0
+    tree = first if first is not None and first_logits is not None else EMPTY
+    out = logits[None] if tree is EMPTY else torch.cat((logits[None], first_logits))
+    start = len(cache.ids) - 1 - len(tree)              # the cache row of the tree's root
     while True:
+        try:
+            out, path, row, monitor = _verified(tree, out, monitor)
+            cache.keep_new(start, [0] + [i + 1 for i in path])
+        except BaseException:                       # no unverified node stays cached
+            cache.truncate(start + 1)
+            raise
+        if meter is not None and len(tree):
+            meter.record(len(path), tree.source)
+        for node in path:
+            t, lp = tree.tokens[node], float(torch.log_softmax(out[tree.parents[node] + 1], -1)
+                                            [tree.tokens[node]])
+            if t in stop_ids:
+                return finish(ids, logprob, forwards, stop, decode, "end-of-text")
+            ids.append(t)
+            logprob += lp
+            done = stopped(ids, logprob, forwards, stop, decode, max_new_tokens)
+            if done is not None:
+                return done
+        tok, lp = pick(out[row])
+        monitor = advance(monitor, tok)
         if tok in stop_ids:
             return finish(ids, logprob, forwards, stop, decode, "end-of-text")
         ids.append(tok)
@@ -71,28 +98,16 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
         forwards += 1
         if meter is not None:
             meter.cost.record(1 + len(tree), (time.perf_counter() - t0) * 1000)
-        states = node_states(monitor, tree)
-        if monitor is not None:                          # each row masked by its path's state
-            out = torch.stack([masked(out[r], st) for r, st in enumerate(states)])
-        path, row = accept(DraftTree(tree.tokens, tree.parents), out)
-        monitor = states[row]
-        drafted += len(tree)
-        accepted_drafts += len(path)
-        if meter is not None and len(tree):
-            meter.record(len(path), tree.source)
-        cache.keep_new(start, [0] + [i + 1 for i in path])
-        for node in path:
-            t, lp = tree.tokens[node], float(torch.log_softmax(out[tree.parents[node] + 1], -1)
-                                            [tree.tokens[node]])
-            if t in stop_ids:
-                return finish(ids, logprob, forwards, stop, decode, "end-of-text")
-            ids.append(t)
-            logprob += lp
-            done = stopped(ids, logprob, forwards, stop, decode, max_new_tokens)
-            if done is not None:
-                return done
-        tok, lp = pick(out[row])
-        monitor = advance(monitor, tok)
+
+
+def _verified(tree: DraftTree, out: torch.Tensor, monitor):
+    """(rows masked by the monitor along each node's path, accepted node indices, the row
+    whose argmax comes next, the monitor state there). out: [1 + len(tree), vocab]."""
+    states = node_states(monitor, tree)
+    if monitor is not None:                              # each row masked by its path's state
+        out = torch.stack([masked(out[r], st) for r, st in enumerate(states)])
+    path, row = accept(tree, out)
+    return out, path, row, states[row]
 
 
 def node_states(monitor, tree: DraftTree) -> list:

@@ -19,6 +19,10 @@ Found = tuple  # tuple[StreamIndex, np.ndarray, np.ndarray]
 ANCHORS = (4, 2)              # k-gram lengths looked up, longest first
 MAX_MATCH = 32                # match lengths are counted up to this
 MAX_OCCURRENCES = 256         # the most recent occurrences of an anchor are examined
+# a stream this short (what a request generated so far, a small tail index) is scanned
+# for an anchor instead of indexed: building the sorted arrays for every draft step
+# cost more than its lookups saved
+SCAN_BELOW = 256
 _MUL = np.int64(1_000_003)
 
 
@@ -87,7 +91,20 @@ class StreamIndex:
         self.toks = toks
         self.starts = starts          # where each sequence begins in ``toks``
         self.tags = tags              # one tag per sequence (who it belongs to)
-        self.sorted = {k: _Sorted(toks, k) for k in ANCHORS}
+        self.sorted = {k: _Sorted(toks, k) for k in ANCHORS} if len(toks) >= SCAN_BELOW \
+            else {}
+
+    def _anchor_ends(self, tail: list[int]) -> np.ndarray:
+        """Where the k-gram ``tail`` occurs (positions just after it), oldest first, the
+        most recent MAX_OCCURRENCES at most."""
+        k = len(tail)
+        if k in self.sorted:
+            return self.sorted[k].lookup(_hash_of(tail))
+        if len(self.toks) < k:
+            return np.zeros(0, np.int64)
+        windows = np.lib.stride_tricks.sliding_window_view(self.toks, k)      # [n - k + 1, k]
+        hits = np.flatnonzero((windows == np.asarray(tail, np.int32)).all(axis=1))
+        return (hits[-MAX_OCCURRENCES:] + k).astype(np.int64)
 
     @classmethod
     def of(cls, sequences: list, tags: list | None = None) -> "StreamIndex":
@@ -119,7 +136,7 @@ class StreamIndex:
         for k in ANCHORS:
             if len(context) < k:
                 continue
-            ends = self.sorted[k].lookup(_hash_of(context[-k:]))
+            ends = self._anchor_ends(context[-k:])
             ends = ends[ends < len(self.toks)]
             ends = ends[self.toks[ends] != SEPARATOR]        # something must follow
             if len(ends):
@@ -134,7 +151,7 @@ class StreamIndex:
         for k in ANCHORS:
             if len(context) < k:
                 continue
-            ends = self.sorted[k].lookup(_hash_of(context[-k:]))
+            ends = self._anchor_ends(context[-k:])
             ends = ends[ends < len(self.toks)]
             ends = ends[self.toks[ends] != SEPARATOR]
             if len(ends):

@@ -85,20 +85,25 @@ def _decode_all(rt, prompts, mode):
     for i, before in enumerate(prompts):
         ids = rt.encode(before)
         cache = PromptCache(rt, "full")
-        logits = cache.sync(ids).logits
-        stop = StopRule(True, "")                          # a block: several lines
+        cache.sync(ids[:-6])              # then the last tokens as typed: half the prompts
+        stop = StopRule(True, "")         # run a draft with them (in the prompt's forward)
         if mode == "none":
-            out = greedy_decode(cache, logits, stop, 24, rt.stop_ids, rt.decode)
-        elif mode == "prompt-lookup":
-            out = speculative_decode(cache, logits, stop, 24, rt.stop_ids, rt.decode,
-                                     lambda ctx, b: prompt_lookup(ctx, b, rt.stop_ids), ids)
+            out = greedy_decode(cache, cache.sync(ids).logits, stop, 24, rt.stop_ids,
+                                rt.decode)
         else:
-            index = SuffixIndex()
-            index.put("doc", ids)
-            from inkling.completion.suffix_drafter import SuffixDrafter
-            drafter = SuffixDrafter({"document": index, "history": engine.history})
-            out = speculative_decode(cache, logits, stop, 24, rt.stop_ids, rt.decode,
-                                     lambda ctx, b: drafter.draft(ctx, b, rt.stop_ids), ids)
+            if mode == "prompt-lookup":
+                drafter = lambda ctx, b: prompt_lookup(ctx, b, rt.stop_ids)  # noqa: E731
+            else:
+                index = SuffixIndex()
+                index.put("doc", ids)
+                from inkling.completion.suffix_drafter import SuffixDrafter
+                sources = SuffixDrafter({"document": index, "history": engine.history})
+                drafter = lambda ctx, b: sources.draft(ctx, b, rt.stop_ids)  # noqa: E731
+            first = drafter(ids, 24) if i % 2 else None
+            synced = cache.sync(ids, draft=(first.tokens, first.parents) if first else None)
+            assert (synced.draft_logits is not None) == bool(first)
+            out = speculative_decode(cache, synced.logits, stop, 24, rt.stop_ids, rt.decode,
+                                     drafter, ids, first=first, first_logits=synced.draft_logits)
         results.append((out.token_ids, out.forwards))
     return results
 
@@ -272,3 +277,74 @@ def test_drafts_are_verified_where_they_pay_and_still_measured():
     assert all(not measured or measured == {"datastore"} for _, measured in steps)
     # the datastore is searched one step in four, to keep measuring it
     assert sum("datastore" in searched for searched, _ in steps) == 3
+
+
+def test_the_document_source_does_not_draft_the_text_after_the_cursor(tiny_runtime):
+    """The text before the cursor matches the context at the cursor at full length; the
+    document is indexed in two parts, so that match drafts nothing (the text after the
+    cursor is not what goes in front of it), while earlier repeats still draft."""
+    from inkling.completion.suffix_drafter import SuffixDrafter
+    rt = tiny_runtime
+    text = ("def area(w, h):\n    return w * h\n\n\ndef perimeter(w, h):\n"
+            "    return 2 * (w + h)\n")
+    offset = text.index(" 2 * (w")                  # after "    return" of the second body
+    uri = "file:///w/c.py"
+    engine = Engine(InklingOptions().merged({"completion": {"draft": "suffix"}}), runtime=rt)
+    engine.open(uri, text)
+    index = engine._sources(uri, engine.document(uri), offset)["document"]
+    context = rt.encode(text[:offset])
+    tree = SuffixDrafter({"document": index}).draft(context, 8, frozenset())
+    after = rt.decode(tree.tokens[:3]) if tree.tokens else ""
+    assert rt.decode(tree.tokens).startswith(" w * h")     # the first body's repeat
+    once = text.replace("    return w * h\n", "    pass\n")  # "return" only at the cursor
+    engine.close(uri)
+    engine.open(uri, once)
+    index = engine._sources(uri, engine.document(uri), once.index(" 2 * (w"))["document"]
+    context = rt.encode(once[:once.index(" 2 * (w")])
+    assert not SuffixDrafter({"document": index}).draft(context, 8, frozenset()).tokens
+
+
+def test_a_completion_that_fails_after_a_drafted_prefill_leaves_only_the_prompt(
+        tiny_runtime, monkeypatch):
+    """The draft's nodes sit in the cache after the prompt until the accepted path is
+    kept: a failure in between (here the monitor) must not leave them there."""
+    text = "import os\n\n\ndef walk(root):\n    for name in os.listdir(root):\n        print("
+    uri = "file:///w/d.py"
+    engine = Engine(InklingOptions().merged({"completion": {"draft": "prompt-lookup"}}),
+                    runtime=tiny_runtime)
+    engine.open(uri, text)
+    engine.complete(uri, Position(5, 14))
+    engine.apply_change(uri, [TextChange("name", Range(Position(5, 14), Position(5, 14)))])
+    synced = []
+    cache_sync = PromptCache.sync
+
+    def sync(self, *args, **kwargs):
+        synced.append((self, cache_sync(self, *args, **kwargs)))
+        return synced[-1][1]
+    monkeypatch.setattr(PromptCache, "sync", sync)
+    monkeypatch.setattr(Engine, "_monitor", lambda *a: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        engine.complete(uri, Position(5, 18))
+    cache, result = synced[-1]
+    assert result.draft_logits is not None                # the draft ran with the prompt
+    assert len(cache.ids) == cache.past.get_seq_length() == result.reused + result.prefilled
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 5), max_size=60), min_size=1, max_size=4),
+       st.lists(st.integers(0, 5), min_size=1, max_size=12))
+def test_a_short_stream_scanned_matches_as_the_sorted_index_does(seqs, context):
+    """Short streams are scanned for their anchors instead of indexed; both ways give
+    the same occurrences and lengths."""
+    import inkling.completion.suffix_index as si
+    scanned = StreamIndex.of(seqs)
+    old = si.SCAN_BELOW
+    si.SCAN_BELOW = 0
+    try:
+        indexed = StreamIndex.of(seqs)
+    finally:
+        si.SCAN_BELOW = old
+    assert not scanned.sorted and indexed.sorted
+    a, b = scanned.match_arrays(context), indexed.match_arrays(context)
+    assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
+    assert scanned.matches(context) == indexed.matches(context)

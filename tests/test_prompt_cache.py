@@ -235,3 +235,40 @@ def test_keeping_a_verified_path_leaves_the_cache_of_that_path(tiny_runtime, kee
     fresh.extend(head + path, last_only=True)
     got, want = cache.extend([40]), fresh.extend([40])
     assert torch.allclose(got, want, atol=1e-5)
+
+
+@pytest.mark.parametrize("mode", ["full", "pie"])
+def test_a_draft_runs_in_the_prompts_forward_when_the_sync_appends(tiny_runtime, mode):
+    """Typing appends a few tokens: the draft tree after the prompt runs in the same
+    forward, with the logits a separate tree forward gives, and keeping its accepted
+    path leaves the cache of prompt + path."""
+    rt = tiny_runtime
+    head = rt.encode(BASE)
+    prompt = head + rt.encode("    x = 1\n")
+    tokens, parents = [30, 31, 32, 33], [-1, 0, -1, 2]          # 30 -> 31, 32 -> 33
+    cache = PromptCache(rt, mode, 1.0)
+    cache.sync(head)
+    synced = cache.sync(prompt, draft=(tokens, parents))
+    assert synced.draft_logits is not None and synced.draft_logits.shape[0] == len(tokens)
+    assert cache.ids == prompt + tokens
+    ref = PromptCache(rt, "full")
+    assert torch.allclose(ref.sync(prompt).logits, synced.logits, atol=1e-4)
+    want = ref.extend_tree(tokens, parents)                  # after the whole prompt
+    assert torch.allclose(want, synced.draft_logits, atol=1e-4)
+    cache.keep_new(len(prompt) - 1, [0, 3, 4])                 # the prompt's last, 32, 33
+    assert cache.ids == prompt + [32, 33]
+    fresh = PromptCache(rt, "full")
+    fresh.sync(prompt + [32, 33])
+    assert torch.allclose(cache.extend([40]), fresh.extend([40]), atol=1e-4)
+
+
+def test_a_draft_is_not_run_with_a_large_prefill_or_a_splice(tiny_runtime):
+    rt = tiny_runtime
+    ids = rt.encode(BASE)
+    draft = ([30, 31], [-1, 0])
+    cold = PromptCache(rt, "pie", 1.0)
+    assert len(ids) > 64 and cold.sync(ids, draft=draft).draft_logits is None
+    assert cold.ids == ids                                       # no node cached
+    edited = rt.encode(BASE.replace("print(name)", "print(name, root)"))
+    spliced = cold.sync(edited, draft=draft)                     # an edit in the middle
+    assert spliced.draft_logits is None and cold.ids == edited
