@@ -167,3 +167,19 @@ def test_an_alternative_cut_at_the_leads_length_ends_at_a_whole_word():
     assert lead_budget(lead, 12) == 3
     assert lead_budget(Decoded("a", [4], -1.0, 1, "end-of-text"), 12) == 2   # EOS was a step
     assert lead_budget(Decoded("", [], 0.0, 0, "end-of-text"), 12) == 12      # no lead to follow
+
+
+def test_superposed_scores_the_model_mixed_with_the_ngram_counts():
+    """log(l * q + (1 - l) * p): q the counts after the longest match over all sources;
+    where no source matches, log p."""
+    from inkling.completion.suffix_index import SuffixIndex
+    from inkling.completion.superposed import ngram_logprobs
+    a, b = SuffixIndex(), SuffixIndex()
+    a.put("x", [1, 2, 3, 4, 1, 2, 3, 5])                   # after 1 2 3: 4 once, 5 once
+    b.put("y", [7, 1, 2, 3, 4])                            # and 4 once more
+    p = torch.softmax(torch.arange(8, dtype=torch.float32), -1)
+    got = ngram_logprobs({"a": a, "b": b}, [1, 2, 3], p, 0.7)
+    q = torch.zeros(8)
+    q[4], q[5] = 2 / 3, 1 / 3
+    assert torch.allclose(got, torch.log(0.7 * q + 0.3 * p))
+    assert torch.allclose(ngram_logprobs({"a": a}, [6, 6], p, 0.7), torch.log(p))
