@@ -70,9 +70,12 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
             raise
         if meter is not None and len(tree):
             meter.record(len(path), tree.source)
-        for node in path:
-            t, lp = tree.tokens[node], float(torch.log_softmax(out[tree.parents[node] + 1], -1)
-                                            [tree.tokens[node]])
+        taken = [(tree.tokens[n], float(torch.log_softmax(out[tree.parents[n] + 1], -1)
+                                        [tree.tokens[n]])) for n in path]
+        taken.append(pick(out[row]))                      # the bonus token after the path
+        tok = taken[-1][0]
+        monitor = advance(monitor, tok)
+        for t, lp in taken:
             if t in stop_ids:
                 return finish(ids, logprob, forwards, stop, decode, "end-of-text")
             ids.append(t)
@@ -80,15 +83,6 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
             done = stopped(ids, logprob, forwards, stop, decode, max_new_tokens)
             if done is not None:
                 return done
-        tok, lp = pick(out[row])
-        monitor = advance(monitor, tok)
-        if tok in stop_ids:
-            return finish(ids, logprob, forwards, stop, decode, "end-of-text")
-        ids.append(tok)
-        logprob += lp
-        done = stopped(ids, logprob, forwards, stop, decode, max_new_tokens)
-        if done is not None:
-            return done
         if cancelled():
             raise Cancelled()
         tree = drafter(context + ids, max_new_tokens - len(ids))
