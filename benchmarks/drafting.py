@@ -5,9 +5,10 @@
 Replays the sample traces and retype traces of held-out standard-library files with
 each drafting mode, trace by trace in turn, and prints tokens per forward, forwards
 per completion, completion latency p50/p95 and exact_line, then the target ratios.
-`suffix` searches the document, the workspace, accepted and recent suggestions and
-the datastore (built once; `corpus` leaves the held-out files out, so the files typed
-here are not in it).
+`suffix` searches the document, the workspace, accepted and recent suggestions, the
+datastore (built once; `corpus` leaves the held-out files out, so the files typed
+here are not in it) and the model datastore (the model's own continuations at
+positions of the same training files).
 """
 from __future__ import annotations
 
@@ -37,17 +38,22 @@ def main() -> int:
     ap.add_argument("--max-functions", type=int, default=4)
     ap.add_argument("--cache", default="full", choices=("full", "pie", "naive"))
     ap.add_argument("--datastore", default="corpus", help="none, corpus or a folder")
+    ap.add_argument("--model-datastore", default="auto",
+                    help="auto (the model folder's own), none or a file")
     ap.add_argument("--json", help="write the per-mode summaries here")
     args = ap.parse_args()
     traces = sample_traces() + held_out_traces(args.min_lines, args.max_functions)
     print(f"replaying {describe(traces)} with drafting {', '.join(MODES)}")
     base = InklingOptions().merged({"model": {"path": args.model},
                                     "cache": {"mode": args.cache},
-                                    "completion": {"datastore": args.datastore}})
+                                    "completion": {"datastore": args.datastore,
+                                                   "model_datastore": args.model_datastore}})
     engine = Engine(base)
     runtime = engine.load_model()
     datastore = engine.build_datastore()          # one for every trace (suffix drafting)
     print(datastore.summary() if datastore else "no datastore")
+    model_store = engine.load_model_datastore()    # the model's own continuations
+    print(model_store.summary() if model_store else "no model datastore")
     checker = SyntaxChecker()
     results = {mode: [] for mode in MODES}
     for i, trace in enumerate(traces):

@@ -35,6 +35,9 @@ class ModelRuntime:
     # the ids of unchanged lines are remembered: between keystrokes only the line
     # that changed is tokenized again (the same ids as tokenizing the text whole)
     encoder: ChunkedEncoder | None = field(default=None, repr=False)
+    # what is derived from this model and loaded once for every Engine that shares it
+    # (its model datastore, by file)
+    attached: dict = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         if self.encoder is None:

@@ -19,6 +19,7 @@ class DraftTree:
     parents: list[int] = field(default_factory=list)
     score: float = 0.0
     source: str = "none"
+    match: int = 0           # how many context tokens matched where it was drafted from
 
     def __len__(self) -> int:
         return len(self.tokens)
@@ -63,7 +64,7 @@ def _trie(continuations: list[list[int]]) -> _Trie:
 
 
 def from_continuations(continuations: list[list[int]], max_nodes: int, floor: float,
-                       source: str) -> DraftTree:
+                       source: str, match: int = 0) -> DraftTree:
     """The greedy path through the continuations' count trie, then siblings best-first."""
     root = _trie(continuations)
     if not root.count or max_nodes <= 0:
@@ -93,7 +94,21 @@ def from_continuations(continuations: list[list[int]], max_nodes: int, floor: fl
         for t2, k2 in kid.kids.items():
             tie += 1
             heapq.heappush(frontier, (neg_d * k2.count / kid.count, tie, me, t2, k2))
-    return DraftTree(tokens, parents, score, source)
+    return DraftTree(tokens, parents, score, source, match)
+
+
+def accepted_length(tree: DraftTree, tokens: list[int]) -> int:
+    """How many of ``tokens`` (what greedy decoding wrote after the tree's root) the
+    walk through ``tree`` would have accepted."""
+    kids: dict[tuple[int, int], int] = {(p, t): i for i, (t, p) in
+                                        enumerate(zip(tree.tokens, tree.parents))}
+    node, n = -1, 0
+    for t in tokens:
+        node = kids.get((node, t), -2)
+        if node == -2:
+            break
+        n += 1
+    return n
 
 
 def cut(tree: DraftTree, ends: set[int] | frozenset[int]) -> DraftTree:
@@ -106,4 +121,4 @@ def cut(tree: DraftTree, ends: set[int] | frozenset[int]) -> DraftTree:
         keep_map[i] = len(tokens)
         tokens.append(tok)
         parents.append(-1 if p < 0 else keep_map[p])
-    return DraftTree(tokens, parents, tree.score, tree.source)
+    return DraftTree(tokens, parents, tree.score, tree.source, tree.match)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import itertools
+import logging
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -16,6 +17,7 @@ from .options import InklingOptions
 
 Progress = Callable[[str, float], None]
 MAX_DRAFTS = 16
+log = logging.getLogger("inkling.engine")
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,7 @@ class Engine:
         self._line_end_ids: frozenset[int] | None = None
         self._suggestions: dict[str, object] = {}  # uri -> SuggestionHistory (a drafting source)
         self.datastore = datastore                 # a Datastore (drafting source), once built
+        self._warned: set = set()                  # problems logged once
 
     # ----------------------------------------------------------- configuration
     def configure(self, changes: dict) -> InklingOptions:
@@ -246,6 +249,8 @@ class Engine:
                 cache.truncate(len(prompt.ids))
             raise
         self._caches.trim()
+        if getattr(drafting[0], "steps", None) and (c.decoder == "greedy" or k == 1):
+            self._learn(drafting[0].steps, outs[0].token_ids)
         self._suggested(uri, prompt.prefix_ids, outs)
         drafts, seen = [], set()
         for out in outs:
@@ -392,6 +397,36 @@ class Engine:
                                              runtime.encode_batch, progress)
         return self.datastore
 
+    def load_model_datastore(self):
+        """The model datastore ``completion.model_datastore`` names (None for ``none``, or
+        for ``auto`` when the model folder has none), loaded once per model and file.
+        A named file that is missing, corrupt or another model's raises OptionError; the
+        model folder's own file, found by ``auto``, is skipped with a warning instead."""
+        from . import model_datastore as md
+        runtime = self.load_model()
+        spec = self.options.completion.model_datastore
+        path = md.resolve(spec, runtime.path)
+        if path is None:
+            return None
+        try:
+            key = ("model_datastore", str(path.resolve()), path.stat().st_mtime_ns)
+        except OSError as exc:
+            raise OptionError(f"model datastore {path}: {exc.strerror}") from None
+        if key not in runtime.attached:            # the store, or why it cannot be used
+            try:
+                runtime.attached[key] = md.load(path, runtime.path)
+            except OptionError as exc:
+                runtime.attached[key] = exc
+        found = runtime.attached[key]
+        if not isinstance(found, OptionError):
+            return found
+        if spec != "auto":
+            raise found
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning("%s; drafting goes on without it", found)
+        return None
+
     def workspace_file_changed(self, path: str) -> None:
         """A file on disk changed (the replay's `file` events; watchdog does it in the server)."""
         if self.workspace is not None:
@@ -401,9 +436,9 @@ class Engine:
         """(drafter, context) for speculative decoding in ``mode`` at ``offset``."""
         from .draft_tree import EMPTY
         from .prompt_lookup import prompt_lookup
-        from .suffix_drafter import SuffixDrafter
+        from .suffix_drafter import SuffixDrafter, pick
         runtime = self._runtime
-        ends = runtime.stop_ids if block else runtime.stop_ids | self._line_ends(runtime)
+        ends = runtime.stop_ids if block else runtime.stop_ids | self.line_end_ids()
         if mode == "prompt-lookup":
             return (lambda ctx, budget: prompt_lookup(ctx, budget, ends)), list(prompt.ids)
         from .suffix_index import StreamIndex
@@ -412,6 +447,9 @@ class Engine:
             sources["suggestions"] = self._suggestions[uri]
         if self.datastore is not None:
             sources["datastore"] = self.datastore
+        model_store = self.load_model_datastore()
+        if model_store is not None:
+            sources["model"] = model_store
         drafter = SuffixDrafter(sources)
         prefix = list(prompt.prefix_ids)
         prompt_index = StreamIndex.of([list(prompt.ids)])     # indexed once per request
@@ -421,12 +459,37 @@ class Engine:
             searched, measured = meter.admitted(drafter.names())
             if not searched:
                 return EMPTY
-            tree = drafter.draft(ctx, budget, ends, prompt_index, ctx[len(prefix):],
-                                 lambda source: meter.limits(drafter.limits, source), searched)
-            if not tree.tokens or tree.source in measured:
-                return tree
-            return tree if meter.fits(tree.source, len(tree)) else EMPTY
+            trees = drafter.candidates(ctx, budget, prompt_index, ctx[len(prefix):],
+                                       lambda source: meter.limits(drafter.limits, source),
+                                       searched)
+            tree = pick(trees, ends, meter.value)
+            if tree.tokens and tree.source not in measured and not meter.pays(tree):
+                tree = EMPTY
+            if trees:
+                steps.append((len(ctx) - len(prefix), trees, tree.source if tree.tokens else ""))
+            return tree
+        steps: list[tuple[int, list, str]] = []  # (tokens generated, candidates, verified source)
+        draft.steps = steps
         return draft, prefix
+
+    def _learn(self, steps: list[tuple[int, list, str]], output: list[int]) -> None:
+        """Score every candidate tree of a finished completion against its greedy output
+        (``steps``: tokens generated before each draft, its candidates, and the source of
+        the tree verified, whose acceptance was recorded then). A source passed over
+        at a step is recorded with what its best tree would have kept."""
+        from .draft_tree import accepted_length
+        meter = self.acceptance
+        for at, trees, verified in steps:
+            if at > len(output):
+                continue
+            best: dict[str, int] = {}
+            for tree in trees:
+                n = accepted_length(tree, output[at:])
+                meter.learn(tree, n)
+                best[tree.source] = max(n, best.get(tree.source, 0))
+            for source, n in best.items():
+                if source != verified:
+                    meter.record(n, source)
 
     def _sources(self, uri: str, doc: Document, offset: int) -> dict:
         """The suffix indexes drafts and n-gram counts come from: the document (its index
@@ -463,11 +526,12 @@ class Engine:
         for out in outs:
             history.add(list(prefix_ids), out.token_ids)
 
-    def _line_ends(self, runtime) -> frozenset[int]:
+    def line_end_ids(self) -> frozenset[int]:
+        """The ids of the tokens whose text holds a line end."""
         if self._line_end_ids is None:
-            vocab = runtime.tokenizer.get_vocab_size()
+            tokenizer = self.load_model().tokenizer
             self._line_end_ids = frozenset(
-                i for i in range(vocab) if "\n" in runtime.tokenizer.decode([i]))
+                i for i in range(tokenizer.get_vocab_size()) if "\n" in tokenizer.decode([i]))
         return self._line_end_ids
 
     def _remember(self, draft: Draft) -> Draft:

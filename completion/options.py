@@ -44,6 +44,7 @@ class CompletionOptions:
     decoder: str = "greedy"
     draft: str = "none"
     datastore: str = "corpus"   # none | corpus | a folder: fixed code the suffix drafter also searches
+    model_datastore: str = "auto"  # auto | none | a file: the model's own continuations, also searched
     monitor: str = "off"
 
 
@@ -84,6 +85,8 @@ class InklingOptions:
                 raise OptionError(f"{name} must be at least {low}, got {value}")
         from .datastore import validate_spec
         validate_spec(c.datastore)
+        from .model_datastore import validate_spec as validate_model_spec
+        validate_model_spec(c.model_datastore)
         if not 0.0 <= c.window_step <= 0.5:
             raise OptionError(f"completion.window_step must be between 0 and 0.5, got {c.window_step}")
         if not 0.0 <= self.cache.stale_threshold <= 1.0:

@@ -48,16 +48,15 @@ class SuffixDrafter:
         """The sources' names, with ``request`` (the request's own text) when asked."""
         return list(self.sources) + (["request"] if request else [])
 
-    def draft(self, context: list[int], budget: int, ends: frozenset[int],
-              prompt: StreamIndex | None = None, generated: list[int] = (),
-              limits: Callable[[str], DraftLimits] | None = None,
-              only: set[str] | None = None) -> DraftTree:
-        """The best draft tree after ``context`` with at most ``budget`` tokens per path.
-        ``prompt`` (the request's prompt, indexed) and ``generated`` (its tokens so far)
-        are searched too, as the source ``request``; ``limits``: each source's limits by
-        name (default: the drafter's for all); ``only``: the names searched (all when
-        None)."""
-        best = EMPTY
+    def candidates(self, context: list[int], budget: int, prompt: StreamIndex | None = None,
+                   generated: list[int] = (), limits: Callable[[str], DraftLimits] | None = None,
+                   only: set[str] | None = None) -> list[DraftTree]:
+        """A draft tree after ``context`` per source and tried match length (longest
+        first), each with at most ``budget`` tokens per path. ``prompt`` (the request's
+        prompt, indexed) and ``generated`` (its tokens so far) are searched too, as the
+        source ``request``; ``limits``: each source's limits by name (default: the
+        drafter's for all); ``only``: the names searched (all when None)."""
+        out = []
         sources = dict(self.sources)
         if prompt is not None or generated:
             sources["request"] = _Local(prompt, list(generated))
@@ -77,7 +76,28 @@ class SuffixDrafter:
                        for e in ends[lengths >= m][-lim.max_continuations:]]
                 conts = [stream.continuation(e, span) for stream, e in
                          occ[-lim.max_continuations:]]
-                tree = from_continuations(conts, lim.max_nodes, lim.floor, name)
-                if tree.score > best.score:
-                    best = tree
-        return cut(best, ends) if best.tokens else best
+                tree = from_continuations(conts, lim.max_nodes, lim.floor, name, m)
+                if tree.tokens:
+                    out.append(tree)
+        return out
+
+    def draft(self, context: list[int], budget: int, ends: frozenset[int],
+              prompt: StreamIndex | None = None, generated: list[int] = (),
+              limits: Callable[[str], DraftLimits] | None = None,
+              only: set[str] | None = None,
+              value: Callable[[DraftTree], float] | None = None) -> DraftTree:
+        """The best of the ``candidates`` (the arguments are theirs), cut at ``ends``:
+        the highest ``value`` (default: the tree's own score, its expected accepted
+        length by the counts)."""
+        trees = self.candidates(context, budget, prompt, generated, limits, only)
+        return pick(trees, ends, value)
+
+
+def pick(trees: list[DraftTree], ends: frozenset[int],
+         value: Callable[[DraftTree], float] | None = None) -> DraftTree:
+    """The tree of ``trees`` with the highest ``value`` (ties: the higher score), cut at
+    ``ends``; EMPTY when there is none."""
+    if not trees:
+        return EMPTY
+    key = (lambda t: (value(t), t.score)) if value is not None else (lambda t: t.score)
+    return cut(max(trees, key=key), ends)

@@ -209,6 +209,10 @@ class SuffixIndex:
     def __contains__(self, key: str) -> bool:
         return key in self._seqs
 
+    def sequences(self) -> list[np.ndarray]:
+        """The live sequences' token ids, oldest first."""
+        return [ids for _, ids in self._seqs.values()]
+
     def put(self, key: str, ids) -> None:
         """Add or replace the sequence under ``key``."""
         self._version += 1
@@ -250,6 +254,8 @@ class SuffixIndex:
         anchor n-gram's occurrences only (see ``StreamIndex.match_arrays``)."""
         out = []
         for stream in (self._base, self._tail):
+            if not len(stream.toks):
+                continue
             ends, lengths = stream.match_arrays(context, extend)
             if not len(ends):
                 continue

@@ -218,6 +218,8 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_train)
     from .replay_cli import add_commands
     add_commands(sub)
+    from .datastore_cli import add_commands as add_datastore_commands
+    add_datastore_commands(sub)
     return parser
 
 

@@ -153,6 +153,7 @@ class Replayer:
             engine.workspace_folders = [root.as_uri()]      # as the server's initialize sets it
             if self.options.completion.draft == "suffix":
                 engine.index_workspace()                    # as the server does at start
+                engine.load_model_datastore()
             _run(_Session(trace, root, engine, self.checker, result), tick)
         result.total_ms = (time.perf_counter() - t0) * 1000
         result.model_ms = (self.runtime.stats.seconds - model_s0) * 1000

@@ -140,6 +140,16 @@ class InklingServer(LanguageServer):
             await self.index_workspace()
         if self.engine.uses_datastore and self.engine.datastore is None:
             await self.build_datastore()
+        if self.engine.options.completion.draft == "suffix":
+            await self.load_model_datastore()
+
+    async def load_model_datastore(self) -> None:
+        store, ok = await self._indexing("model-datastore", "inkling: loading the model datastore",
+                                         lambda progress: self.engine.load_model_datastore(),
+                                         (OSError, InklingError), "model datastore not loaded",
+                                         lambda st: st.summary() if st else "no model datastore")
+        if ok:
+            self.log(store.summary() if store is not None else "no model datastore")
 
     async def build_datastore(self) -> None:
         store, ok = await self._indexing("datastore", "inkling: indexing the datastore",

@@ -348,3 +348,40 @@ def test_a_short_stream_scanned_matches_as_the_sorted_index_does(seqs, context):
     a, b = scanned.match_arrays(context), indexed.match_arrays(context)
     assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
     assert scanned.matches(context) == indexed.matches(context)
+
+
+def test_the_tree_chosen_is_the_one_whose_source_the_model_keeps_at_that_match_length():
+    """The meter learns per source and match length from scored candidates, and the
+    drafter verifies the tree with the highest learnt yield, not the highest count score."""
+    from inkling.completion.acceptance import AcceptanceMeter, match_bucket
+    from inkling.completion.draft_tree import accepted_length
+    from inkling.completion.suffix_drafter import SuffixDrafter, pick
+    corpus = SuffixIndex()
+    corpus.put("a", [1, 2, 3, 7, 8, 9] * 5)                  # many votes for 7 8 9
+    mine = SuffixIndex()
+    mine.put("b", [1, 2, 3, 4, 5, 6])                        # one for 4 5 6
+    drafter = SuffixDrafter({"corpus": corpus, "mine": mine})
+    trees = drafter.candidates([0, 1, 2, 3], 8)
+    assert {t.source for t in trees} == {"corpus", "mine"}
+    assert pick(trees, frozenset()).source == "corpus"       # by counts
+    meter = AcceptanceMeter()
+    output = [4, 5, 6, 10]                                   # what the model wrote
+    for _ in range(3):
+        for t in trees:
+            meter.learn(t, accepted_length(t, output))
+    chosen = pick(trees, frozenset(), meter.value)
+    assert chosen.source == "mine" and chosen.tokens[:3] == [4, 5, 6]
+    assert meter.value(chosen) == 3.0 and match_bucket(chosen.match) == chosen.match == 3
+    assert meter.by_match[("corpus", 3)] == 0.0
+    assert match_bucket(9) == match_bucket(15) == 12 and match_bucket(40) == 16
+
+
+def test_a_finished_completion_scores_every_candidate(tiny_runtime):
+    engine = Engine(InklingOptions().merged({"completion": {"draft": "suffix",
+                                                            "max_new_tokens": 12}}),
+                    runtime=tiny_runtime)
+    text = "def f(x):\n    return x + 1\n\n\ndef g(x):\n    return "
+    engine.open("file:///w/l.py", text)
+    engine.complete("file:///w/l.py", Position(5, 11))
+    assert engine.acceptance.by_match                     # learnt without being verified
+    assert all(v >= 0 for v in engine.acceptance.by_match.values())

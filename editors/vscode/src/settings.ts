@@ -22,6 +22,7 @@ export const SERVER_SETTINGS: readonly string[] = [
   "completion.decoder",
   "completion.draft",
   "completion.datastore",
+  "completion.modelDatastore",
   "completion.fimOrder",
   "completion.windowStep",
   "completion.tokenHealing",
