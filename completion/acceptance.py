@@ -20,9 +20,9 @@ most of the time, and their lookups are most of a draft's cost.
 Which source's tree is verified is chosen by what the model has kept, too: each tree's
 expected yield is the measured acceptance of its source at its match length (``value``),
 not its own count score. When a completion is done its whole greedy output is known,
-so every tree that was a candidate at any of its steps is scored against it (``learn``):
-what the verified tree would have kept and what each passed-over tree would have kept
-alike, with no forward spent. On the drafting benchmark's first six traces, choosing
+so every candidate of any of its steps is scored against it (``learn``): what the
+verified tree kept and what each passed-over candidate would have kept alike, with
+no forward spent. On the drafting benchmark's first six traces, choosing
 this way kept 1.45 tokens per 8-node tree where the count score kept 1.04 (the best
 source in hindsight: 1.78).
 """
@@ -53,14 +53,15 @@ class AcceptanceMeter:
         self.rates[source] = a + self.weight * (accepted - a)
 
     def value(self, tree) -> float:
-        """The tokens a verification of ``tree`` (a DraftTree) is expected to keep: its
-        source's measured acceptance after matches as long as its own (the source's
-        overall rate until that is measured)."""
+        """The tokens a verification of ``tree`` (a DraftTree or a drafting Candidate)
+        is expected to keep: its source's measured acceptance after matches as long as
+        its own (the source's overall rate until that is measured)."""
         return self.by_match.get((tree.source, match_bucket(tree.match)),
                                  self.accepted(tree.source))
 
     def learn(self, tree, accepted: int) -> None:
-        """``tree`` would have kept ``accepted`` tokens (scored against the output)."""
+        """``tree`` (a DraftTree or a Candidate) would have kept ``accepted`` tokens
+        (scored against the output)."""
         key = (tree.source, match_bucket(tree.match))
         v = self.by_match.get(key)
         self.by_match[key] = accepted if v is None else v + self.weight * (accepted - v)

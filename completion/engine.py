@@ -452,41 +452,39 @@ class Engine:
             sources["model"] = model_store
         drafter = SuffixDrafter(sources)
         prefix = list(prompt.prefix_ids)
-        prompt_index = StreamIndex.of([list(prompt.ids)])     # indexed once per request
         meter = self.acceptance
 
         def draft(ctx: list[int], budget: int):
             searched, measured = meter.admitted(drafter.names())
             if not searched:
                 return EMPTY
-            trees = drafter.candidates(ctx, budget, prompt_index, ctx[len(prefix):],
+            found = drafter.candidates(ctx, budget, ctx[len(prefix):],
                                        lambda source: meter.limits(drafter.limits, source),
                                        searched)
-            tree = pick(trees, ends, meter.value)
+            tree = pick(found, ends, meter.value)
             if tree.tokens and tree.source not in measured and not meter.pays(tree):
                 tree = EMPTY
-            if trees:
-                steps.append((len(ctx) - len(prefix), trees, tree.source if tree.tokens else ""))
+            if found:
+                steps.append((len(ctx) - len(prefix), found, tree.source if tree.tokens else ""))
             return tree
         steps: list[tuple[int, list, str]] = []  # (tokens generated, candidates, verified source)
         draft.steps = steps
         return draft, prefix
 
     def _learn(self, steps: list[tuple[int, list, str]], output: list[int]) -> None:
-        """Score every candidate tree of a finished completion against its greedy output
-        (``steps``: tokens generated before each draft, its candidates, and the source of
-        the tree verified, whose acceptance was recorded then). A source passed over
-        at a step is recorded with what its best tree would have kept."""
-        from .draft_tree import accepted_length
+        """Score every drafting candidate of a finished completion against its greedy
+        output (``steps``: tokens generated before each draft, its candidates, and the
+        source of the tree verified, whose acceptance was recorded then). A source
+        passed over at a step is recorded with what its best candidate would have kept."""
         meter = self.acceptance
-        for at, trees, verified in steps:
+        for at, candidates, verified in steps:
             if at > len(output):
                 continue
             best: dict[str, int] = {}
-            for tree in trees:
-                n = accepted_length(tree, output[at:])
-                meter.learn(tree, n)
-                best[tree.source] = max(n, best.get(tree.source, 0))
+            for c in candidates:
+                n = c.kept(output[at:])
+                meter.learn(c, n)
+                best[c.source] = max(n, best.get(c.source, 0))
             for source, n in best.items():
                 if source != verified:
                     meter.record(n, source)

@@ -98,8 +98,11 @@ def _verified(tree: DraftTree, out: torch.Tensor, monitor):
     """(rows masked by the monitor along each node's path, accepted node indices, the row
     whose argmax comes next, the monitor state there). out: [1 + len(tree), vocab]."""
     states = node_states(monitor, tree)
-    if monitor is not None:                              # each row masked by its path's state
-        out = torch.stack([masked(out[r], st) for r, st in enumerate(states)])
+    rows = [r for r, st in enumerate(states) if st is not None]
+    if rows:                                             # each row masked by its path's state
+        out = out.clone()
+        for r in rows:
+            out[r] = masked(out[r], states[r])
     path, row = accept(tree, out)
     return out, path, row, states[row]
 
@@ -110,5 +113,6 @@ def node_states(monitor, tree: DraftTree) -> list:
         return [None] * (len(tree) + 1)
     states = [monitor]
     for tok, parent in zip(tree.tokens, tree.parents):
-        states.append(states[parent + 1].advance_token(tok))
+        st = states[parent + 1]
+        states.append(None if st is None else st.advance_token(tok))
     return states

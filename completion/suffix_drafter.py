@@ -1,9 +1,13 @@
 """Retrieval drafting from suffix indexes (SuffixDecoding's rule).
 
-For each source (the document, the workspace, accepted completions) and each of the
-longest match lengths m of the context's tail, the continuations that followed the
-matches become a draft tree of up to min(max_spec, alpha * m) tokens; the
-best-scoring tree over match lengths and sources is verified.
+For each source (the document, the workspace, accepted completions, the datastores,
+the request's own output) and each of the longest match lengths m of the context's
+tail, the continuations that followed the matches are a candidate: the draft tree of
+up to min(max_spec, alpha * m) tokens they would make. One candidate is made into a
+tree and verified: by default the best-scoring, or the one a ``value`` (the measured
+acceptance of its source at its match length) rates highest. The others are kept as
+token rows, so what each would have kept can be scored once the output is known,
+without building their trees.
 """
 from __future__ import annotations
 
@@ -13,20 +17,19 @@ from typing import Callable
 import numpy as np
 
 from .draft_tree import EMPTY, DraftTree, cut, from_continuations
-from .suffix_index import Found, StreamIndex, SuffixIndex
+from .suffix_index import SEPARATOR, Found, StreamIndex, SuffixIndex
 
 
 class _Local:
-    """The request's own tokens (the prompt, indexed once per request, and what was
-    generated so far) as a source: the model often repeats what is right there."""
+    """What the request generated so far as a source: the model often repeats what it
+    has just written. (The prompt is the document's text, which the document source
+    indexes already.)"""
 
-    def __init__(self, prompt: StreamIndex | None, generated: list[int]):
-        self.streams = [prompt] if prompt is not None else []
-        if len(generated) >= 2:
-            self.streams.append(StreamIndex.of([generated]))
+    def __init__(self, generated: list[int]):
+        self.stream = StreamIndex.of([generated]) if len(generated) >= 2 else None
 
     def found(self, context: list[int]) -> list[Found]:
-        return [f for s in self.streams for f in s.found(context)]
+        return self.stream.found(context) if self.stream is not None else []
 
 
 @dataclass(frozen=True)
@@ -48,18 +51,18 @@ class SuffixDrafter:
         """The sources' names, with ``request`` (the request's own text) when asked."""
         return list(self.sources) + (["request"] if request else [])
 
-    def candidates(self, context: list[int], budget: int, prompt: StreamIndex | None = None,
-                   generated: list[int] = (), limits: Callable[[str], DraftLimits] | None = None,
-                   only: set[str] | None = None) -> list[DraftTree]:
-        """A draft tree after ``context`` per source and tried match length (longest
-        first), each with at most ``budget`` tokens per path. ``prompt`` (the request's
-        prompt, indexed) and ``generated`` (its tokens so far) are searched too, as the
-        source ``request``; ``limits``: each source's limits by name (default: the
-        drafter's for all); ``only``: the names searched (all when None)."""
+    def candidates(self, context: list[int], budget: int, generated: list[int] = (),
+                   limits: Callable[[str], DraftLimits] | None = None,
+                   only: set[str] | None = None) -> list["Candidate"]:
+        """The candidates after ``context``, per source and tried match length (longest
+        first), each with at most ``budget`` tokens per path. ``generated`` (the
+        request's tokens so far) is searched too, as the source ``request``;
+        ``limits``: each source's limits by name (default: the drafter's for all);
+        ``only``: the names searched (all when None)."""
         out = []
         sources = dict(self.sources)
-        if prompt is not None or generated:
-            sources["request"] = _Local(prompt, list(generated))
+        if len(generated) >= 2:
+            sources["request"] = _Local(list(generated))
         for name, index in sources.items():
             if only is not None and name not in only:
                 continue
@@ -72,32 +75,86 @@ class SuffixDrafter:
                 span = min(budget, lim.max_spec, int(lim.alpha * m))
                 if span <= 0:
                     continue
-                occ = [(stream, int(e)) for stream, ends, lengths in found
-                       for e in ends[lengths >= m][-lim.max_continuations:]]
-                conts = [stream.continuation(e, span) for stream, e in
-                         occ[-lim.max_continuations:]]
-                tree = from_continuations(conts, lim.max_nodes, lim.floor, name, m)
-                if tree.tokens:
-                    out.append(tree)
+                rows = np.concatenate([_rows(stream, ends[lengths >= m][-lim.max_continuations:],
+                                             span) for stream, ends, lengths in found])
+                rows = rows[-lim.max_continuations:]
+                rows = rows[rows[:, 0] >= 0]                       # something follows
+                if len(rows):
+                    out.append(Candidate(name, m, rows, lim))
         return out
 
     def draft(self, context: list[int], budget: int, ends: frozenset[int],
-              prompt: StreamIndex | None = None, generated: list[int] = (),
-              limits: Callable[[str], DraftLimits] | None = None,
+              generated: list[int] = (), limits: Callable[[str], DraftLimits] | None = None,
               only: set[str] | None = None,
-              value: Callable[[DraftTree], float] | None = None) -> DraftTree:
-        """The best of the ``candidates`` (the arguments are theirs), cut at ``ends``:
-        the highest ``value`` (default: the tree's own score, its expected accepted
-        length by the counts)."""
-        trees = self.candidates(context, budget, prompt, generated, limits, only)
-        return pick(trees, ends, value)
+              value: Callable[["Candidate"], float] | None = None) -> DraftTree:
+        """The tree of the best of the ``candidates`` (the arguments are theirs), cut
+        at ``ends``; see ``pick``."""
+        return pick(self.candidates(context, budget, generated, limits, only), ends, value)
 
 
-def pick(trees: list[DraftTree], ends: frozenset[int],
-         value: Callable[[DraftTree], float] | None = None) -> DraftTree:
-    """The tree of ``trees`` with the highest ``value`` (ties: the higher score), cut at
-    ``ends``; EMPTY when there is none."""
-    if not trees:
+@dataclass(frozen=True)
+class Candidate:
+    """The continuations one source has after one match length: a draft tree to be."""
+    source: str
+    match: int
+    rows: np.ndarray          # [continuations, span] token ids, -1 after each one's end
+    limits: DraftLimits
+
+    def tree(self) -> DraftTree:
+        conts = [r[r >= 0].tolist() for r in self.rows]
+        return from_continuations(conts, self.limits.max_nodes, self.limits.floor,
+                                  self.source, self.match)
+
+    def kept(self, output: list[int]) -> int:
+        """How many tokens of ``output`` the candidate's tree would accept, from its
+        rows: a node is in the tree when it is on the greedy path (the most frequent
+        child at every step, the first seen on a tie) or when its share D of the
+        continuations is at least the floor. Exact when the tree's node budget is not
+        reached; past it, siblings the budget left out are counted as kept."""
+        rows = self.rows
+        alive = np.ones(len(rows), bool)
+        d, greedy, n = 1.0, True, 0
+        for j in range(min(rows.shape[1], len(output))):
+            col = rows[alive, j]                     # continuations through the node
+            t = output[j]
+            at = np.flatnonzero(col == t)
+            if not len(at):
+                break
+            d *= len(at) / len(col)
+            if greedy:                               # t is the most frequent, first seen
+                valid = col[col >= 0]
+                counts = np.bincount(valid)
+                top = counts.max()
+                greedy = (counts[t] == top and n < self.limits.max_nodes and
+                          not np.any(counts[col[:at[0]][col[:at[0]] >= 0]] == top))
+            if not greedy and d < self.limits.floor:
+                break
+            alive &= rows[:, j] == t
+            n += 1
+        return n
+
+
+def _rows(stream: StreamIndex, ends: np.ndarray, span: int) -> np.ndarray:
+    """The ``span`` tokens after each of ``ends`` in ``stream``: [len(ends), span], -1
+    from the first separator (or the stream's end) on."""
+    at = ends[:, None] + np.arange(span)[None, :]                    # [e, span]
+    rows = stream.toks[np.minimum(at, len(stream.toks) - 1)]
+    over = (at >= len(stream.toks)) | (rows == SEPARATOR)
+    rows = rows.astype(np.int64)
+    rows[np.cumsum(over, axis=1) > 0] = -1
+    return rows
+
+
+def pick(candidates: list[Candidate], ends: frozenset[int],
+         value: Callable[[Candidate], float] | None = None) -> DraftTree:
+    """The tree, cut at ``ends``, of the candidate with the highest ``value``; among
+    equals (all of them without a ``value``) the tree with the highest score. EMPTY
+    when there is none."""
+    if not candidates:
         return EMPTY
-    key = (lambda t: (value(t), t.score)) if value is not None else (lambda t: t.score)
-    return cut(max(trees, key=key), ends)
+    if value is not None:
+        values = [value(c) for c in candidates]
+        top = max(values)
+        candidates = [c for c, v in zip(candidates, values) if v == top]
+    trees = [c.tree() for c in candidates]
+    return cut(max(trees, key=lambda t: t.score), ends)

@@ -18,6 +18,7 @@ SEPARATOR = -1
 Found = tuple  # tuple[StreamIndex, np.ndarray, np.ndarray]
 ANCHORS = (4, 2)              # k-gram lengths looked up, longest first
 MAX_MATCH = 32                # match lengths are counted up to this
+FIRST_LOOK = 6                # context tokens past the anchor compared for every match
 MAX_OCCURRENCES = 256         # the most recent occurrences of an anchor are examined
 # a stream this short (what a request generated so far, a small tail index) is scanned
 # for an anchor instead of indexed: building the sorted arrays for every draft step
@@ -165,15 +166,23 @@ class StreamIndex:
 
     def _lengths(self, ends: np.ndarray, context: list[int], k: int) -> np.ndarray:
         """How far back each match at ``ends`` [e] goes (the k anchor tokens, then as
-        many more as agree with the context, up to MAX_MATCH): one gather of the
-        MAX_MATCH tokens before every end, compared with the context's tail at once."""
+        many more as agree with the context, up to MAX_MATCH): the FIRST_LOOK tokens
+        before every end gathered and compared with the context's tail at once, then
+        the rest only for the matches that agreed all the way (most stop early)."""
         ctx = np.asarray(context[-MAX_MATCH:], dtype=np.int32)[::-1]    # [c] ctx[j-1] = j-th last
-        if len(ctx) <= k:
-            return np.full(len(ends), k, dtype=np.int64)
-        back = np.arange(k + 1, len(ctx) + 1)                             # [c - k]
-        at = ends[:, None] - back[None, :]                                # [e, c - k]
-        same = (at >= 0) & (self.toks[np.maximum(at, 0)] == ctx[None, k:])
-        return k + np.cumprod(same, axis=1).sum(axis=1, dtype=np.int64)  # leading agreements
+        lengths = np.full(len(ends), k, dtype=np.int64)
+        todo = np.arange(len(ends))
+        lo = k
+        for hi in (min(len(ctx), k + FIRST_LOOK), len(ctx)):
+            if hi <= lo or not len(todo):
+                break
+            back = np.arange(lo + 1, hi + 1)                               # [b]
+            at = ends[todo, None] - back[None, :]                          # [t, b]
+            same = (at >= 0) & (self.toks[np.maximum(at, 0)] == ctx[None, lo:hi])
+            agree = np.cumprod(same, axis=1).sum(axis=1, dtype=np.int64)  # leading agreements
+            lengths[todo] += agree
+            todo, lo = todo[agree == hi - lo], hi
+        return lengths
 
     def continuation(self, end: int, limit: int) -> list[int]:
         """Up to ``limit`` tokens from ``end``, stopping at a separator."""

@@ -8,7 +8,8 @@ that text (in whatever tokens the model prefers); the suggestion is what comes a
 
 ``Healing`` has the interface of an analysis monitor state (``mask`` and
 ``advance_token``), wraps the real monitor (if any) and hands over to it once the
-healed text is covered.
+healed text is covered: advancing past the healed text gives the inner state itself
+(None without a monitor), so decoding after it masks nothing it need not.
 """
 from __future__ import annotations
 
@@ -59,24 +60,23 @@ class Healing:
             return ""
         return self.inner.forced_text()
 
-    def advance_token(self, token_id: int) -> "Healing":
+    def advance_token(self, token_id: int):
+        """The state after ``token_id``: a Healing while healed text remains, else the
+        inner monitor's state (None without one)."""
         text = self.texts.texts[token_id] if token_id < len(self.texts.texts) else ""
         if not self.remaining:
-            inner = None if self.inner is None else self.inner.advance_token(token_id)
-            return Healing(self.texts, "", inner)
-        if len(text) <= len(self.remaining):
-            return Healing(self.texts, self.remaining[len(text):], self.inner)
-        extra = text[len(self.remaining):]                     # the token went past it
-        inner = None if self.inner is None else self.inner.advance(extra)
-        return Healing(self.texts, "", inner)
+            return None if self.inner is None else self.inner.advance_token(token_id)
+        return self.advance(text)
 
-    def advance(self, text: str) -> "Healing":
+    def advance(self, text: str):
         if not self.remaining:
-            return Healing(self.texts, "", None if self.inner is None else self.inner.advance(text))
-        if len(text) <= len(self.remaining):
+            return None if self.inner is None else self.inner.advance(text)
+        if len(text) < len(self.remaining):
             return Healing(self.texts, self.remaining[len(text):], self.inner)
-        extra = text[len(self.remaining):]
-        return Healing(self.texts, "", None if self.inner is None else self.inner.advance(extra))
+        extra = text[len(self.remaining):]                     # the text went past it
+        if self.inner is None or not extra:
+            return self.inner
+        return self.inner.advance(extra)
 
 
 def healed_decode(decode, healed: str):

@@ -354,7 +354,6 @@ def test_the_tree_chosen_is_the_one_whose_source_the_model_keeps_at_that_match_l
     """The meter learns per source and match length from scored candidates, and the
     drafter verifies the tree with the highest learnt yield, not the highest count score."""
     from inkling.completion.acceptance import AcceptanceMeter, match_bucket
-    from inkling.completion.draft_tree import accepted_length
     from inkling.completion.suffix_drafter import SuffixDrafter, pick
     corpus = SuffixIndex()
     corpus.put("a", [1, 2, 3, 7, 8, 9] * 5)                  # many votes for 7 8 9
@@ -368,7 +367,7 @@ def test_the_tree_chosen_is_the_one_whose_source_the_model_keeps_at_that_match_l
     output = [4, 5, 6, 10]                                   # what the model wrote
     for _ in range(3):
         for t in trees:
-            meter.learn(t, accepted_length(t, output))
+            meter.learn(t, t.kept(output))
     chosen = pick(trees, frozenset(), meter.value)
     assert chosen.source == "mine" and chosen.tokens[:3] == [4, 5, 6]
     assert meter.value(chosen) == 3.0 and match_bucket(chosen.match) == chosen.match == 3
@@ -385,3 +384,43 @@ def test_a_finished_completion_scores_every_candidate(tiny_runtime):
     engine.complete("file:///w/l.py", Position(5, 11))
     assert engine.acceptance.by_match                     # learnt without being verified
     assert all(v >= 0 for v in engine.acceptance.by_match.values())
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), max_size=6), min_size=1, max_size=12),
+       st.lists(st.integers(0, 3), min_size=1, max_size=7),
+       st.sampled_from([0.0, 0.1, 0.3, 0.6]))
+def test_a_candidate_scores_what_its_tree_would_accept(conts, output, floor):
+    """Candidate.kept, from token rows, is the accepted length of the tree the rows build
+    (while the node budget is not reached), and the rows are the streams' continuations."""
+    from inkling.completion.draft_tree import accepted_length
+    from inkling.completion.suffix_drafter import Candidate, DraftLimits, _rows
+    stream = StreamIndex.of(conts)
+    ends = stream.starts.astype(np.int64)
+    rows = _rows(stream, ends, 6)
+    assert [r[r >= 0].tolist() for r in rows] == [stream.continuation(e, 6) for e in ends]
+    rows = rows[rows[:, 0] >= 0]
+    if not len(rows):
+        return
+    cand = Candidate("s", 2, rows, DraftLimits(max_nodes=10_000, floor=floor))
+    assert cand.kept(output) == accepted_length(cand.tree(), output)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.integers(0, 2), min_size=3, max_size=120),
+       st.lists(st.integers(0, 2), min_size=2, max_size=40))
+def test_match_lengths_are_the_longest_agreeing_tails(stream_toks, context):
+    """StreamIndex._lengths (a first look, then the rest for full agreements) equals a
+    token-by-token comparison backwards from every end, up to MAX_MATCH."""
+    from inkling.completion.suffix_index import MAX_MATCH
+    stream = StreamIndex.of([stream_toks])
+    ends = np.arange(2, len(stream_toks) + 1)
+    ends = ends[[stream_toks[e - 2:e] == context[-2:] for e in ends]]
+    want = []
+    for e in ends:
+        n = 0
+        while n < min(MAX_MATCH, len(context)) and e - 1 - n >= 0 and \
+                stream_toks[e - 1 - n] == context[-1 - n]:
+            n += 1
+        want.append(n)
+    assert stream._lengths(ends.astype(np.int64), context, 2).tolist() == want
