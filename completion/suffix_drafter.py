@@ -147,14 +147,14 @@ def _rows(stream: StreamIndex, ends: np.ndarray, span: int) -> np.ndarray:
 
 def pick(candidates: list[Candidate], ends: frozenset[int],
          value: Callable[[Candidate], float] | None = None) -> DraftTree:
-    """The tree, cut at ``ends``, of the candidate with the highest ``value``; among
-    equals (all of them without a ``value``) the tree with the highest score. EMPTY
-    when there is none."""
+    """The tree, cut at ``ends``, of the candidate with the highest ``value`` (among
+    equals the longer match, then the more continuations: only that one is built);
+    without a ``value``, the tree with the highest score of all. EMPTY when there is
+    none."""
     if not candidates:
         return EMPTY
     if value is not None:
-        values = [value(c) for c in candidates]
-        top = max(values)
-        candidates = [c for c, v in zip(candidates, values) if v == top]
+        best = max(candidates, key=lambda c: (value(c), c.match, len(c.rows)))
+        return cut(best.tree(), ends)
     trees = [c.tree() for c in candidates]
     return cut(max(trees, key=lambda t: t.score), ends)
