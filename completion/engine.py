@@ -441,7 +441,6 @@ class Engine:
         ends = runtime.stop_ids if block else runtime.stop_ids | self.line_end_ids()
         if mode == "prompt-lookup":
             return (lambda ctx, budget: prompt_lookup(ctx, budget, ends)), list(prompt.ids)
-        from .suffix_index import StreamIndex
         sources = self._sources(uri, doc, offset)
         if uri in self._suggestions:
             sources["suggestions"] = self._suggestions[uri]

@@ -10,9 +10,12 @@ item is kept as the context's last ``CONTEXT_TOKENS`` tokens followed by what th
 model wrote, and indexed like the other sources (a :class:`StreamIndex`), so a
 context that ends like a sampled one drafts what the model said there.
 
-On the bundled model and the drafting benchmark's first six traces, the first token
-after a 4-token match was the model's choice 56% of the time here against 36% in the
-corpus itself (76% against 64% after 8 or more matched tokens).
+On the bundled model and the drafting benchmark's first six traces, a 4,096-position
+pilot of this store already drafted better than the corpus: the first token after a
+4-token match was the model's choice 56% of the time there against 36% in the corpus
+itself (76% against 64% after 8 or more matched tokens). With the full store
+(32,768 positions) suffix drafting made 2.78 tokens per forward on those traces,
+against 2.27 without it.
 
 The store belongs to one model: its file records a fingerprint of the weights and
 the tokenizer, and a store made by other weights is refused. It is written beside

@@ -13,6 +13,7 @@ healed text is covered: advancing past the healed text gives the inner state its
 """
 from __future__ import annotations
 
+import bisect
 from dataclasses import dataclass
 
 import torch
@@ -20,22 +21,34 @@ import torch
 
 class TokenTexts:
     """Each token id's text alone (computed once per tokenizer), and masks of the ids
-    consistent with a given remaining text."""
+    consistent with a given remaining text. The ids are kept by text and in text order,
+    so a mask is found from the remaining text's prefixes and one sorted range rather
+    than by testing every token."""
 
     def __init__(self, tokenizer, vocab_size: int):
         n = tokenizer.get_vocab_size()
         self.texts = [tokenizer.decode([i]) for i in range(n)]
         self.vocab_size = max(vocab_size, n)
+        usable = sorted((t, i) for i, t in enumerate(self.texts) if t and "\ufffd" not in t)
+        self._by_text: dict[str, list[int]] = {}
+        for t, i in usable:
+            self._by_text.setdefault(t, []).append(i)
+        self._sorted_texts = [t for t, _ in usable]
+        self._sorted_ids = [i for _, i in usable]
         self._masks: dict[str, torch.Tensor] = {}
 
     def mask(self, remaining: str) -> torch.Tensor:
         """bool [vocab]: tokens that cover a prefix of ``remaining`` or all of it and more."""
         found = self._masks.get(remaining)
         if found is None:
+            ids = [i for k in range(1, len(remaining) + 1)          # prefixes of remaining
+                   for i in self._by_text.get(remaining[:k], ())]
+            lo = bisect.bisect_left(self._sorted_texts, remaining)  # texts starting with it
+            hi = bisect.bisect_left(self._sorted_texts, remaining + "\U0010ffff", lo)
+            ids += self._sorted_ids[lo:hi]
             allowed = torch.zeros(self.vocab_size, dtype=torch.bool)
-            for i, t in enumerate(self.texts):
-                if t and "\ufffd" not in t and (remaining.startswith(t) or t.startswith(remaining)):
-                    allowed[i] = True
+            if ids:
+                allowed[torch.tensor(ids)] = True
             if len(self._masks) > 256:
                 self._masks.clear()
             found = self._masks[remaining] = allowed

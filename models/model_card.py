@@ -28,6 +28,37 @@ def _runs_text(summary: dict) -> str:
     return "\n".join(lines)
 
 
+def _model_datastore_text(model_dir: Path) -> str:
+    """The model card's section on the folder's model datastore ("" without one)."""
+    path = model_dir / "model_datastore.npz"
+    if not path.is_file():
+        return ""
+    import numpy as np
+    with np.load(path) as z:
+        meta = json.loads(z["meta"].tobytes().decode())
+        items, tokens = len(z["bounds"]) - 1, len(z["tokens"])
+    s = meta["sampling"]
+    return f"""## Model datastore
+
+`model_datastore.npz` ({path.stat().st_size / 1e6:.1f} MB) holds what this model itself
+writes, greedy, at {items:,} positions sampled uniformly from its training files (seed
+{s['seed']}; prompts of {s['prefix_tokens']} tokens before the position and
+{s['suffix_tokens']} after it, in the `{meta['fim_order']}` order; at most
+{s['new_tokens']} new tokens, to the end of the line): {tokens:,} tokens with their
+contexts. Retrieval drafting (`completion.draft: suffix`) searches it
+(`completion.model_datastore: auto`). It is made by
+
+```
+inkling datastore model --from {meta['source']} --items {s['items']} --seed {s['seed']}
+```
+
+(it took {meta['seconds']:.0f} s where it was made) and records the fingerprint of these
+weights: retraining the model in place makes it stale, and it is then skipped with a
+warning until it is made again.
+
+"""
+
+
 def _disk_mb(model_dir: Path) -> tuple[float, float]:
     sizes = [p.stat().st_size for p in model_dir.glob("*.safetensors")]
     return sum(sizes) / 1e6, max(sizes) / 1e6
@@ -123,7 +154,7 @@ The bundled model uses the `{json.loads((model_dir / 'inkling.json').read_text()
 healing (the last token before the cursor is decoded again), which inkling does by
 default.
 
-## Limitations
+{_model_datastore_text(model_dir)}## Limitations
 
 The budget is in minutes, so how many steps fit depends on the machine: these runs
 shared two CPU cores with other work and saw

@@ -67,3 +67,20 @@ def test_a_name_only_one_member_fits_is_taken_in_one_forward(tiny_runtime):
     assert out.drafts[0].text.startswith("dthwise_extent_of_the_box"), out.drafts[0].text
     rest = len(tiny_runtime.encode("dthwise_extent_of_the_box"))
     assert out.tokens >= rest and out.forwards < out.tokens - rest + 2
+
+
+def test_healing_masks_are_the_tokens_consistent_with_the_healed_text(tiny_runtime):
+    """TokenTexts.mask (prefixes and one sorted range) allows exactly the tokens whose
+    text is a prefix of the remaining text or starts with it, and healing hands over to
+    no monitor once the text is covered."""
+    from inkling.completion.token_healing import Healing, TokenTexts
+    texts = TokenTexts(tiny_runtime.tokenizer, tiny_runtime.vocab_size)
+    for remaining in (" ", "    ", "def", " return", "(self", "\n", "xyz\u00e9", "zzzzzz"):
+        want = {i for i, t in enumerate(texts.texts) if t and "\ufffd" not in t and
+                (remaining.startswith(t) or t.startswith(remaining))}
+        got = set(texts.mask(remaining).nonzero().flatten().tolist())
+        assert got == want, remaining
+    state = Healing(texts, "def")
+    for tok in tiny_runtime.encode("def"):
+        state = state.advance_token(tok)
+    assert state is None
