@@ -504,7 +504,7 @@ class Engine:
             if self._doc_tokens is None or self._doc_tokens.encode != self._runtime.encode:
                 from .document_tokens import DocumentTokens
                 self._doc_tokens = DocumentTokens(self._runtime.encode)
-            index = SuffixIndex()
+            index = SuffixIndex(layout="hashed")          # rebuilt at every completion
             index.put(f"{uri}#before", self._doc_tokens.ids(normalise_eol(doc.text[:offset])))
             index.put(f"{uri}#after", self._doc_tokens.ids(normalise_eol(doc.text[offset:])))
             index.rebuild()

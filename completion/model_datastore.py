@@ -63,8 +63,7 @@ class ModelDatastore:
         return self.index.found(context)
 
     def nbytes(self) -> int:
-        return self.index.toks.nbytes + sum(s.keys.nbytes + s.ends.nbytes
-                                            for s in self.index.sorted.values())
+        return self.index.nbytes()
 
     def summary(self) -> str:
         return (f"model datastore: {self.items} continuations of the model, {self.tokens} tokens, "

@@ -25,6 +25,7 @@ MAX_OCCURRENCES = 256         # the most recent occurrences of an anchor are exa
 # cost more than its lookups saved
 SCAN_BELOW = 256
 _MUL = np.int64(1_000_003)
+_SPANS_SEPARATOR = np.int64(-0x5EBA_4A7E)   # the hashed layout's key where a k-gram spans one
 
 
 def _kgram_hashes(toks: np.ndarray, k: int) -> np.ndarray:
@@ -85,15 +86,52 @@ class _Sorted:
         return self.ends[max(lo, hi - MAX_OCCURRENCES):hi]
 
 
-class StreamIndex:
-    """Token sequences joined by separators, with their k-gram indexes."""
+    def nbytes(self) -> int:
+        return self.keys.nbytes + self.ends.nbytes
 
-    def __init__(self, toks: np.ndarray, starts: np.ndarray, tags: list):
+
+class _Hashed:
+    """The hash of the k-gram ending at each position, in stream order: built in one
+    vectorised pass (no sort), looked up by comparing every hash. For a stream rebuilt
+    at every completion (the document, split at the cursor) that is far cheaper than
+    sorting: on 10,000 tokens 0.11 ms to build and 7 us a lookup, against 2.6 ms and
+    10 us sorted."""
+
+    def __init__(self, toks: np.ndarray, k: int):
+        self.k = k
+        if len(toks) < k:
+            self.keys = np.zeros(0, np.int64)
+            return
+        self.keys = _kgram_hashes(toks, k)
+        for j in range(k):                       # no k-gram spans a separator
+            self.keys[toks[j:len(toks) - k + 1 + j] == SEPARATOR] = _SPANS_SEPARATOR
+
+    def lookup(self, h: np.int64) -> np.ndarray:
+        hits = np.flatnonzero(self.keys == h)
+        return (hits[-MAX_OCCURRENCES:] + self.k).astype(np.int64)
+
+    def nbytes(self) -> int:
+        return self.keys.nbytes
+
+
+LAYOUTS = {"sorted": _Sorted, "hashed": _Hashed}
+
+
+class StreamIndex:
+    """Token sequences joined by separators, with their k-gram indexes: ``sorted`` (built
+    once, for large sources that change seldom) or ``hashed`` (for a source rebuilt at
+    every completion); a stream shorter than SCAN_BELOW has none and is scanned."""
+
+    def __init__(self, toks: np.ndarray, starts: np.ndarray, tags: list, layout: str = "sorted"):
         self.toks = toks
         self.starts = starts          # where each sequence begins in ``toks``
         self.tags = tags              # one tag per sequence (who it belongs to)
-        self.sorted = {k: _Sorted(toks, k) for k in ANCHORS} if len(toks) >= SCAN_BELOW \
-            else {}
+        self.sorted = {k: LAYOUTS[layout](toks, k) for k in ANCHORS} \
+            if len(toks) >= SCAN_BELOW else {}
+
+    def nbytes(self) -> int:
+        """Memory held by the tokens and the k-gram indexes."""
+        return self.toks.nbytes + sum(x.nbytes() for x in self.sorted.values())
 
     def _anchor_ends(self, tail: list[int]) -> np.ndarray:
         """Where the k-gram ``tail`` occurs (positions just after it), oldest first, the
@@ -108,7 +146,8 @@ class StreamIndex:
         return (hits[-MAX_OCCURRENCES:] + k).astype(np.int64)
 
     @classmethod
-    def of(cls, sequences: list, tags: list | None = None) -> "StreamIndex":
+    def of(cls, sequences: list, tags: list | None = None, layout: str = "sorted"
+           ) -> "StreamIndex":
         parts, starts, at = [], [], 0
         for s in sequences:
             arr = np.asarray(s, dtype=np.int32)
@@ -117,7 +156,7 @@ class StreamIndex:
             at += len(arr) + 1
         toks = np.concatenate(parts) if parts else np.zeros(0, np.int32)
         return cls(toks, np.asarray(starts, dtype=np.int64),
-                   list(tags) if tags is not None else [None] * len(sequences))
+                   list(tags) if tags is not None else [None] * len(sequences), layout)
 
     def __len__(self) -> int:
         return len(self.toks)
@@ -196,7 +235,9 @@ class SuffixIndex:
     small tail index for recent changes; replaced or removed sequences are filtered
     out of matches until the next merge."""
 
-    def __init__(self, merge_fraction: float = 0.25, min_merge: int = 8192):
+    def __init__(self, merge_fraction: float = 0.25, min_merge: int = 8192,
+                 layout: str = "sorted"):
+        self.layout = layout          # of its streams' k-gram indexes (StreamIndex)
         self._seqs: dict[str, tuple[int, np.ndarray]] = {}   # key -> (version, ids)
         self._version = 0
         self._base = StreamIndex.of([])
@@ -211,9 +252,7 @@ class SuffixIndex:
     def nbytes(self) -> int:
         """Memory held by the token arrays and the k-gram indexes."""
         seqs = sum(ids.nbytes for _, ids in self._seqs.values())
-        return seqs + sum(st.toks.nbytes + sum(x.keys.nbytes + x.ends.nbytes
-                                               for x in st.sorted.values())
-                          for st in (self._base, self._tail))
+        return seqs + sum(st.nbytes() for st in (self._base, self._tail))
 
     def __contains__(self, key: str) -> bool:
         return key in self._seqs
@@ -255,7 +294,7 @@ class SuffixIndex:
     def _stream(self, keys: list[str]) -> StreamIndex:
         keys = [k for k in keys if k in self._seqs]
         return StreamIndex.of([self._seqs[k][1] for k in keys],
-                              [(k, self._seqs[k][0]) for k in keys])
+                              [(k, self._seqs[k][0]) for k in keys], self.layout)
 
     def found(self, context: list[int], extend: bool = True) -> list[Found]:
         """The context's longest matching tails in live sequences, per stream, as arrays

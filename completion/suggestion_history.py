@@ -33,7 +33,7 @@ class SuggestionHistory:
 
     def _stream(self) -> StreamIndex | None:
         if self._items and self._index is None:   # newest last: continuations keep recency
-            self._index = StreamIndex.of(list(self._items))
+            self._index = StreamIndex.of(list(self._items), layout="hashed")
         return self._index if self._items else None
 
     def matches(self, context: list[int]) -> list[tuple[StreamIndex, Match]]:

@@ -334,20 +334,23 @@ def test_a_completion_that_fails_after_a_drafted_prefill_leaves_only_the_prompt(
 @given(st.lists(st.lists(st.integers(0, 5), max_size=60), min_size=1, max_size=4),
        st.lists(st.integers(0, 5), min_size=1, max_size=12))
 def test_a_short_stream_scanned_matches_as_the_sorted_index_does(seqs, context):
-    """Short streams are scanned for their anchors instead of indexed; both ways give
-    the same occurrences and lengths."""
+    """Short streams are scanned for their anchors instead of indexed, and a stream
+    rebuilt at every completion keeps its k-gram hashes in stream order instead of
+    sorted; all three ways give the same occurrences and lengths."""
     import inkling.completion.suffix_index as si
     scanned = StreamIndex.of(seqs)
     old = si.SCAN_BELOW
     si.SCAN_BELOW = 0
     try:
         indexed = StreamIndex.of(seqs)
+        hashed = StreamIndex.of(seqs, layout="hashed")
     finally:
         si.SCAN_BELOW = old
-    assert not scanned.sorted and indexed.sorted
-    a, b = scanned.match_arrays(context), indexed.match_arrays(context)
-    assert a[0].tolist() == b[0].tolist() and a[1].tolist() == b[1].tolist()
-    assert scanned.matches(context) == indexed.matches(context)
+    assert not scanned.sorted and indexed.sorted and hashed.sorted
+    a, b, c = (x.match_arrays(context) for x in (scanned, indexed, hashed))
+    assert a[0].tolist() == b[0].tolist() == c[0].tolist()
+    assert a[1].tolist() == b[1].tolist() == c[1].tolist()
+    assert scanned.matches(context) == indexed.matches(context) == hashed.matches(context)
 
 
 def test_the_tree_chosen_is_the_one_whose_source_the_model_keeps_at_that_match_length():
