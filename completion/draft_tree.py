@@ -97,20 +97,6 @@ def from_continuations(continuations: list[list[int]], max_nodes: int, floor: fl
     return DraftTree(tokens, parents, score, source, match)
 
 
-def accepted_length(tree: DraftTree, tokens: list[int]) -> int:
-    """How many of ``tokens`` (what greedy decoding wrote after the tree's root) the
-    walk through ``tree`` would have accepted."""
-    kids: dict[tuple[int, int], int] = {(p, t): i for i, (t, p) in
-                                        enumerate(zip(tree.tokens, tree.parents))}
-    node, n = -1, 0
-    for t in tokens:
-        node = kids.get((node, t), -2)
-        if node == -2:
-            break
-        n += 1
-    return n
-
-
 def cut(tree: DraftTree, ends: set[int] | frozenset[int]) -> DraftTree:
     """Drop the descendants of nodes whose token is in ``ends`` (a line end, end of text)."""
     keep_map: dict[int, int] = {}

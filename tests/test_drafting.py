@@ -394,9 +394,9 @@ def test_a_finished_completion_scores_every_candidate(tiny_runtime):
        st.lists(st.integers(0, 3), min_size=1, max_size=7),
        st.sampled_from([0.0, 0.1, 0.3, 0.6]))
 def test_a_candidate_scores_what_its_tree_would_accept(conts, output, floor):
-    """Candidate.kept, from token rows, is the accepted length of the tree the rows build
-    (while the node budget is not reached), and the rows are the streams' continuations."""
-    from inkling.completion.draft_tree import accepted_length
+    """Candidate.kept, from token rows, is what the verifier accepts of the tree the rows
+    build when the model writes ``output`` (while the node budget is not reached), and
+    the rows are the streams' continuations."""
     from inkling.completion.suffix_drafter import Candidate, DraftLimits, _rows
     stream = StreamIndex.of(conts)
     ends = stream.starts.astype(np.int64)
@@ -406,7 +406,12 @@ def test_a_candidate_scores_what_its_tree_would_accept(conts, output, floor):
     if not len(rows):
         return
     cand = Candidate("s", 2, rows, DraftLimits(max_nodes=10_000, floor=floor))
-    assert cand.kept(output) == accepted_length(cand.tree(), output)
+    tree = cand.tree()
+    beyond = 4                                   # a token no draft holds
+    wrote = [output[d] if d < len(output) else beyond for d in [0] + tree.depths()]
+    logits = torch.nn.functional.one_hot(torch.tensor(wrote), 5).float()   # [1 + n, 5]
+    path, _ = accept(tree, logits)
+    assert cand.kept(output) == len(path)
 
 
 @settings(max_examples=150, deadline=None)
