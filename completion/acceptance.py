@@ -10,12 +10,21 @@ ones while it copies. Sources are measured apart: the model keeps most of what i
 suggested a keystroke ago and little of what the workspace holds.
 
 A draft is verified only where it pays: when the tokens it is expected to yield per
-forward (1 + the source's acceptance) reach what the larger forward costs against a
-one-row step (``VerifyCost``, measured). A source below that still drafts one
-opportunity in ``explore_every``, so its acceptance keeps being measured. A source
-that cannot pay even with a one-token draft is not searched at all between its turns
-(``admitted``): on a CPU that leaves the large indexes (workspace, datastore) alone
-most of the time, and their lookups are most of a draft's cost.
+forward (1 + its expected acceptance) reach what the larger forward costs against a
+one-row step (``VerifyCost``, measured).
+
+A source is searched only where it pays, too (``admitted``): a search costs time
+(0.03 to 0.16 ms a source on the bundled model's workspace), and most sources seldom
+change which tree is verified. So each source's *margin* is measured: how many more
+tokens the tree chosen at a step keeps with the source's candidates than without them
+(from the whole output, once a completion is done, see ``learn_step``). A source is
+searched while its margin, at what a decoded token costs now (a forward's time over
+the tokens a forward yields), is worth more than its own measured search time; one
+step in ``explore_every`` it is searched anyway, so its margin keeps being measured.
+On the drafting benchmark's first six traces the model datastore gave a margin of 0.38
+tokens a step and the request's own text 0.22, while the corpus datastore, the
+workspace and the document gave none (the corpus a negative one: its candidates were
+chosen over better ones).
 
 Which source's tree is verified is chosen by what the model has kept, too: each tree's
 expected yield is the measured acceptance of its source at its match length (``value``),
@@ -43,14 +52,22 @@ class AcceptanceMeter:
     cost: VerifyCost = field(default_factory=VerifyCost)
     # (source, match-length bucket) -> accepted tokens of its trees, averaged
     by_match: dict[tuple[str, int], float] = field(default_factory=dict)
+    # source -> tokens the chosen tree keeps thanks to the source's candidates, averaged
+    margins: dict[str, float] = field(default_factory=dict)
+    search_ms: dict[str, float] = field(default_factory=dict)   # source -> ms a search
+    kept_per_forward: float = 1.0   # drafted tokens a verification keeps, all sources
     _chances: dict[str, int] = field(default_factory=dict)
 
     def accepted(self, source: str = "") -> float:
         return self.rates.get(source, self.prior)
 
-    def record(self, accepted: int, source: str = "") -> None:
+    def record(self, accepted: int, source: str = "", verified: bool = True) -> None:
+        """A tree of ``source`` kept ``accepted`` tokens; ``verified`` False: it was passed
+        over, and ``accepted`` is what it would have kept (no forward's yield)."""
         a = self.accepted(source)
         self.rates[source] = a + self.weight * (accepted - a)
+        if verified:
+            self.kept_per_forward += self.weight * (accepted - self.kept_per_forward)
 
     def value(self, tree) -> float:
         """The tokens a verification of ``tree`` (a DraftTree or a drafting Candidate)
@@ -73,19 +90,51 @@ class AcceptanceMeter:
         nodes = max(4, min(base.max_nodes, round(4 + 8 * a)))
         return replace(base, max_spec=span, max_nodes=nodes)
 
-    def admitted(self, sources) -> tuple[set[str], set[str]]:
-        """Of ``sources`` (names), those worth searching this step, and those among them
-        searched only because it is their turn to be measured (their draft is verified
-        whatever its size): a source is worth it when 1 + its acceptance reaches the
-        cost of a two-row forward (a one-token draft)."""
-        keep, measured = set(), set()
-        for source in sources:
-            if self.fits(source, 1):
-                keep.add(source)
-            elif self._turn(source):
-                keep.add(source)
-                measured.add(source)
-        return keep, measured
+    def admitted(self, sources) -> set[str]:
+        """Of ``sources`` (names), those worth searching this step: not yet measured, or
+        their margin worth their search time (``worth``), or their turn to be measured."""
+        return {s for s in sources if self.worth(s) or self._turn(s)}
+
+    def worth(self, source: str) -> bool:
+        """Whether searching ``source`` is expected to save more decoding time than the
+        search costs; True until both are measured."""
+        margin, ms, token = self.margins.get(source), self.search_ms.get(source), self.token_ms()
+        if margin is None or ms is None or token is None:
+            return True
+        return margin * token >= ms
+
+    def token_ms(self) -> float | None:
+        """What a decoded token costs now: a forward's time over the tokens it yields
+        (None before a forward is measured)."""
+        if self.cost.mean is None:
+            return None
+        return self.cost.mean / (1.0 + self.kept_per_forward)
+
+    def searched(self, spent_ms: dict[str, float]) -> None:
+        """Record each searched source's search time (ms) at one step."""
+        for source, ms in spent_ms.items():
+            old = self.search_ms.get(source)
+            self.search_ms[source] = ms if old is None else old + self.weight * (ms - old)
+
+    def learn_step(self, candidates, searched, output: list[int]) -> dict[str, int]:
+        """Score one drafting step's ``candidates`` (drafting Candidates, of the sources
+        ``searched``) against the ``output`` that followed: each candidate's source and
+        match length learns what it would have kept (``learn``), and each searched
+        source its margin: how many more tokens its best candidate keeps than the best
+        of the other sources' (0 when it keeps no more). Returns the most each source's
+        candidates would have kept."""
+        kept = [c.kept(output) for c in candidates]
+        best: dict[str, int] = {}
+        for c, n in zip(candidates, kept):
+            best[c.source] = max(n, best.get(c.source, 0))
+        for source in searched:
+            others = max((n for s, n in best.items() if s != source), default=0)
+            m = max(0, best.get(source, 0) - others)
+            old = self.margins.get(source)
+            self.margins[source] = m if old is None else old + self.weight * (m - old)
+        for c, n in zip(candidates, kept):
+            self.learn(c, n)
+        return best
 
     def _turn(self, source: str) -> bool:
         n = self._chances[source] = self._chances.get(source, 0) + 1
@@ -96,10 +145,6 @@ class AcceptanceMeter:
         of its source and match length have kept (``value``)."""
         return 1 + self.value(tree) >= self.cost.ratio(len(tree) + 1)
 
-    def fits(self, source: str, tree_size: int) -> bool:
-        """Whether verifying a tree of ``tree_size`` tokens from ``source`` is expected
-        to beat a one-row step."""
-        return 1 + self.accepted(source) >= self.cost.ratio(tree_size + 1)
 
 
 def match_bucket(length: int) -> int:

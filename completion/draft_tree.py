@@ -4,7 +4,8 @@ Nodes are draft tokens with parent indices (-1: the root, which is the last toke
 the model chose and is not yet in the cache). Built from the continuations that
 followed a matched context: counts give each node a probability
 D = prod count(child) / count(parent); the greedy path (highest counts) comes first,
-then siblings best-first while D stays above a floor. The score, the sum of D over
+then siblings best-first, every node while its D is at least a floor: the tree is the
+nodes with D >= floor, as far as the node budget allows. The score, the sum of D over
 the greedy path, estimates how many tokens will be accepted (SuffixDecoding).
 """
 from __future__ import annotations
@@ -65,7 +66,8 @@ def _trie(continuations: list[list[int]]) -> _Trie:
 
 def from_continuations(continuations: list[list[int]], max_nodes: int, floor: float,
                        source: str, match: int = 0) -> DraftTree:
-    """The greedy path through the continuations' count trie, then siblings best-first."""
+    """The greedy path through the continuations' count trie, then siblings best-first,
+    each node while its share D of the continuations is at least ``floor``."""
     root = _trie(continuations)
     if not root.count or max_nodes <= 0:
         return EMPTY
@@ -75,6 +77,8 @@ def from_continuations(continuations: list[list[int]], max_nodes: int, floor: fl
     tie = 0
     while node.kids and len(tokens) < max_nodes:
         best_tok, best = max(node.kids.items(), key=lambda kv: kv[1].count)
+        if d * best.count / node.count < floor:
+            break
         for tok, kid in node.kids.items():
             if tok != best_tok:
                 tie += 1

@@ -91,6 +91,8 @@ class Engine:
         self._suggestions: dict[str, object] = {}  # uri -> SuggestionHistory (a drafting source)
         self.datastore = datastore                 # a Datastore (drafting source), once built
         self._warned: set = set()                  # problems logged once
+        # work a completion leaves for after its answer (learning from its output)
+        self._after: list[Callable[[], None]] = []
 
     # ----------------------------------------------------------- configuration
     def configure(self, changes: dict) -> InklingOptions:
@@ -206,6 +208,7 @@ class Engine:
         from .stop_rules import stop_rule_for, trim_repeated_suffix
 
         t0 = time.perf_counter()
+        self.settle()              # what the last completion left, if no one ran it since
         doc = self.document(uri).snapshot()
         offset = doc.offset_at(position)
         c = self.options.completion
@@ -250,7 +253,8 @@ class Engine:
             raise
         self._caches.trim()
         if getattr(drafting[0], "steps", None) and (c.decoder == "greedy" or k == 1):
-            self._learn(drafting[0].steps, outs[0].token_ids)
+            steps, output = drafting[0].steps, outs[0].token_ids
+            self._after.append(lambda: self._learn(steps, output))
         self._suggested(uri, prompt.prefix_ids, outs)
         drafts, seen = [], set()
         for out in outs:
@@ -342,6 +346,14 @@ class Engine:
                                                sources, list(prompt.prefix_ids),
                                                cancelled, monitor)
         return rank_drafts(outs), forwards
+
+    def settle(self) -> None:
+        """Run the work the last completion left for after its answer: the drafting
+        meter learns from its output (about 1 ms with suffix drafting). The server runs
+        it on the model worker once the answer is on its way, the replay once the
+        completion is recorded; a completion runs what is left first."""
+        while self._after:
+            self._after.pop(0)()
 
     def accept(self, draft_id: str) -> Draft:
         """Record that the user accepted a draft (feeds the drafting history later)."""
@@ -454,39 +466,39 @@ class Engine:
         meter = self.acceptance
 
         def draft(ctx: list[int], budget: int):
-            searched, measured = meter.admitted(drafter.names())
+            searched = meter.admitted(drafter.names())
             if not searched:
                 return EMPTY
+            spent: dict[str, float] = {}
             found = drafter.candidates(ctx, budget, ctx[len(prefix):],
                                        lambda source: meter.limits(drafter.limits, source),
-                                       searched)
+                                       searched, spent)
+            meter.searched(spent)
             tree = pick(found, ends, meter.value)
-            if tree.tokens and tree.source not in measured and not meter.pays(tree):
+            if tree.tokens and not meter.pays(tree):
                 tree = EMPTY
-            if found:
-                steps.append((len(ctx) - len(prefix), found, tree.source if tree.tokens else ""))
+            steps.append((len(ctx) - len(prefix), found, set(spent),
+                          tree.source if tree.tokens else ""))
             return tree
-        steps: list[tuple[int, list, str]] = []  # (tokens generated, candidates, verified source)
+        # (tokens generated, candidates, sources searched, source of the tree verified)
+        steps: list[tuple[int, list, set[str], str]] = []
         draft.steps = steps
         return draft, prefix
 
-    def _learn(self, steps: list[tuple[int, list, str]], output: list[int]) -> None:
-        """Score every drafting candidate of a finished completion against its greedy
-        output (``steps``: tokens generated before each draft, its candidates, and the
-        source of the tree verified, whose acceptance was recorded then). A source
-        passed over at a step is recorded with what its best candidate would have kept."""
+    def _learn(self, steps: list[tuple[int, list, set[str], str]], output: list[int]) -> None:
+        """Score every drafting step of a finished completion against its greedy output
+        (``steps``: tokens generated before each draft, its candidates, the sources
+        searched, and the source of the tree verified, whose acceptance was recorded
+        then): see ``AcceptanceMeter.learn_step``. A source passed over at a step is
+        recorded with what its best candidate would have kept."""
         meter = self.acceptance
-        for at, candidates, verified in steps:
+        for at, candidates, searched, verified in steps:
             if at > len(output):
                 continue
-            best: dict[str, int] = {}
-            for c in candidates:
-                n = c.kept(output[at:])
-                meter.learn(c, n)
-                best[c.source] = max(n, best.get(c.source, 0))
+            best = meter.learn_step(candidates, searched, output[at:])
             for source, n in best.items():
                 if source != verified:
-                    meter.record(n, source)
+                    meter.record(n, source, verified=False)
 
     def _sources(self, uri: str, doc: Document, offset: int) -> dict:
         """The suffix indexes drafts and n-gram counts come from: the document (its index
@@ -498,17 +510,22 @@ class Engine:
         itself, at full length, and what follows there is the text the completion goes
         in front of, which the model seldom writes (its drafts kept 8 tokens in 60)."""
         from .prompt import normalise_eol
-        from .suffix_index import SuffixIndex
+        from .suffix_index import LazyIndex, SuffixIndex
         cached = self._doc_indexes.get(uri)
         if cached is None or cached[0] is not doc.text or cached[1] != offset:
             if self._doc_tokens is None or self._doc_tokens.encode != self._runtime.encode:
                 from .document_tokens import DocumentTokens
                 self._doc_tokens = DocumentTokens(self._runtime.encode)
-            index = SuffixIndex(layout="hashed")          # rebuilt at every completion
-            index.put(f"{uri}#before", self._doc_tokens.ids(normalise_eol(doc.text[:offset])))
-            index.put(f"{uri}#after", self._doc_tokens.ids(normalise_eol(doc.text[offset:])))
-            index.rebuild()
-            cached = self._doc_indexes[uri] = (doc.text, offset, index)
+            tokens = self._doc_tokens
+
+            def build() -> SuffixIndex:
+                index = SuffixIndex(layout="hashed")      # rebuilt at every completion
+                index.put(f"{uri}#before", tokens.ids(normalise_eol(doc.text[:offset])))
+                index.put(f"{uri}#after", tokens.ids(normalise_eol(doc.text[offset:])))
+                index.rebuild()
+                return index
+            # built when first searched: drafting searches the document only where it pays
+            cached = self._doc_indexes[uri] = (doc.text, offset, LazyIndex(build))
         sources = {"document": cached[2], "history": self.history}
         if self.workspace is not None:
             sources["workspace"] = self.workspace

@@ -11,25 +11,45 @@ without building their trees.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
 
 from .draft_tree import EMPTY, DraftTree, cut, from_continuations
-from .suffix_index import SEPARATOR, Found, StreamIndex, SuffixIndex
+from .suffix_index import ANCHORS, MAX_MATCH, MAX_OCCURRENCES, SEPARATOR, Found, StreamIndex, SuffixIndex
 
 
 class _Local:
     """What the request generated so far as a source: the model often repeats what it
     has just written. (The prompt is the document's text, which the document source
-    indexes already.)"""
+    indexes already.) A few dozen tokens, searched anew at every step: a scan of the
+    Python list costs a tenth of what building and searching an index did."""
 
     def __init__(self, generated: list[int]):
-        self.stream = StreamIndex.of([generated]) if len(generated) >= 2 else None
+        self.generated = list(generated)
 
     def found(self, context: list[int]) -> list[Found]:
-        return self.stream.found(context) if self.stream is not None else []
+        """What ``StreamIndex.found`` gives for the generated tokens as one stream."""
+        g, n = self.generated, len(self.generated)
+        for k in ANCHORS:
+            if len(context) < k:
+                continue
+            tail = context[-k:]
+            ends = [i + k for i in range(n - k) if g[i:i + k] == tail]   # something follows
+            if not ends:
+                continue
+            lengths = []
+            for e in ends:
+                m = k
+                while m < MAX_MATCH and m < e and m < len(context) and g[e - 1 - m] == context[-1 - m]:
+                    m += 1
+                lengths.append(m)
+            stream = StreamIndex.of([g], layout="scan")
+            return [(stream, np.asarray(ends[-MAX_OCCURRENCES:], np.int64),
+                     np.asarray(lengths[-MAX_OCCURRENCES:], np.int64))]
+        return []
 
 
 @dataclass(frozen=True)
@@ -37,7 +57,7 @@ class DraftLimits:
     max_spec: int = 24            # longest draft path
     alpha: float = 4.0            # draft length per matched token
     max_nodes: int = 32           # tree size
-    floor: float = 0.1            # sibling probability floor
+    floor: float = 0.1            # share of the continuations a node needs
     max_continuations: int = 32   # most recent occurrences used
     lengths_tried: int = 3        # distinct match lengths tried, longest first
 
@@ -53,22 +73,32 @@ class SuffixDrafter:
 
     def candidates(self, context: list[int], budget: int, generated: list[int] = (),
                    limits: Callable[[str], DraftLimits] | None = None,
-                   only: set[str] | None = None) -> list["Candidate"]:
+                   only: set[str] | None = None,
+                   spent: dict[str, float] | None = None) -> list["Candidate"]:
         """The candidates after ``context``, per source and tried match length (longest
         first), each with at most ``budget`` tokens per path. ``generated`` (the
         request's tokens so far) is searched too, as the source ``request``;
         ``limits``: each source's limits by name (default: the drafter's for all);
-        ``only``: the names searched (all when None)."""
+        ``only``: the names searched (all when None); ``spent``: filled with each
+        searched source's search time in ms."""
         out = []
         sources = dict(self.sources)
         if len(generated) >= 2:
-            sources["request"] = _Local(list(generated))
+            sources["request"] = _Local(generated)
         for name, index in sources.items():
             if only is not None and name not in only:
                 continue
-            found = index.found(context)
-            if not found:
-                continue
+            t0 = time.perf_counter()
+            out += self._candidates(name, index, context, budget, limits)
+            if spent is not None:
+                spent[name] = (time.perf_counter() - t0) * 1000
+        return out
+
+    def _candidates(self, name: str, index, context: list[int], budget: int,
+                    limits: Callable[[str], DraftLimits] | None) -> list["Candidate"]:
+        out = []
+        found = index.found(context)
+        if found:
             lim = limits(name) if limits is not None else self.limits
             every = np.concatenate([lengths for _, _, lengths in found])
             for m in np.unique(every)[::-1][:lim.lengths_tried].tolist():
@@ -107,29 +137,18 @@ class Candidate:
 
     def kept(self, output: list[int]) -> int:
         """How many tokens of ``output`` the candidate's tree would accept, from its
-        rows: a node is in the tree when it is on the greedy path (the most frequent
-        child at every step, the first seen on a tie) or when its share D of the
-        continuations is at least the floor. Exact when the tree's node budget is not
-        reached; past it, siblings the budget left out are counted as kept."""
+        rows: a node is in the tree when its share D of the continuations is at least
+        the floor (``from_continuations``). Exact when the tree's node budget is not
+        reached; past it, nodes the budget left out are counted as kept."""
         rows = self.rows
         alive = np.ones(len(rows), bool)
-        d, greedy, n = 1.0, True, 0
-        for j in range(min(rows.shape[1], len(output))):
+        d, n = 1.0, 0
+        for j in range(min(rows.shape[1], len(output), self.limits.max_nodes)):
             col = rows[alive, j]                     # continuations through the node
-            t = output[j]
-            at = np.flatnonzero(col == t)
-            if not len(at):
+            d *= np.count_nonzero(col == output[j]) / len(col)
+            if d == 0 or d < self.limits.floor:
                 break
-            d *= len(at) / len(col)
-            if greedy:                               # t is the most frequent, first seen
-                valid = col[col >= 0]
-                counts = np.bincount(valid)
-                top = counts.max()
-                greedy = (counts[t] == top and n < self.limits.max_nodes and
-                          not np.any(counts[col[:at[0]][col[:at[0]] >= 0]] == top))
-            if not greedy and d < self.limits.floor:
-                break
-            alive &= rows[:, j] == t
+            alive &= rows[:, j] == output[j]
             n += 1
         return n
 

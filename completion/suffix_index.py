@@ -10,6 +10,7 @@ files, accepted completions) goes to a small tail index that is merged when it g
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -120,14 +121,15 @@ LAYOUTS = {"sorted": _Sorted, "hashed": _Hashed}
 class StreamIndex:
     """Token sequences joined by separators, with their k-gram indexes: ``sorted`` (built
     once, for large sources that change seldom) or ``hashed`` (for a source rebuilt at
-    every completion); a stream shorter than SCAN_BELOW has none and is scanned."""
+    every completion); a stream shorter than SCAN_BELOW, or of layout ``scan``, has none
+    and is scanned."""
 
     def __init__(self, toks: np.ndarray, starts: np.ndarray, tags: list, layout: str = "sorted"):
         self.toks = toks
         self.starts = starts          # where each sequence begins in ``toks``
         self.tags = tags              # one tag per sequence (who it belongs to)
         self.sorted = {k: LAYOUTS[layout](toks, k) for k in ANCHORS} \
-            if len(toks) >= SCAN_BELOW else {}
+            if len(toks) >= SCAN_BELOW and layout != "scan" else {}
 
     def nbytes(self) -> int:
         """Memory held by the tokens and the k-gram indexes."""
@@ -335,3 +337,24 @@ class SuffixIndex:
             out += [(stream, m) for m, (key, version) in zip(found, tags)
                     if self._seqs.get(key, (None,))[0] == version]
         return out
+
+
+class LazyIndex:
+    """A SuffixIndex built by ``build`` when first searched (the document's, rebuilt for
+    every completion but searched only at the steps where it pays)."""
+
+    def __init__(self, build: Callable[[], SuffixIndex]):
+        self._build = build
+        self._index: SuffixIndex | None = None
+
+    @property
+    def index(self) -> SuffixIndex:
+        if self._index is None:
+            self._index = self._build()
+        return self._index
+
+    def found(self, context: list[int], extend: bool = True) -> list[Found]:
+        return self.index.found(context, extend)
+
+    def matches(self, context: list[int]) -> list[tuple[StreamIndex, Match]]:
+        return self.index.matches(context)

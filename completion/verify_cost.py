@@ -25,11 +25,13 @@ def bucket(rows: int) -> int:
 class VerifyCost:
     weight: float = 0.1                                     # weight of the newest forward
     ms: dict[int, float] = field(default_factory=dict)      # bucket -> average forward ms
+    mean: float | None = None                               # average forward ms, any size
 
     def record(self, rows: int, ms: float) -> None:
         b = bucket(rows)
         old = self.ms.get(b)
         self.ms[b] = ms if old is None else old + self.weight * (ms - old)
+        self.mean = ms if self.mean is None else self.mean + self.weight * (ms - self.mean)
 
     def ratio(self, rows: int) -> float:
         """Forward time of ``rows`` rows over that of one row; 1 until both are measured

@@ -263,7 +263,15 @@ class InklingServer(LanguageServer):
         self.stats.latencies_ms.append(result.latency_ms)
         self.last_latency_ms = round(result.latency_ms, 1)
         self.status("ready", f"{len(result.drafts)} draft(s)")
+        self.worker.run(self.engine.settle).add_done_callback(self._settled)
         return result
+
+    def _settled(self, future: asyncio.Future) -> None:
+        """The work a completion left for after its answer is done; a failure there is
+        logged (the next completion runs what is left)."""
+        if not future.cancelled() and future.exception() is not None:
+            self.log(f"learning from the last completion failed: {future.exception()}",
+                     lsp.MessageType.Warning)
 
 
 def build_server(engine: Engine) -> InklingServer:

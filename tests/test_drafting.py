@@ -257,8 +257,12 @@ def test_next_counts_and_drafts_equal_those_of_the_matches(puts, removed, contex
     assert (got.tokens, got.parents) == ((want.tokens, want.parents) if want else ([], []))
 
 
-def test_drafts_are_verified_where_they_pay_and_still_measured():
+def test_drafts_are_verified_and_sources_searched_where_they_pay():
+    import numpy as np
+
     from inkling.completion.acceptance import AcceptanceMeter
+    from inkling.completion.draft_tree import DraftTree
+    from inkling.completion.suffix_drafter import Candidate, DraftLimits
     from inkling.completion.verify_cost import VerifyCost, bucket
     cost = VerifyCost()
     assert cost.ratio(9) == 1.0                        # nothing measured: a flat cost
@@ -267,16 +271,41 @@ def test_drafts_are_verified_where_they_pay_and_still_measured():
     cost.record(2, 9.0)                                # a one-token draft
     assert bucket(9) == 16 and cost.ratio(12) == pytest.approx(2.0)
     meter = AcceptanceMeter(cost=cost, explore_every=4)
+    assert meter.admitted(["suggestions", "datastore"]) == {"suggestions", "datastore"}
+    chain = list(range(-1, 9))
+    good = DraftTree(list(range(10, 20)), chain, source="suggestions", match=4)
+    bad = DraftTree(list(range(10, 20)), chain, source="datastore", match=6)
     for _ in range(60):
-        meter.record(3, "suggestions")
-        meter.record(0, "datastore")
-    assert meter.fits("suggestions", 10)               # 1 + 3 tokens per forward > 2
-    assert not meter.fits("datastore", 10)
+        meter.learn(good, 3)
+        meter.learn(bad, 0)
+    assert meter.pays(good) and not meter.pays(bad)   # 1 + 3 tokens >= 2, 1 + 0 < 2
+
+    # a source's margin is how much more its best candidate keeps than the best of the
+    # other sources' (none when it keeps no more)
+    lim = DraftLimits()
+    output = [5, 6, 7, 8]
+    sugg = Candidate("suggestions", 3, np.array([[5, 6, 7, 8]]), lim)
+    store = Candidate("datastore", 5, np.array([[5, 9, 9, 9]]), lim)
+    for _ in range(60):
+        meter.searched({"suggestions": 0.1, "datastore": 0.2})
+        best = meter.learn_step([sugg, store], {"suggestions", "datastore", "workspace"},
+                                output)
+    assert best == {"suggestions": 4, "datastore": 1}
+    assert meter.margins["suggestions"] == pytest.approx(3.0, abs=0.01)   # 4 against 1
+    assert meter.margins["datastore"] == 0.0 and meter.margins["workspace"] == 0.0
+    assert meter.search_ms["datastore"] == pytest.approx(0.2)
+    assert not meter.worth("datastore")
+    # alone, the suggestions' candidate keeps 4 tokens more than nothing
+    for _ in range(60):
+        meter.learn_step([sugg], {"suggestions"}, output)
+        meter.record(4, "suggestions")
+    assert meter.margins["suggestions"] == pytest.approx(4.0, abs=0.01)
+    assert meter.token_ms() == pytest.approx(cost.mean / 5, rel=0.01)   # 1 + 4 a forward
+    assert meter.worth("suggestions")
     steps = [meter.admitted(["suggestions", "datastore"]) for _ in range(12)]
-    assert all("suggestions" in searched for searched, _ in steps)
-    assert all(not measured or measured == {"datastore"} for _, measured in steps)
-    # the datastore is searched one step in four, to keep measuring it
-    assert sum("datastore" in searched for searched, _ in steps) == 3
+    assert all("suggestions" in searched for searched in steps)
+    # the datastore is searched one step in four, to keep measuring its margin
+    assert sum("datastore" in searched for searched in steps) == 3
 
 
 def test_the_document_source_does_not_draft_the_text_after_the_cursor(tiny_runtime):
@@ -378,15 +407,26 @@ def test_the_tree_chosen_is_the_one_whose_source_the_model_keeps_at_that_match_l
     assert match_bucket(9) == match_bucket(15) == 12 and match_bucket(40) == 16
 
 
-def test_a_finished_completion_scores_every_candidate(tiny_runtime):
+def test_a_finished_completion_scores_every_candidate(tiny_runtime, monkeypatch):
     engine = Engine(InklingOptions().merged({"completion": {"draft": "suffix",
                                                             "max_new_tokens": 12}}),
                     runtime=tiny_runtime)
     text = "def f(x):\n    return x + 1\n\n\ndef g(x):\n    return "
     engine.open("file:///w/l.py", text)
     engine.complete("file:///w/l.py", Position(5, 11))
+    assert not engine.acceptance.by_match                 # left for after the answer
+    engine.settle()
     assert engine.acceptance.by_match                     # learnt without being verified
     assert all(v >= 0 for v in engine.acceptance.by_match.values())
+    assert set(engine.acceptance.margins) >= {"document", "history"}
+    assert set(engine.acceptance.search_ms) == set(engine.acceptance.margins)
+    learnt = []
+    learn = Engine._learn
+    monkeypatch.setattr(Engine, "_learn", lambda self, *a: (learnt.append(1), learn(self, *a)))
+    engine.complete("file:///w/l.py", Position(5, 11))
+    assert not learnt
+    engine.complete("file:///w/l.py", Position(5, 11))    # runs what the last one left
+    assert learnt == [1]
 
 
 @settings(max_examples=150, deadline=None)
@@ -432,3 +472,33 @@ def test_match_lengths_are_the_longest_agreeing_tails(stream_toks, context):
             n += 1
         want.append(n)
     assert stream._lengths(ends.astype(np.int64), context, 2).tolist() == want
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(0, 3), max_size=60), st.lists(st.integers(0, 3), max_size=40))
+def test_the_request_source_finds_what_a_stream_index_finds(generated, context):
+    """The request's own text is scanned as a Python list at every step; it finds the
+    matches, lengths and continuations a StreamIndex of the same tokens finds."""
+    from inkling.completion.suffix_drafter import _Local, _rows
+    got = _Local(generated).found(context)
+    want = StreamIndex.of([generated]).found(context)
+    assert len(got) == len(want)
+    for (gs, ge, gl), (ws, we, wl) in zip(got, want):
+        assert ge.tolist() == we.tolist() and gl.tolist() == wl.tolist()
+        assert _rows(gs, ge, 5).tolist() == _rows(ws, we, 5).tolist()
+
+
+def test_the_document_is_indexed_only_when_searched(tiny_runtime):
+    engine = Engine(InklingOptions().merged({"completion": {"draft": "suffix"}}),
+                    runtime=tiny_runtime)
+    text = "def f(x):\n    return x + 1\n\n\ndef g(x):\n    return "
+    engine.open("file:///w/m.py", text)
+    doc = engine.document("file:///w/m.py")
+    index = engine._sources("file:///w/m.py", doc, len(text))["document"]
+    assert index._index is None                          # nothing built yet
+    context = tiny_runtime.encode(text)
+    found = index.found(context)
+    assert index._index is not None
+    assert [(e.tolist(), n.tolist()) for _, e, n in found] == \
+        [(e.tolist(), n.tolist()) for _, e, n in index.index.found(context)]
+    assert engine._sources("file:///w/m.py", doc, len(text))["document"] is index
