@@ -520,9 +520,8 @@ class Engine:
 
             def build() -> SuffixIndex:
                 index = SuffixIndex(layout="hashed")      # rebuilt at every completion
-                index.put(f"{uri}#before", tokens.ids(normalise_eol(doc.text[:offset])))
-                index.put(f"{uri}#after", tokens.ids(normalise_eol(doc.text[offset:])))
-                index.rebuild()
+                index.put_many([(f"{uri}#before", tokens.ids(normalise_eol(doc.text[:offset]))),
+                                (f"{uri}#after", tokens.ids(normalise_eol(doc.text[offset:])))])
                 return index
             # built when first searched: drafting searches the document only where it pays
             cached = self._doc_indexes[uri] = (doc.text, offset, LazyIndex(build))
