@@ -54,6 +54,7 @@ class EngineStats:
     accepted: int = 0
     accepted_chars: int = 0
     refreshes: int = 0          # stale caches recomputed (during syncs and in idle time)
+    learnt: int = 0             # completions the drafting meter has learnt from
 
 
 def _moved_edges(extent: EditExtent, prompt, runtime, order: str) -> tuple[tuple[int, int], ...]:
@@ -492,6 +493,7 @@ class Engine:
         then): see ``AcceptanceMeter.learn_step``. A source passed over at a step is
         recorded with what its best candidate would have kept."""
         meter = self.acceptance
+        self.stats.learnt += 1
         for at, candidates, searched, verified in steps:
             if at > len(output):
                 continue

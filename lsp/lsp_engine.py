@@ -119,6 +119,10 @@ class LspEngine:
                                         lsp.DidCloseTextDocumentParams(
                                             text_document=lsp.TextDocumentIdentifier(uri=uri)))
 
+    def settle(self) -> None:
+        """Nothing to run here: the server runs a completion's after-answer work
+        (``Engine.settle``) on its own model worker once the answer is sent."""
+
     def complete(self, uri: str, position: Position, k: int | None = None,
                  trigger: str = "automatic") -> Completion:
         kind = (lsp.InlineCompletionTriggerKind.Invoked if trigger == "invoked"

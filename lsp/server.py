@@ -361,7 +361,7 @@ def build_server(engine: Engine) -> InklingServer:
     def stats(ls: InklingServer, params=None):
         return {**ls.stats.as_dict(), "state": ls.state,
                 "documents": len(ls.engine.documents()), "refreshes": ls.engine.stats.refreshes,
-                "cache_mode": ls.engine.options.cache.mode}
+                "learnt": ls.engine.stats.learnt, "cache_mode": ls.engine.options.cache.mode}
 
     @server.feature(DOCUMENT)
     def document(ls: InklingServer, params):

@@ -189,7 +189,13 @@ async def test_suffix_drafting_builds_the_datastore_with_progress(client: Langua
     assert ends and "1 files" in ends[0], ends
     uri = "file:///ws/drafted.py"              # its own document: runs alone with -k too
     _open(client, uri, "def add(a, b):\n    return \n")
+    learnt = (await _stats(client)).learnt
     result = await client.text_document_inline_completion_async(_inline(uri, 1, 11))
     assert result is not None
+    for _ in range(50):                       # the meter learns after the answer is sent
+        if (await _stats(client)).learnt > learnt:
+            break
+        await asyncio.sleep(0.1)
+    assert (await _stats(client)).learnt == learnt + 1
     client.workspace_did_change_configuration(lsp.DidChangeConfigurationParams(settings={
         "inkling": {"completion": {"draft": "none"}}}))
