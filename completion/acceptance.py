@@ -53,7 +53,7 @@ class AcceptanceMeter:
     cost: VerifyCost = field(default_factory=VerifyCost)
     # (source, match-length bucket) -> accepted tokens of its trees, averaged
     by_match: dict[tuple[str, int], float] = field(default_factory=dict)
-    # source -> tokens the chosen tree keeps thanks to the source's candidates, averaged
+    # source -> tokens its best candidate keeps beyond the other sources' best, averaged
     margins: dict[str, float] = field(default_factory=dict)
     search_ms: dict[str, float] = field(default_factory=dict)   # source -> ms a search
     kept_per_forward: float = 1.0   # drafted tokens a verification keeps, all sources
@@ -145,7 +145,6 @@ class AcceptanceMeter:
         """Whether verifying ``tree`` is expected to beat a one-row step, by what trees
         of its source and match length have kept (``value``)."""
         return 1 + self.value(tree) >= self.cost.ratio(len(tree) + 1)
-
 
 
 def match_bucket(length: int) -> int:

@@ -18,7 +18,8 @@ from typing import Callable
 import numpy as np
 
 from .draft_tree import EMPTY, DraftTree, cut, from_continuations
-from .suffix_index import ANCHORS, MAX_MATCH, MAX_OCCURRENCES, SEPARATOR, Found, StreamIndex, SuffixIndex
+from .suffix_index import (ANCHORS, MAX_MATCH, MAX_OCCURRENCES, SEPARATOR, Found, StreamIndex,
+                           SuffixIndex)
 
 
 class _Local:
@@ -42,8 +43,8 @@ class _Local:
                 continue
             lengths = []
             for e in ends:
-                m = k
-                while m < MAX_MATCH and m < e and m < len(context) and g[e - 1 - m] == context[-1 - m]:
+                m, most = k, min(MAX_MATCH, e, len(context))
+                while m < most and g[e - 1 - m] == context[-1 - m]:
                     m += 1
                 lengths.append(m)
             stream = StreamIndex.of([g], layout="scan")
