@@ -23,9 +23,16 @@ class ModelWorker:
     def __init__(self):
         self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="inkling-model")
         self._current: dict[str, CancelToken] = {}
+        self._closed = False
 
     def run(self, fn, *args, **kwargs) -> asyncio.Future:
         return asyncio.wrap_future(self._pool.submit(fn, *args, **kwargs))
+
+    def run_after(self, fn, done) -> None:
+        """Queue ``fn`` behind the work already queued, ``done(future)`` called when it
+        ends; nothing once the worker is shut down (the server is exiting)."""
+        if not self._closed:
+            self.run(fn).add_done_callback(done)
 
     def start_job(self, key: str) -> CancelToken:
         """A token for a new job under ``key``; the previous job under it is cancelled."""
@@ -44,5 +51,6 @@ class ModelWorker:
             token.cancel()
 
     def shutdown(self) -> None:
+        self._closed = True
         self.cancel_all()
         self._pool.shutdown(wait=False, cancel_futures=True)

@@ -263,7 +263,7 @@ class InklingServer(LanguageServer):
         self.stats.latencies_ms.append(result.latency_ms)
         self.last_latency_ms = round(result.latency_ms, 1)
         self.status("ready", f"{len(result.drafts)} draft(s)")
-        self.worker.run(self.engine.settle).add_done_callback(self._settled)
+        self.worker.run_after(self.engine.settle, self._settled)
         return result
 
     def _settled(self, future: asyncio.Future) -> None:

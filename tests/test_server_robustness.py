@@ -183,3 +183,18 @@ async def test_a_missing_model_is_reported_once_and_the_server_keeps_serving(bro
     shown = [m for m in client.messages if "does not exist" in m.message]
     assert len(shown) == 1                                  # said once, not a storm
     assert await _sha(client, URI) == sha("x = 1\n")
+
+
+def test_work_after_an_answer_runs_behind_the_queue_and_not_after_shutdown():
+    from inkling.lsp.model_worker import ModelWorker
+
+    async def go():
+        worker, ran, done = ModelWorker(), [], asyncio.Event()
+        first = worker.run(lambda: ran.append("answer"))
+        worker.run_after(lambda: ran.append("after"), lambda f: done.set())
+        await first
+        await asyncio.wait_for(done.wait(), 5)
+        worker.shutdown()
+        worker.run_after(lambda: ran.append("late"), lambda f: None)   # refused quietly
+        return ran
+    assert asyncio.run(go()) == ["answer", "after"]
