@@ -8,7 +8,8 @@ per completion, completion latency p50/p95 and exact_line, then the target ratio
 `suffix` searches the document, the workspace, accepted and recent suggestions, the
 datastore (built once; `corpus` leaves the held-out files out, so the files typed
 here are not in it) and the model datastore (the model's own continuations at
-positions of the same training files).
+positions of the same training files). Last, what each `suffix` drafting step cost as
+the replay took it (``Completion.draft_ms``): all sources, between forwards.
 """
 from __future__ import annotations
 
@@ -87,6 +88,14 @@ def main() -> int:
             lambda c: c.tokens, lambda c: c.latency_ms - c.model_ms)]
         print(f"{mode:14} {p50[0]:>7.1f} {p50[1]:>9.1f} {p50[2]:>9.0f} {p50[3]:>7.0f} "
               f"{p50[4]:>9.1f}")
+    recs_sx = [c for r in results["suffix"] for c in r.completions]
+    steps = sorted(ms for r in results["suffix"] for c in r.completions for ms in c.draft_ms)
+    if steps:
+        q = statistics.quantiles(steps, n=100, method="inclusive")
+        print(f"\nsuffix drafting steps as the replay takes them (every source searched at "
+              f"the step, between forwards): {len(steps)} steps, p50 {q[49]:.3f} ms, "
+              f"p95 {q[94]:.3f} ms, mean {statistics.fmean(steps):.3f} ms "
+              f"({sum(steps) / len(recs_sx):.1f} ms per completion)")
     if args.json:
         Path(args.json).write_text(json.dumps(s, indent=2) + "\n")
     return 0

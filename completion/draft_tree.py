@@ -45,59 +45,59 @@ def linear(tokens: list[int], source: str, score: float | None = None) -> DraftT
                      float(len(tokens)) if score is None else score, source)
 
 
-class _Trie:
-    def __init__(self):
-        self.count = 0
-        self.kids: dict[int, _Trie] = {}
-
-
-def _trie(continuations: list[list[int]]) -> _Trie:
-    root = _Trie()
-    for seq in continuations:
-        if not seq:
-            continue
-        root.count += 1
-        node = root
-        for tok in seq:
-            node = node.kids.setdefault(tok, _Trie())
-            node.count += 1
-    return root
+def _kids(continuations: list[list[int]], members: list[int], depth: int
+          ) -> dict[int, list[int]]:
+    """token -> the members (indices into ``continuations``) whose token at ``depth``
+    it is, tokens in order of first appearance; -1 ends a continuation."""
+    kids: dict[int, list[int]] = {}
+    for i in members:
+        seq = continuations[i]
+        if depth < len(seq) and seq[depth] >= 0:
+            kids.setdefault(seq[depth], []).append(i)
+    return kids
 
 
 def from_continuations(continuations: list[list[int]], max_nodes: int, floor: float,
                        source: str, match: int = 0) -> DraftTree:
     """The greedy path through the continuations' count trie, then siblings best-first,
-    each node while its share D of the continuations is at least ``floor``."""
-    root = _trie(continuations)
-    if not root.count or max_nodes <= 0:
+    each node while its share D of the continuations is at least ``floor``.
+
+    A continuation ends at its length or at its first -1 (padded token rows). The trie
+    is expanded only where the tree grows: a node's children are counted when the node
+    enters the tree, so the continuations' tails that no node reaches cost nothing."""
+    members = [i for i, seq in enumerate(continuations) if len(seq) and seq[0] >= 0]
+    if not members or max_nodes <= 0:
         return EMPTY
     tokens, parents, score = [], [], 0.0
-    node, d, parent = root, 1.0, -1
-    frontier: list[tuple[float, int, int, int, _Trie]] = []   # (-D, tiebreak, parent, token, node)
+    count, d, parent, depth = len(members), 1.0, -1, 0
+    kids = _kids(continuations, members, 0)
+    # (-D, tiebreak, parent, token, members, depth of its token)
+    frontier: list[tuple[float, int, int, int, list[int], int]] = []
     tie = 0
-    while node.kids and len(tokens) < max_nodes:
-        best_tok, best = max(node.kids.items(), key=lambda kv: kv[1].count)
-        if d * best.count / node.count < floor:
+    while kids and len(tokens) < max_nodes:
+        best_tok, best = max(kids.items(), key=lambda kv: len(kv[1]))
+        if d * len(best) / count < floor:
             break
-        for tok, kid in node.kids.items():
+        for tok, kid in kids.items():
             if tok != best_tok:
                 tie += 1
-                heapq.heappush(frontier, (-d * kid.count / node.count, tie, parent, tok, kid))
-        d = d * best.count / node.count
+                heapq.heappush(frontier, (-d * len(kid) / count, tie, parent, tok, kid, depth))
+        d = d * len(best) / count
         tokens.append(best_tok)
         parents.append(parent)
         score += d
-        parent, node = len(tokens) - 1, best
+        parent, count, depth = len(tokens) - 1, len(best), depth + 1
+        kids = _kids(continuations, best, depth)
     while frontier and len(tokens) < max_nodes:
-        neg_d, _, p, tok, kid = heapq.heappop(frontier)
+        neg_d, _, p, tok, kid, at = heapq.heappop(frontier)
         if -neg_d < floor:
             break
         tokens.append(tok)
         parents.append(p)
         me = len(tokens) - 1
-        for t2, k2 in kid.kids.items():
+        for t2, k2 in _kids(continuations, kid, at + 1).items():
             tie += 1
-            heapq.heappush(frontier, (neg_d * k2.count / kid.count, tie, me, t2, k2))
+            heapq.heappush(frontier, (neg_d * len(k2) / len(kid), tie, me, t2, k2, at + 1))
     return DraftTree(tokens, parents, score, source, match)
 
 

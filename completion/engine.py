@@ -46,6 +46,7 @@ class Completion:
     cache_mode: str = ""            # the mode that brought the cache up to date
     stopped_by: str = ""
     block: bool = False
+    draft_ms: tuple[float, ...] = ()   # each retrieval drafting step (search and tree), in ms
 
 
 @dataclass
@@ -277,7 +278,8 @@ class Engine:
                           prefill_tokens=synced.prefilled, reused_tokens=synced.reused,
                           stale_tokens=synced.stale, refreshed=synced.refreshed,
                           cache_mode=synced.mode,
-                          stopped_by=outs[0].stopped_by if outs else "", block=stop.block)
+                          stopped_by=outs[0].stopped_by if outs else "", block=stop.block,
+                          draft_ms=tuple(getattr(drafting[0], "times", ())))
 
     def _monitor(self, uri: str, offset: int, doc: Document, runtime):
         """(monitor state, syntax guard) at the cursor when the monitor is on, else Nones.
@@ -467,6 +469,13 @@ class Engine:
         meter = self.acceptance
 
         def draft(ctx: list[int], budget: int):
+            t0 = time.perf_counter()
+            try:
+                return step(ctx, budget)
+            finally:
+                times.append((time.perf_counter() - t0) * 1000)
+
+        def step(ctx: list[int], budget: int):
             searched = meter.admitted(drafter.names())
             if not searched:
                 return EMPTY
@@ -483,7 +492,8 @@ class Engine:
             return tree
         # (tokens generated, candidates, sources searched, source of the tree verified)
         steps: list[tuple[int, list, set[str], str]] = []
-        draft.steps = steps
+        times: list[float] = []             # ms of each step, searched or not
+        draft.steps, draft.times = steps, times
         return draft, prefix
 
     def _learn(self, steps: list[tuple[int, list, set[str], str]], output: list[int]) -> None:

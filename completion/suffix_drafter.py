@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Callable
 
 import numpy as np
@@ -102,16 +103,21 @@ class SuffixDrafter:
         if found:
             lim = limits(name) if limits is not None else self.limits
             every = np.concatenate([lengths for _, _, lengths in found])
-            for m in np.unique(every)[::-1][:lim.lengths_tried].tolist():
+            for m in sorted(set(every.tolist()), reverse=True)[:lim.lengths_tried]:
                 span = min(budget, lim.max_spec, int(lim.alpha * m))
                 if span <= 0:
                     continue
-                rows = np.concatenate([_rows(stream, ends[lengths >= m][-lim.max_continuations:],
-                                             span) for stream, ends, lengths in found])
-                rows = rows[-lim.max_continuations:]
-                rows = rows[rows[:, 0] >= 0]                       # something follows
-                if len(rows):
-                    out.append(Candidate(name, m, rows, lim))
+                # every occurrence found has something after it (StreamIndex.found)
+                occurrences, room = [], lim.max_continuations
+                for stream, ends, lengths in reversed(found):      # the most recent kept
+                    if room <= 0:
+                        break
+                    ends = ends[lengths >= m][-room:]
+                    if len(ends):
+                        occurrences.append((stream, ends))
+                        room -= len(ends)
+                if occurrences:
+                    out.append(Candidate(name, m, lim, tuple(reversed(occurrences)), span))
         return out
 
     def draft(self, context: list[int], budget: int, ends: frozenset[int],
@@ -123,17 +129,44 @@ class SuffixDrafter:
         return pick(self.candidates(context, budget, generated, limits, only), ends, value)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Candidate:
-    """The continuations one source has after one match length: a draft tree to be."""
+    """The continuations one source has after one match length: a draft tree to be.
+
+    Its token rows are gathered when first asked for: the chosen candidate's before its
+    tree is verified, the others' when the completion's output scores them, after the
+    answer (their streams are immutable, so the rows are the same then)."""
     source: str
     match: int
-    rows: np.ndarray          # [continuations, span] token ids, -1 after each one's end
     limits: DraftLimits
+    occurrences: tuple = ()   # ((stream, ends [e]), ...): where the continuations start,
+                              # the most recent last
+    span: int = 0             # tokens per continuation
+
+    @classmethod
+    def of_rows(cls, source: str, match: int, rows: np.ndarray,
+                limits: DraftLimits) -> "Candidate":
+        """A candidate of rows already gathered ([continuations, span], -1 after each
+        one's end)."""
+        cand = cls(source, match, limits, span=rows.shape[1])
+        cand.__dict__["rows"] = rows
+        return cand
+
+    @property
+    def count(self) -> int:
+        """How many continuations it has (its rows, without gathering them)."""
+        if "rows" in self.__dict__:
+            return len(self.__dict__["rows"])
+        return sum(len(ends) for _, ends in self.occurrences)
+
+    @cached_property
+    def rows(self) -> np.ndarray:
+        """[continuations, span] token ids, -1 after each one's end."""
+        return np.concatenate([_rows(stream, ends, self.span)
+                               for stream, ends in self.occurrences])
 
     def tree(self) -> DraftTree:
-        conts = [r[r >= 0].tolist() for r in self.rows]
-        return from_continuations(conts, self.limits.max_nodes, self.limits.floor,
+        return from_continuations(self.rows.tolist(), self.limits.max_nodes, self.limits.floor,
                                   self.source, self.match)
 
     def kept(self, output: list[int]) -> int:
@@ -174,7 +207,7 @@ def pick(candidates: list[Candidate], ends: frozenset[int],
     if not candidates:
         return EMPTY
     if value is not None:
-        best = max(candidates, key=lambda c: (value(c), c.match, len(c.rows)))
+        best = max(candidates, key=lambda c: (value(c), c.match, c.count))
         return cut(best.tree(), ends)
     trees = [c.tree() for c in candidates]
     return cut(max(trees, key=lambda t: t.score), ends)

@@ -15,7 +15,8 @@ from typing import Callable
 import numpy as np
 
 SEPARATOR = -1
-# (stream, ends, lengths): where a context's longest tails match in one stream
+# (stream, ends, lengths): where a context's longest tails match in one stream, each end
+# with a token after it (a continuation); streams are never changed once built
 Found = tuple  # tuple[StreamIndex, np.ndarray, np.ndarray]
 ANCHORS = (4, 2)              # k-gram lengths looked up, longest first
 MAX_MATCH = 32                # match lengths are counted up to this

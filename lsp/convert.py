@@ -62,4 +62,4 @@ def completion_metrics(result: Completion) -> dict:
             "modelMs": result.model_ms, "forwards": result.forwards, "tokens": result.tokens,
             "prefillTokens": result.prefill_tokens, "reusedTokens": result.reused_tokens,
             "staleTokens": result.stale_tokens, "refreshed": result.refreshed,
-            "drafts": [d.text for d in result.drafts]}
+            "draftMs": list(result.draft_ms), "drafts": [d.text for d in result.drafts]}

@@ -151,7 +151,8 @@ class LspEngine:
                           trigger, first_token_ms=m.firstTokenMs, latency_ms=latency,
                           model_ms=m.modelMs, forwards=m.forwards, tokens=m.tokens,
                           prefill_tokens=m.prefillTokens, reused_tokens=m.reusedTokens,
-                          stale_tokens=m.staleTokens, refreshed=m.refreshed)
+                          stale_tokens=m.staleTokens, refreshed=m.refreshed,
+                          draft_ms=tuple(m.draftMs))
 
     def index_workspace(self, progress=None):
         return None                                       # the server indexes at start

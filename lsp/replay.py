@@ -89,7 +89,7 @@ class _Session:
         self.result.completions.append(CompletionRecord(
             e.line, e.path, e.expected, drafts, out.latency_ms, out.first_token_ms, out.model_ms,
             out.forwards, out.tokens, out.prefill_tokens, out.reused_tokens, valid,
-            out.stale_tokens, out.refreshed, undefined, matched))
+            out.stale_tokens, out.refreshed, undefined, matched, out.draft_ms))
         self.engine.settle()             # after the answer, as the server does
 
     def _names(self, uri: str, text: str, offset: int, expected: str, draft: str

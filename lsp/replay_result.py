@@ -25,6 +25,7 @@ class CompletionRecord:
     undefined: tuple[str, ...] | None = None   # names the first draft uses that cannot be
                                                # right (None: not measured, e.g. no grammar)
     identifier_match: bool | None = None       # None: no identifier after a trigger expected
+    draft_ms: tuple[float, ...] = ()           # each retrieval drafting step, in ms
 
     @property
     def undefined_names(self) -> bool | None:

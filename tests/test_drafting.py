@@ -50,6 +50,59 @@ def test_draft_tree_greedy_path_first_then_siblings():
     assert cut(t, {2}).tokens == [1, 2, 6, 5]                # nothing after a line end
 
 
+def _reference_tree(continuations, max_nodes, floor):
+    """The draft tree from a full count trie of the continuations (what
+    from_continuations builds, expanding only the nodes that enter the tree)."""
+    import heapq
+    trie = [0, {}]                                           # [count, token -> node]
+    for seq in continuations:
+        seq = [t for t in seq if t >= 0]
+        if seq:
+            trie[0] += 1
+            node = trie
+            for tok in seq:
+                node = node[1].setdefault(tok, [0, {}])
+                node[0] += 1
+    if not trie[0]:
+        return [], []
+    tokens, parents, frontier, tie = [], [], [], 0
+    node, d, parent = trie, 1.0, -1
+    while node[1] and len(tokens) < max_nodes:
+        best_tok, best = max(node[1].items(), key=lambda kv: kv[1][0])
+        if d * best[0] / node[0] < floor:
+            break
+        for tok, kid in node[1].items():
+            if tok != best_tok:
+                tie += 1
+                heapq.heappush(frontier, (-d * kid[0] / node[0], tie, parent, tok, kid))
+        d *= best[0] / node[0]
+        tokens.append(best_tok)
+        parents.append(parent)
+        parent, node = len(tokens) - 1, best
+    while frontier and len(tokens) < max_nodes:
+        neg_d, _, p, tok, kid = heapq.heappop(frontier)
+        if -neg_d < floor:
+            break
+        tokens.append(tok)
+        parents.append(p)
+        for t2, k2 in kid[1].items():
+            tie += 1
+            heapq.heappush(frontier, (neg_d * k2[0] / kid[0], tie, len(tokens) - 1, t2, k2))
+    return tokens, parents
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), max_size=8), max_size=12),
+       st.integers(1, 12), st.sampled_from([0.0, 0.1, 0.25, 0.5]), st.booleans())
+def test_draft_tree_expands_only_what_enters_it(conts, max_nodes, floor, padded):
+    """from_continuations, which counts a node's children only when the node enters the
+    tree, builds the tree a full count trie gives, from lists or from -1-padded rows."""
+    if padded:
+        conts = [c + [-1] * (8 - len(c)) for c in conts]
+    tree = from_continuations(conts, max_nodes, floor, "s")
+    assert (tree.tokens, tree.parents) == _reference_tree(conts, max_nodes, floor)
+
+
 def test_prompt_lookup_takes_the_first_match_like_transformers():
     assert prompt_lookup([1, 2, 3, 4, 5, 9, 2, 3], 10, frozenset()).tokens == [4, 5, 9, 2, 3]
     assert prompt_lookup([7, 8, 9], 10, frozenset()).tokens == []
@@ -284,8 +337,8 @@ def test_drafts_are_verified_and_sources_searched_where_they_pay():
     # other sources' (none when it keeps no more)
     lim = DraftLimits()
     output = [5, 6, 7, 8]
-    sugg = Candidate("suggestions", 3, np.array([[5, 6, 7, 8]]), lim)
-    store = Candidate("datastore", 5, np.array([[5, 9, 9, 9]]), lim)
+    sugg = Candidate.of_rows("suggestions", 3, np.array([[5, 6, 7, 8]]), lim)
+    store = Candidate.of_rows("datastore", 5, np.array([[5, 9, 9, 9]]), lim)
     for _ in range(60):
         meter.searched({"suggestions": 0.1, "datastore": 0.2})
         best = meter.learn_step([sugg, store], {"suggestions", "datastore", "workspace"},
@@ -413,7 +466,8 @@ def test_a_finished_completion_scores_every_candidate(tiny_runtime, monkeypatch)
                     runtime=tiny_runtime)
     text = "def f(x):\n    return x + 1\n\n\ndef g(x):\n    return "
     engine.open("file:///w/l.py", text)
-    engine.complete("file:///w/l.py", Position(5, 11))
+    done = engine.complete("file:///w/l.py", Position(5, 11))
+    assert done.draft_ms and all(ms > 0 for ms in done.draft_ms)   # each step timed
     assert not engine.acceptance.by_match                 # left for after the answer
     engine.settle()
     assert engine.acceptance.by_match                     # learnt without being verified
@@ -427,6 +481,37 @@ def test_a_finished_completion_scores_every_candidate(tiny_runtime, monkeypatch)
     assert not learnt
     engine.complete("file:///w/l.py", Position(5, 11))    # runs what the last one left
     assert learnt == [1]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=30), min_size=1, max_size=4),
+       st.lists(st.lists(st.integers(0, 3), min_size=1, max_size=30), max_size=3),
+       st.lists(st.integers(0, 3), min_size=2, max_size=12), st.integers(1, 6))
+def test_candidate_rows_are_gathered_when_asked_and_are_the_recent_continuations(
+        base, tail, context, most):
+    """A candidate's rows are the continuations (``span`` tokens, -1 after a separator)
+    of the last ``max_continuations`` occurrences whose match is at least its length,
+    across a source's streams in order; only the tree chosen gathers them before the
+    output is known."""
+    from inkling.completion.suffix_drafter import DraftLimits, SuffixDrafter, pick
+    idx = SuffixIndex(min_merge=10_000)
+    idx.put_many((f"b{i}", seq) for i, seq in enumerate(base))
+    for i, seq in enumerate(tail):
+        idx.put(f"t{i}", seq)                             # a second stream (the tail)
+    drafter = SuffixDrafter({"s": idx}, DraftLimits(max_continuations=most))
+    cands = drafter.candidates(context, 5)
+    found = idx.found(context)
+    for c in cands:
+        assert "rows" not in c.__dict__
+        occ = [(st_, int(e)) for st_, ends, lengths in found
+               for e, n in zip(ends, lengths) if n >= c.match][-most:]
+        want = [st_.continuation(e, c.span) for st_, e in occ]
+        assert c.count == len(want)
+        assert [r[r >= 0].tolist() for r in c.rows] == want
+    if cands:
+        fresh = drafter.candidates(context, 5)
+        pick(fresh, frozenset(), lambda c: float(c is fresh[-1]))
+        assert ["rows" in c.__dict__ for c in fresh] == [c is fresh[-1] for c in fresh]
 
 
 @settings(max_examples=150, deadline=None)
@@ -445,7 +530,7 @@ def test_a_candidate_scores_what_its_tree_would_accept(conts, output, floor):
     rows = rows[rows[:, 0] >= 0]
     if not len(rows):
         return
-    cand = Candidate("s", 2, rows, DraftLimits(max_nodes=10_000, floor=floor))
+    cand = Candidate.of_rows("s", 2, rows, DraftLimits(max_nodes=10_000, floor=floor))
     tree = cand.tree()
     beyond = 4                                   # a token no draft holds
     wrote = [output[d] if d < len(output) else beyond for d in [0] + tree.depths()]
