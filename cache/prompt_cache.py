@@ -338,10 +338,10 @@ class PromptCache:
         """
         past, n = len(self.ids), len(tokens)
         dtype = self.runtime.dtype
-        mask = torch.full((n, past + n), torch.finfo(dtype).min, dtype=dtype)   # [n, past + n]
-        mask[:, :shared] = 0
-        for i, cols in enumerate(visible):
-            mask[i, cols] = 0
+        mask = torch.zeros((n, past + n), dtype=dtype)                          # [n, past + n]
+        mask[:, shared:] = torch.finfo(dtype).min
+        mask[[i for i, cols in enumerate(visible) for _ in cols],             # one indexed write
+             [c for cols in visible for c in cols]] = 0
         if self.past is None:
             from transformers import DynamicCache
             self.past = DynamicCache(config=self.runtime.model.config)

@@ -70,8 +70,7 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
             raise
         if meter is not None and len(tree):
             meter.record(len(path), tree.source)
-        taken = [(tree.tokens[n], float(torch.log_softmax(out[tree.parents[n] + 1], -1)
-                                        [tree.tokens[n]])) for n in path]
+        taken = _path_logprobs(tree, path, out)
         taken.append(pick(out[row]))                      # the bonus token after the path
         tok = taken[-1][0]
         monitor = advance(monitor, tok)
@@ -92,6 +91,18 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
         forwards += 1
         if meter is not None:
             meter.cost.record(1 + len(tree), (time.perf_counter() - t0) * 1000)
+
+
+def _path_logprobs(tree: DraftTree, path: list[int], out: torch.Tensor
+                   ) -> list[tuple[int, float]]:
+    """(token, log-probability) of each accepted node, from the row of its parent (the
+    root's is row 0). out: [1 + len(tree), vocab]."""
+    if not path:
+        return []
+    toks = [tree.tokens[n] for n in path]
+    rows = out[[tree.parents[n] + 1 for n in path]]                     # [len(path), vocab]
+    lp = torch.log_softmax(rows, -1)[torch.arange(len(path)), toks]     # [len(path)]
+    return list(zip(toks, lp.tolist()))
 
 
 def _verified(tree: DraftTree, out: torch.Tensor, monitor):
