@@ -75,7 +75,7 @@ def _reference_tree(continuations, max_nodes, floor):
             if tok != best_tok:
                 tie += 1
                 heapq.heappush(frontier, (-d * kid[0] / node[0], tie, parent, tok, kid))
-        d *= best[0] / node[0]
+        d = d * best[0] / node[0]                            # as the tree computes it
         tokens.append(best_tok)
         parents.append(parent)
         parent, node = len(tokens) - 1, best
