@@ -1,4 +1,9 @@
-"""The one worker thread that runs model work, and cancellation tokens for it."""
+"""The one worker thread that owns the Engine, and cancellation tokens for its jobs.
+
+Every call into the Engine (documents opened, changed and closed, completions, settings,
+indexing) is a job on this thread, run in the order the client's messages arrived, so
+document state has one owner and an edit is never applied while a completion reads the
+same document. The event loop only submits jobs and awaits them."""
 from __future__ import annotations
 
 import asyncio
@@ -7,10 +12,17 @@ from concurrent.futures import ThreadPoolExecutor
 
 
 class CancelToken:
+    """Set once, from any thread; ``reason`` says why: "cancelled" ($/cancelRequest or
+    shutdown), "superseded" (a newer request for the document), "edited" or "closed"
+    (the document changed under the request)."""
+
     def __init__(self):
         self._event = threading.Event()
+        self.reason: str | None = None
 
-    def cancel(self) -> None:
+    def cancel(self, reason: str = "cancelled") -> None:
+        if self.reason is None:
+            self.reason = reason
         self._event.set()
 
     def is_cancelled(self) -> bool:
@@ -35,12 +47,16 @@ class ModelWorker:
             self.run(fn).add_done_callback(done)
 
     def start_job(self, key: str) -> CancelToken:
-        """A token for a new job under ``key``; the previous job under it is cancelled."""
-        previous = self._current.get(key)
-        if previous is not None:
-            previous.cancel()
+        """A token for a new job under ``key``; the previous job under it is superseded."""
+        self.cancel_job(key, "superseded")
         token = self._current[key] = CancelToken()
         return token
+
+    def cancel_job(self, key: str, reason: str) -> None:
+        """Cancel the job under ``key``, if one runs (between two forwards)."""
+        previous = self._current.get(key)
+        if previous is not None:
+            previous.cancel(reason)
 
     def finish_job(self, key: str, token: CancelToken) -> None:
         if self._current.get(key) is token:

@@ -1,7 +1,15 @@
 """`inkling serve`: a thin pygls adapter over one Engine.
 
-Handlers read params, call the Engine (model work on the one worker thread), and
-convert the result (lsp/convert.py). The event loop never waits on the model.
+Handlers read params, submit the Engine call as a job to the model worker (the Engine's
+one owner: every call into it runs there, in the order the messages arrived), and convert
+the result (lsp/convert.py). The event loop never waits on the model; it owns the server's
+own bookkeeping (counters, typing cadence, the per-document cancel tokens). The one thing
+it reads of the Engine is ``engine.options``, a value replaced whole by ``configure``.
+
+Every request is answered once: a result, -32602 naming a bad field or position, -32800
+after ``$/cancelRequest``, -32801 (ContentModified) when the document was edited or closed
+while the request waited or ran, an empty result when a newer request for the same
+document superseded it, -32601 for an unknown method (lsp/protocol.py reads the messages).
 """
 from __future__ import annotations
 
@@ -11,10 +19,8 @@ import time
 import uuid
 
 from lsprotocol import types as lsp
-from pygls.exceptions import JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol
-from pygls.protocol.language_server import lsp_method
 
 from inkling.cache.errors import ModelError
 from inkling.completion.decoding import Cancelled
@@ -22,8 +28,12 @@ from inkling.completion.engine import Engine
 from inkling.completion.errors import DocumentError, InklingError
 
 from . import convert
+from .message_loop import run_stdio, run_tcp
 from .model_worker import CancelToken, ModelWorker
+from .notices import Notices
+from .protocol import InklingProtocol, flush_and_exit
 from .server_stats import ServerStats
+from .strict_converter import strict_converter
 from .typing_cadence import TypingCadence
 
 log = logging.getLogger("inkling.server")
@@ -34,26 +44,12 @@ DOCUMENT = "inkling/document"
 LAST_COMPLETION = "inkling/lastCompletion"
 
 
-class InklingProtocol(LanguageServerProtocol):
-    """pygls' protocol, except that document changes reach the Engine untouched.
-
-    pygls keeps its own copy of each document and, while updating it, clamps an
-    out-of-range change position *in the request's own params*, so the Engine would
-    apply an edit the client never sent. The Engine keeps the documents here (and
-    refuses such a change with a message), so pygls' copy is not kept.
-    """
-
-    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
-    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams):
-        if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CHANGE)) is not None:
-            yield handler, (params,), None
-
-
 class InklingServer(LanguageServer):
     """The server's state: the Engine, the model worker, counters, typing cadence."""
 
     def __init__(self, engine: Engine):
-        super().__init__("inkling", VERSION, protocol_cls=InklingProtocol)
+        super().__init__("inkling", VERSION, protocol_cls=InklingProtocol,
+                         converter_factory=strict_converter)
         self.engine = engine
         self.worker = ModelWorker()
         self.stats = ServerStats()
@@ -61,7 +57,8 @@ class InklingServer(LanguageServer):
         self.state = "starting"
         self.last_latency_ms: float | None = None
         self.last_completion: dict | None = None
-        self._warned: set[str] = set()
+        self.notices = Notices(lambda message: self.window_show_message(
+            lsp.ShowMessageParams(type=lsp.MessageType.Error, message=message)))
         self._idle_timer: asyncio.TimerHandle | None = None
 
     # ------------------------------------------------------------- messages
@@ -74,22 +71,72 @@ class InklingServer(LanguageServer):
         self.window_log_message(lsp.LogMessageParams(type=kind, message=message))
 
     def show_once(self, message: str, kind: lsp.MessageType = lsp.MessageType.Error) -> None:
-        """window/showMessage, once per distinct message (no notification storms)."""
+        """Something the user must act on: logged, and a popup at most once a minute."""
         self.log(message, kind)
-        if message not in self._warned:
-            self._warned.add(message)
-            self.window_show_message(lsp.ShowMessageParams(type=kind, message=message))
+        self.notices.show(message)
 
-    def configure(self, settings) -> None:
+    def report_fault(self, message: str) -> None:
+        """A real fault (the protocol logged its traceback): a rate-limited popup."""
+        self.show_once(message)
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """pygls' own error reports: one log line (no popup; requests are answered)."""
+        log.error("%s", error)
+
+    # -------------------------------------------------------------- lifecycle
+    def start_io(self, stdin=None, stdout=None) -> None:
+        import sys
+        run_stdio(self, stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
+
+    def start_tcp(self, host: str, port: int) -> None:
+        run_tcp(self, host, port)
+
+    async def shutdown_engine(self) -> None:
+        """The shutdown request: cancel every job, let the Engine stop its watchers on its
+        own thread (waiting at most 2 s for the forward in progress), then close the
+        worker to new work."""
+        self.worker.cancel_all()
+        if self._idle_timer is not None:
+            self._idle_timer.cancel()
+        try:
+            await asyncio.wait_for(self.worker.run(self.engine.shutdown), 2.0)
+        except (asyncio.TimeoutError, RuntimeError):
+            log.info("shutdown: the model worker did not stop within 2 s")
+        self.worker.shutdown()
+
+    def exit_now(self, code: int) -> None:
+        """The exit notification: end the process at once (a forward in progress is not
+        waited for), with ``code``."""
+        self.worker.cancel_all()
+        flush_and_exit(code)
+
+    async def configure(self, settings) -> None:
+        """Apply settings (on the worker, behind the work already queued)."""
         if not settings:
             return
         if isinstance(settings, dict) and isinstance(settings.get("inkling"), dict):
             settings = settings["inkling"]
         try:
-            self.engine.configure(settings)
+            await self.worker.run(self.engine.configure, settings)
             self.log("configuration applied")
         except InklingError as exc:
             self.show_once(f"inkling: invalid setting, keeping the previous value: {exc}")
+
+    def submit(self, what: str, fn, *args) -> None:
+        """Run an Engine call for a notification (no answer to wait for); a refusal
+        (DocumentError) is one log line naming the culprit."""
+        self.worker.run(fn, *args).add_done_callback(lambda f: self._submitted(what, f))
+
+    def _submitted(self, what: str, future: asyncio.Future) -> None:
+        if future.cancelled():
+            return
+        exc = future.exception()
+        if isinstance(exc, DocumentError):
+            message = f"inkling: {what} refused, document kept as it was: {exc}"
+            log.warning("%s", message)
+            self.log(message, lsp.MessageType.Warning)
+        elif exc is not None:
+            self.protocol.fault(exc, what)
 
     # ------------------------------------------------------------- idle work
     def schedule_idle_refresh(self) -> None:
@@ -167,7 +214,7 @@ class InklingServer(LanguageServer):
                                           self.engine.index_workspace, (OSError,),
                                           "workspace indexing failed", lambda r: r.summary())
         if ok:
-            self.engine.workspace.start_watching()
+            await self.worker.run(self.engine.workspace.start_watching)
             self.log(f"workspace: {result.summary()}")
 
     async def _indexing(self, kind: str, title: str, job, errors: tuple, failed: str, summary):
@@ -215,7 +262,7 @@ class InklingServer(LanguageServer):
 
     # ------------------------------------------------------------ completion
     async def complete(self, uri: str, position, invoked: bool):
-        """Run one completion; None when cancelled or superseded."""
+        """Run one completion; None when a newer request for the document superseded it."""
         self.stats.requests += 1
         token = self.worker.start_job(uri)
         try:
@@ -224,20 +271,24 @@ class InklingServer(LanguageServer):
                 await asyncio.sleep(self.cadence.delay_s(uri, o.debounce_min_ms,
                                                          o.debounce_max_ms, o.debounce_factor))
                 if token.is_cancelled():
-                    self.stats.cancelled += 1
-                    return None
-            self.engine.document(uri)         # an unknown document fails here, clearly
+                    return self._overtaken(uri, token)
             return await self._run_completion(uri, position, invoked, token)
         except asyncio.CancelledError:        # $/cancelRequest: stop the decoding loop too
             token.cancel()
             self.stats.cancelled += 1
             raise
-        except DocumentError as exc:
-            self.stats.errors += 1
-            raise JsonRpcInvalidParams(str(exc)) from None
         finally:
             self.worker.finish_job(uri, token)
             self.schedule_idle_refresh()
+
+    def _overtaken(self, uri: str, token: CancelToken):
+        """A request that something newer overtook: an empty answer when a newer request
+        for the document took its place, ContentModified when the document changed."""
+        self.stats.cancelled += 1
+        if token.reason in ("edited", "closed"):
+            raise JsonRpcContentModified(f"{uri} was {token.reason} after this request; "
+                                         "ask again at the new position")
+        return None
 
     async def _run_completion(self, uri, position, invoked: bool, token: CancelToken):
         self.status("busy", "completing")
@@ -248,12 +299,15 @@ class InklingServer(LanguageServer):
                                            "invoked" if invoked else "automatic",
                                            token.is_cancelled)
         except Cancelled:
-            self.stats.cancelled += 1
             self.status("ready", "cancelled")
-            return None
+            return self._overtaken(uri, token)
+        except DocumentError as exc:
+            self.status("ready", "")
+            if token.is_cancelled():          # an edit, a close or a newer request came first
+                return self._overtaken(uri, token)
+            self.stats.errors += 1
+            raise JsonRpcInvalidParams(str(exc)) from None
         except (ModelError, InklingError) as exc:
-            if isinstance(exc, DocumentError):
-                raise
             self.stats.errors += 1
             self.status("error", str(exc))
             self.show_once(f"inkling: {exc}")
@@ -274,63 +328,78 @@ class InklingServer(LanguageServer):
                      lsp.MessageType.Warning)
 
 
+def _folders(ls: InklingServer, folders: list[str]) -> None:
+    ls.submit("workspace folders", setattr, ls.engine, "workspace_folders", folders)
+
+
+def _uri_param(method: str, params) -> str:
+    """The ``uri`` of a custom request's params (plain JSON), or -32602 naming it."""
+    uri = params.get("uri") if isinstance(params, dict) else None
+    if not isinstance(uri, str):
+        raise JsonRpcInvalidParams(f"{method}: params.uri: expected a string "
+                                   f"(params {{\"uri\": ...}}), got {params!r:.60}")
+    return uri
+
+
 def build_server(engine: Engine) -> InklingServer:
     server = InklingServer(engine)
 
     @server.feature(lsp.INITIALIZE)
-    def initialize(ls: InklingServer, params: lsp.InitializeParams):
-        ls.configure(params.initialization_options)
-        ls.engine.workspace_folders = [f.uri for f in params.workspace_folders or []]
+    async def initialize(ls: InklingServer, params: lsp.InitializeParams):
+        await ls.configure(params.initialization_options)
+        _folders(ls, [f.uri for f in params.workspace_folders or []])
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
     def did_change_folders(ls: InklingServer, params: lsp.DidChangeWorkspaceFoldersParams):
         removed = {f.uri for f in params.event.removed}
         kept = [u for u in ls.engine.workspace_folders if u not in removed]
-        ls.engine.workspace_folders = kept + [f.uri for f in params.event.added]
+        _folders(ls, kept + [f.uri for f in params.event.added])
 
     @server.feature(lsp.INITIALIZED)
     async def initialized(ls: InklingServer, params: lsp.InitializedParams):
         await ls.load_model()
 
     @server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
-    def did_change_configuration(ls: InklingServer, params: lsp.DidChangeConfigurationParams):
+    async def did_change_configuration(ls: InklingServer,
+                                       params: lsp.DidChangeConfigurationParams):
         had_model = ls.engine.options.model
-        ls.configure(params.settings)
+        await ls.configure(params.settings)
         if ls.engine.options.model != had_model:
-            asyncio.ensure_future(ls.load_model())
+            await ls.load_model()
         elif ls.engine.model_loaded:
-            asyncio.ensure_future(ls.prepare_drafting())   # builds only what is missing
+            await ls.prepare_drafting()                # builds only what is missing
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_OPEN)
     def did_open(ls: InklingServer, params: lsp.DidOpenTextDocumentParams):
         d = params.text_document
-        ls.engine.open(d.uri, d.text, d.version, d.language_id)
+        ls.worker.cancel_job(d.uri, "edited")          # reopened: a new text
+        ls.submit(f"didOpen of {d.uri}", ls.engine.open, d.uri, d.text, d.version,
+                  d.language_id)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CHANGE)
     def did_change(ls: InklingServer, params: lsp.DidChangeTextDocumentParams):
         uri = params.text_document.uri
         ls.cadence.keystroke(uri)
+        ls.worker.cancel_job(uri, "edited")            # its position may no longer exist
         ls.schedule_idle_refresh()
-        try:
-            ls.engine.apply_change(uri, convert.changes(params.content_changes),
-                                   params.text_document.version)
-        except DocumentError as exc:
-            ls.show_once(f"inkling: change refused, document kept as it was: {exc}")
+        ls.submit(f"didChange of {uri} (version {params.text_document.version})",
+                  ls.engine.apply_change, uri, convert.changes(params.content_changes),
+                  params.text_document.version)
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_SAVE)
     def did_save(ls: InklingServer, params: lsp.DidSaveTextDocumentParams):
         if params.text is not None:
-            ls.engine.apply_change(params.text_document.uri, convert.changes(
+            uri = params.text_document.uri
+            ls.worker.cancel_job(uri, "edited")
+            ls.submit(f"didSave of {uri}", ls.engine.apply_change, uri, convert.changes(
                 [lsp.TextDocumentContentChangeWholeDocument(text=params.text)]))
 
     @server.feature(lsp.TEXT_DOCUMENT_DID_CLOSE)
     def did_close(ls: InklingServer, params: lsp.DidCloseTextDocumentParams):
         uri = params.text_document.uri
         ls.cadence.forget(uri)
-        try:
-            ls.engine.close(uri)
-        except DocumentError as exc:
-            ls.log(str(exc), lsp.MessageType.Warning)
+        ls.worker.cancel_job(uri, "closed")
+        ls.submit(f"didClose of {uri}", ls.engine.close, uri)
 
     @server.feature(lsp.TEXT_DOCUMENT_INLINE_COMPLETION, lsp.InlineCompletionOptions())
     async def inline_completion(ls: InklingServer, params: lsp.InlineCompletionParams):
@@ -347,35 +416,37 @@ def build_server(engine: Engine) -> InklingServer:
         return None if result is None else convert.completion_items(result)
 
     @server.command(convert.ACCEPT_COMMAND)
-    def accept(ls: InklingServer, *args):
+    async def accept(ls: InklingServer, *args):
         if not args or not isinstance(args[0], str):
             raise JsonRpcInvalidParams(f"{convert.ACCEPT_COMMAND} needs a draft id, got {args!r}")
         try:
-            draft = ls.engine.accept(args[0])
+            draft = await ls.worker.run(ls.engine.accept, args[0])
         except DocumentError as exc:
             raise JsonRpcInvalidParams(str(exc)) from None
         ls.stats.accepted += 1
         return {"accepted": draft.id, "chars": len(draft.text)}
 
     @server.feature(STATS)
-    def stats(ls: InklingServer, params=None):
-        return {**ls.stats.as_dict(), "state": ls.state,
-                "documents": len(ls.engine.documents()), "refreshes": ls.engine.stats.refreshes,
-                "learnt": ls.engine.stats.learnt, "cache_mode": ls.engine.options.cache.mode}
+    async def stats(ls: InklingServer, params=None):
+        def engine_stats():
+            return {"documents": len(ls.engine.documents()),
+                    "refreshes": ls.engine.stats.refreshes, "learnt": ls.engine.stats.learnt}
+        return {**ls.stats.as_dict(), "state": ls.state, **await ls.worker.run(engine_stats),
+                "cache_mode": ls.engine.options.cache.mode}
 
     @server.feature(DOCUMENT)
-    def document(ls: InklingServer, params):
+    async def document(ls: InklingServer, params=None):
         """The server's copy of a document: version and SHA-256 (to check sync)."""
-        uri = getattr(params, "uri", None)
-        if not isinstance(uri, str):
-            raise JsonRpcInvalidParams(f"{DOCUMENT} needs {{\"uri\": ...}}, got {params!r}")
-        try:
+        uri = _uri_param(DOCUMENT, params)
+
+        def summary():
             doc = ls.engine.document(uri)
+            return {"uri": uri, "version": doc.version, "length": len(doc.text),
+                    "sha256": ls.engine.document_sha256(uri)}
+        try:
+            return await ls.worker.run(summary)
         except DocumentError as exc:
             raise JsonRpcInvalidParams(str(exc)) from None
-        import hashlib
-        return {"uri": uri, "version": doc.version, "length": len(doc.text),
-                "sha256": hashlib.sha256(doc.text.encode("utf-8")).hexdigest()}
 
     @server.feature(LAST_COMPLETION)
     def last_completion(ls: InklingServer, params=None):
@@ -383,19 +454,24 @@ def build_server(engine: Engine) -> InklingServer:
         return ls.last_completion
 
     @server.feature(lsp.SHUTDOWN)
-    def shutdown(ls: InklingServer, params=None):
-        ls.worker.shutdown()
-        ls.engine.shutdown()
+    async def shutdown(ls: InklingServer, params=None):
+        await ls.shutdown_engine()
 
     return server
 
 
 def serve(engine: Engine, tcp_port: int | None = None, host: str = "127.0.0.1") -> None:
+    if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
+        # pygls' own lines (an unknown notification, a cancel after the answer) are
+        # expected traffic: the protocol logs what matters, one line each
+        logging.getLogger("pygls").setLevel(logging.ERROR)
     server = build_server(engine)
     if tcp_port is None:
         server.start_io()
-        return
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        log.warning("listening on %s:%d, which is not loopback: anyone who can reach it "
-                    "can read the code sent to it", host, tcp_port)
-    server.start_tcp(host, tcp_port)
+    else:
+        if host not in ("127.0.0.1", "localhost", "::1"):
+            log.warning("listening on %s:%d, which is not loopback: anyone who can reach it "
+                        "can read the code sent to it", host, tcp_port)
+        server.start_tcp(host, tcp_port)
+    # the client closed the stream without exit: end as exit would (no thread waited for)
+    server.exit_now(0 if server.protocol._shutdown else 1)

@@ -100,7 +100,7 @@ async def test_stress_edits_and_cancelled_completions(client: LanguageClient):
                                     return_exceptions=True)
     for out in outcomes:
         if isinstance(out, Exception):
-            assert "cancel" in str(out).lower(), out
+            assert "cancel" in str(out).lower() or "was edited after" in str(out), out
     assert time.monotonic() - t0 < 60
     assert await _sha(client, URI) == sha(text)             # the server's copy is the client's
     assert await client.text_document_inline_completion_async(_inline(URI, 2, len(line)))

@@ -1,0 +1,88 @@
+"""The transport loop: LSP base-protocol frames in, message bodies to the protocol.
+
+pygls' own loop logs a traceback and answers nothing when a body is not JSON; this one
+hands every body to ``InklingProtocol.handle_body``, which answers it. A frame with no
+usable ``Content-Length`` is skipped up to the next blank line (the stream is never
+wedged by one bad header); the loop ends when the client closes the stream.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import threading
+
+log = logging.getLogger("inkling.server")
+_CONTENT_LENGTH = re.compile(rb"^content-length:\s*(\d+)\s*$", re.IGNORECASE)
+MAX_BODY = 64 << 20          # bytes: a longer frame is refused (no document is that large)
+
+
+async def read_messages(reader, protocol, stop: threading.Event) -> None:
+    """``reader`` has ``readline()`` and ``readexactly(n)`` awaitables (pygls'
+    StdinAsyncReader, or an asyncio StreamReader for TCP)."""
+    length: int | None = None
+    while not stop.is_set():
+        header = await reader.readline()
+        if not header:
+            return                                   # the client closed the stream
+        if header.strip():
+            m = _CONTENT_LENGTH.match(header.strip())
+            if m:
+                length = int(m.group(1))
+            continue
+        if length is None:                           # a blank line ends headers we could not use
+            log.info("skipped a frame without a Content-Length header")
+            continue
+        if length > MAX_BODY:
+            log.warning("a frame of %d bytes is over the %d byte limit; the stream cannot "
+                        "be read past it", length, MAX_BODY)
+            return
+        size, length = length, None
+        try:
+            body = await reader.readexactly(size) if size else b""
+        except asyncio.IncompleteReadError:
+            return
+        if len(body) < size:                         # the stream closed inside the frame
+            return
+        try:
+            protocol.handle_body(body)
+        except Exception:                            # a fault of ours: logged, the loop goes on
+            log.exception("internal error while handling a message")
+
+
+def run_stdio(server, stdin, stdout) -> None:
+    """Serve over stdio until the client closes stdin or sends exit."""
+    from pygls.io_ import StdinAsyncReader, StdoutWriter
+    server._stop_event = threading.Event()
+    server.protocol.set_writer(StdoutWriter(stdout))
+    reader = StdinAsyncReader(stdin, server.thread_pool)
+    try:
+        asyncio.run(read_messages(reader, server.protocol, server._stop_event))
+    except (KeyboardInterrupt, BrokenPipeError):
+        pass
+
+
+def run_tcp(server, host: str, port: int) -> None:
+    """Serve the first client that connects to ``host:port``, until it disconnects or
+    sends exit (as over stdio)."""
+    server._stop_event = stop = threading.Event()
+
+    async def main() -> None:
+        done = asyncio.get_running_loop().create_future()
+
+        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+            server.protocol.set_writer(writer)
+            try:
+                await read_messages(reader, server.protocol, stop)
+            finally:
+                if not done.done():
+                    done.set_result(None)
+
+        listener = await asyncio.start_server(connection, host, port)
+        async with listener:
+            await done
+
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        pass

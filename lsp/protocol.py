@@ -1,0 +1,199 @@
+"""The JSON-RPC edge of `inkling serve`: pygls' LSP protocol, made to answer every request
+exactly once and to keep the log quiet for what a client can be expected to send.
+
+- A body that is not JSON gets a Parse error (-32700) with ``id: null``; a JSON value that
+  is not a JSON-RPC 2.0 message an Invalid Request (-32600), with its id when it has a
+  usable one, else ``id: null`` (the JSON-RPC spec's answers).
+- A request whose params fail to structure gets Invalid Params (-32602) naming the field;
+  a notification that fails is refused whole (nothing applied) and named in one
+  ``window/logMessage`` line. ``params`` may be left out where a method has none.
+- A handler's expected error (a ``JsonRpcException``: bad params, content modified, a
+  cancel) is answered and logged as one line; only a real fault gets a traceback.
+- Requests after ``shutdown`` get Invalid Request; ``exit`` ends the process at once,
+  with 0 after ``shutdown`` and 1 without (the LSP spec).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+from lsprotocol import types as lsp
+from pygls.exceptions import (JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams,
+                              JsonRpcInvalidRequest, JsonRpcParseError, JsonRpcRequestCancelled)
+from pygls.protocol import (JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage,
+                            LanguageServerProtocol)
+from pygls.protocol.language_server import lsp_method
+
+from .strict_converter import describe
+
+log = logging.getLogger("inkling.server")
+
+
+@dataclass
+class BadMessage:
+    """A message that could not be structured: answered (a request) or named (otherwise)."""
+    id: Any
+    method: str | None
+    error: JsonRpcException
+
+    @property
+    def is_request(self) -> bool:
+        return self.id is not None
+
+
+def _usable_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+class InklingProtocol(LanguageServerProtocol):
+    """pygls' LSP protocol with a strict, answering edge (see the module's notes).
+
+    Document changes reach the server's handler untouched: pygls keeps its own copy of
+    each document and, while updating it, clamps an out-of-range change position in the
+    request's own params, so the Engine would apply an edit the client never sent. The
+    Engine keeps the documents (and refuses such a change with a message)."""
+
+    # ---------------------------------------------------------------- reading
+    def handle_body(self, body: bytes) -> None:
+        """One message body from the transport: parsed, structured and dispatched, or
+        answered with the JSON-RPC error that says why not."""
+        try:
+            message = json.loads(body, object_hook=self.structure_message)
+        except (ValueError, RecursionError) as exc:   # JSONDecodeError, UnicodeDecodeError
+            self.refuse(BadMessage(None, None, JsonRpcParseError(f"not valid JSON: {exc}")),
+                        answer_null=True)
+            return
+        if isinstance(message, BadMessage):
+            self.refuse(message, answer_null=message.error.code == JsonRpcInvalidRequest.CODE)
+            return
+        if not hasattr(message, "jsonrpc"):            # an array, a number, a bare object
+            self.refuse(BadMessage(None, None, JsonRpcInvalidRequest(
+                "not a JSON-RPC 2.0 message (an object with \"jsonrpc\": \"2.0\")")),
+                answer_null=True)
+            return
+        self.handle_message(message)
+
+    def structure_message(self, data: dict[str, Any]):
+        """json's object hook: every object, innermost first; only the message itself (the
+        object with "jsonrpc") is structured. Never raises: a failure is a BadMessage."""
+        if "jsonrpc" not in data:
+            return data
+        msg_id, method = data.get("id"), data.get("method")
+        if data.get("jsonrpc") != self.VERSION:
+            return BadMessage(msg_id if _usable_id(msg_id) else None, None,
+                              JsonRpcInvalidRequest('"jsonrpc" must be "2.0"'))
+        if "id" in data and not _usable_id(msg_id):
+            return BadMessage(None, None, JsonRpcInvalidRequest(
+                f"\"id\" must be a string or an integer, got {json.dumps(msg_id)[:40]}"))
+        if method is not None and not isinstance(method, str):
+            return BadMessage(msg_id, None, JsonRpcInvalidRequest("\"method\" must be a string"))
+        if method is None and "result" not in data and "error" not in data:
+            return BadMessage(msg_id, None, JsonRpcInvalidRequest("no \"method\""))
+        try:
+            if method is not None:
+                data.setdefault("params", None)        # "params" may be omitted
+                generic = self.get_message_type(method)
+                if generic is None:
+                    generic = JsonRPCRequestMessage if "id" in data else JsonRPCNotification
+                return self._converter.structure(data, generic)
+            if "error" in data:
+                return self._converter.structure(data, lsp.ResponseErrorMessage)
+            result_type = self._result_types.pop(msg_id, None) or JsonRPCResponseMessage
+            return self._converter.structure(data, result_type)
+        except Exception as exc:                      # cattrs' errors, or a hook's
+            what = f"{method}: " if method else ""
+            return BadMessage(msg_id if method else None, method,
+                              JsonRpcInvalidParams(f"{what}{describe(exc)}"))
+
+    def refuse(self, bad: BadMessage, answer_null: bool = False) -> None:
+        """Answer a request that could not be read, or name a refused notification."""
+        error = bad.error
+        if bad.is_request or answer_null:
+            log.info("refused %s: %s", bad.method or "a message", error.message)
+            self._send_response(bad.id, error=error.to_response_error())
+            return
+        if bad.method is None:                         # a response we cannot read
+            log.info("ignored an unreadable response: %s", error.message)
+            return
+        text = f"inkling: {bad.method} refused, nothing applied: {error.message}"
+        log.warning("%s", text)
+        self.notify(lsp.WINDOW_LOG_MESSAGE,
+                    lsp.LogMessageParams(type=lsp.MessageType.Warning, message=text))
+
+    # ------------------------------------------------------------- dispatching
+    def handle_message(self, message) -> None:
+        method = getattr(message, "method", None)
+        is_request = hasattr(message, "id") and method is not None
+        if self._shutdown and method != lsp.EXIT:
+            if is_request:
+                self._send_response(message.id, error=JsonRpcInvalidRequest(
+                    f"{method}: the server is shutting down").to_response_error())
+            return
+        if method is not None and not is_request and method != lsp.CANCEL_REQUEST \
+                and method not in self.fm.features and method not in self.fm.builtin_features:
+            log.debug("ignored the notification %s (not handled here)", method)
+            return
+        super().handle_message(message)
+
+    def _handle_cancel_notification(self, msg_id) -> None:
+        """$/cancelRequest: cancels the request if it is still running; one for a request
+        already answered is normal (the answer and the cancel crossed)."""
+        future = self._request_futures.pop(msg_id, None)
+        if future is not None:
+            future.cancel()
+
+    def _send_handler_result(self, future, *, msg_id) -> None:
+        """The one answer to a request: its result, or the error that says why not."""
+        self._request_futures.pop(msg_id, None)
+        if future.cancelled():
+            log.debug("request %s cancelled", msg_id)
+            self._send_response(msg_id, error=JsonRpcRequestCancelled(
+                f"request {msg_id} was cancelled").to_response_error())
+            return
+        exc = future.exception()
+        if exc is None:
+            self._send_response(msg_id, result=future.result())
+        elif isinstance(exc, JsonRpcException):      # expected: bad params, stale, cancelled
+            log.info("request %s: %s", msg_id, exc.message)
+            self._send_response(msg_id, error=exc.to_response_error())
+        else:
+            self.fault(exc, f"request {msg_id}")
+            self._send_response(msg_id, error=JsonRpcInternalError(
+                f"inkling: internal error: {type(exc).__name__}: {exc}").to_response_error())
+
+    def _check_handler_result(self, future) -> None:
+        if not future.cancelled() and (exc := future.exception()) is not None:
+            self.fault(exc, "a notification")
+
+    def fault(self, exc: BaseException, where: str) -> None:
+        """A real fault: the traceback in the log, and a popup (rate-limited by the server)."""
+        log.error("internal error in %s", where, exc_info=(type(exc), exc, exc.__traceback__))
+        self._server.report_fault(f"inkling: internal error in {where}: "
+                                  f"{type(exc).__name__}: {exc} (see the server's log)")
+
+    # -------------------------------------------------------------- lifecycle
+    @lsp_method(lsp.EXIT)
+    def lsp_exit(self, *args) -> None:
+        """Ends the process now: 0 after shutdown, 1 without (the LSP spec)."""
+        self._server.exit_now(0 if self._shutdown else 1)
+
+    @lsp_method(lsp.TEXT_DOCUMENT_DID_CHANGE)
+    def lsp_text_document__did_change(self, params: lsp.DidChangeTextDocumentParams):
+        if (handler := self.fm.features.get(lsp.TEXT_DOCUMENT_DID_CHANGE)) is not None:
+            yield handler, (params,), None
+
+
+def flush_and_exit(code: int) -> None:
+    """End the process at once (no thread is waited for: a forward in progress, the
+    stdin reader, file watchers), after flushing what was written."""
+    import os
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    logging.shutdown()
+    os._exit(code)
