@@ -1,8 +1,22 @@
 """Drafts are deduplicated (identical after trimming trailing whitespace), empty ones
-dropped, and ranked by length-normalised model log-probability."""
+dropped, and ranked by length-normalised model log-probability; then only the drafts worth
+showing as alternatives are kept (``worth_showing``), each one left out with its reason."""
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+
 from .decoding import Decoded
+
+# why a draft was not shown (the server reports them in inkling/lastCompletion)
+EMPTY = "empty"
+DUPLICATE = "duplicate"
+WHITESPACE = "whitespace-only variant"
+PREFIX = "strict prefix of another draft"
+SHORT = "shorter than a word"
+MIN_WORD_CHARS = 2        # an alternative needs at least this many non-blank characters
+
+_BLANKS = re.compile(r"\s+")
 
 
 def normalised_logprob(d: Decoded) -> float:
@@ -19,3 +33,72 @@ def rank_drafts(decoded: list[Decoded], keep_empty: bool = False) -> list[Decode
         seen.add(key)
         out.append(d)
     return out
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A draft that was not shown: its rank among the decoded drafts, text and reason."""
+    rank: int
+    text: str
+    reason: str
+    like: int | None = None     # the rank of the draft it duplicates or is a prefix of
+
+
+def worth_showing(texts: list[str]) -> tuple[list[int], list[Dropped]]:
+    """Which of ``texts`` (best first) are worth showing: (their indices in order, the
+    others with their reasons).
+
+    A lone draft is always kept (empty or not). With several, the first non-blank one
+    (the lead) is kept; an alternative is left out when it is blank, repeats a shown one,
+    differs from a shown one only in whitespace, has fewer than ``MIN_WORD_CHARS``
+    non-blank characters, or is a strict prefix (whitespace aside) of another draft:
+    cycling to it would show nothing the other draft does not.
+    """
+    if len(texts) <= 1:             # one draft is the answer, even an empty one
+        return list(range(len(texts))), []
+    bare = [_BLANKS.sub("", t) for t in texts]
+    kept: list[int] = []
+    dropped: list[Dropped] = []
+    for i, text in enumerate(texts):
+        reason, like = None, None
+        if not bare[i]:
+            reason = EMPTY
+        elif kept:                      # an alternative to the lead
+            same = next((j for j in kept if bare[j] == bare[i]), None)
+            longer = next((j for j in range(len(texts)) if j != i and len(bare[j]) > len(bare[i])
+                           and bare[j].startswith(bare[i])), None)
+            if same is not None:
+                reason, like = (DUPLICATE if texts[same].rstrip() == text.rstrip()
+                                else WHITESPACE), same
+            elif len(bare[i]) < MIN_WORD_CHARS:
+                reason = SHORT
+            elif longer is not None:
+                reason, like = PREFIX, longer
+        if reason is None:
+            kept.append(i)
+        else:
+            dropped.append(Dropped(i, text, reason, like))
+    return kept, dropped
+
+
+def shortfall(asked: int, decoded: int, shown: int, dropped: list[Dropped],
+              decoder: str) -> str:
+    """Why fewer than ``asked`` drafts were shown, in one sentence ("" when none are missing)."""
+    if shown >= asked:
+        return ""
+    parts = []
+    if decoded < asked:
+        if decoder == "greedy":
+            parts.append("the greedy decoder gives one draft (completion.decoder 'branches', "
+                         "'superposed' or 'sequential' give several)")
+        elif decoder in ("branches", "sequential"):
+            parts.append(f"the {decoder} decoder found {decoded} distinct drafts (an "
+                         "alternative starts only from a first token at least 0.1% likely)")
+        else:
+            parts.append(f"the {decoder} decoder found {decoded} distinct drafts")
+    counts: dict[str, int] = {}
+    for d in dropped:
+        counts[d.reason] = counts.get(d.reason, 0) + 1
+    if counts:
+        parts.append("left out: " + ", ".join(f"{n} {reason}" for reason, n in counts.items()))
+    return f"{shown} of {asked} drafts shown: " + "; ".join(parts)

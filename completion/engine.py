@@ -47,6 +47,9 @@ class Completion:
     stopped_by: str = ""
     block: bool = False
     draft_ms: tuple[float, ...] = ()   # each retrieval drafting step (search and tree), in ms
+    asked: int = 1                  # drafts asked for (k)
+    dropped: tuple = ()             # draft_ranking.Dropped: decoded drafts not worth showing
+    shortfall: str = ""             # why fewer than ``asked`` drafts are shown ("" if none)
 
 
 @dataclass
@@ -258,14 +261,19 @@ class Engine:
             steps, output = drafting[0].steps, outs[0].token_ids
             self._after.append(lambda: self._learn(steps, output))
         self._suggested(uri, prompt.prefix_ids, outs)
-        drafts, seen = [], set()
+        texts = []
         for out in outs:
             text = trim_repeated_suffix(out.text, prompt.line_suffix, prompt.suffix)
             if guard is not None:                 # no new ERROR or MISSING node in its statement
                 text = text[:guard.longest_valid_prefix(text)]
-            if len(outs) > 1 and (not text.strip() or text.rstrip() in seen):
-                continue                      # several drafts: no empty or repeated ones
-            seen.add(text.rstrip())
+            texts.append(text)
+        # several drafts: only alternatives worth showing (no blank, repeated, whitespace-only,
+        # prefix or sub-word ones), each one left out with its reason
+        from .draft_ranking import shortfall, worth_showing
+        shown, dropped = worth_showing(texts)
+        drafts = []
+        for i in shown:
+            text, out = texts[i], outs[i]
             if doc.eol != "\n":
                 text = text.replace("\n", doc.eol)
             drafts.append(self._remember(Draft(f"d{next(self._ids)}", text, out.logprob,
@@ -279,7 +287,10 @@ class Engine:
                           stale_tokens=synced.stale, refreshed=synced.refreshed,
                           cache_mode=synced.mode,
                           stopped_by=outs[0].stopped_by if outs else "", block=stop.block,
-                          draft_ms=tuple(getattr(drafting[0], "times", ())))
+                          draft_ms=tuple(getattr(drafting[0], "times", ())), asked=k,
+                          dropped=tuple(dropped),
+                          shortfall=shortfall(k, len(outs), len(drafts), dropped,
+                                              "greedy" if k == 1 else c.decoder))
 
     def _monitor(self, uri: str, offset: int, doc: Document, runtime):
         """(monitor state, syntax guard) at the cursor when the monitor is on, else Nones.

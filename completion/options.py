@@ -114,6 +114,10 @@ class InklingOptions:
                     f"{key} {value!r} is not implemented yet (this build has "
                     f"{', '.join(IMPLEMENTED[key])})")
 
+    def as_dict(self) -> dict[str, dict[str, Any]]:
+        """The options tree with snake_case keys (what `inkling/stats` reports)."""
+        return dataclasses.asdict(self)
+
     def merged(self, changes: dict[str, Any]) -> "InklingOptions":
         """A validated copy with ``changes`` (a nested dict, camelCase or snake_case keys)."""
         new = _merge(self, changes, "")

@@ -62,4 +62,8 @@ def completion_metrics(result: Completion) -> dict:
             "modelMs": result.model_ms, "forwards": result.forwards, "tokens": result.tokens,
             "prefillTokens": result.prefill_tokens, "reusedTokens": result.reused_tokens,
             "staleTokens": result.stale_tokens, "refreshed": result.refreshed,
-            "draftMs": list(result.draft_ms), "drafts": [d.text for d in result.drafts]}
+            "draftMs": list(result.draft_ms), "drafts": [d.text for d in result.drafts],
+            # several drafts asked for: the ones not worth showing and why fewer came back
+            "asked": result.asked, "shortfall": result.shortfall,
+            "dropped": [{"rank": d.rank, "text": d.text, "reason": d.reason, "like": d.like}
+                        for d in result.dropped]}

@@ -432,7 +432,8 @@ def build_server(engine: Engine) -> InklingServer:
             return {"documents": len(ls.engine.documents()),
                     "refreshes": ls.engine.stats.refreshes, "learnt": ls.engine.stats.learnt}
         return {**ls.stats.as_dict(), "state": ls.state, **await ls.worker.run(engine_stats),
-                "cache_mode": ls.engine.options.cache.mode}
+                "cache_mode": ls.engine.options.cache.mode,
+                "options": ls.engine.options.as_dict()}      # the options in force
 
     @server.feature(DOCUMENT)
     async def document(ls: InklingServer, params=None):
