@@ -5,11 +5,20 @@ the `inkling.accept` command, workspace/executeCommand, `inkling/status` notific
 the `inkling/stats` request. The drafts are fixed by what precedes the cursor:
 
 * a line ending in "return "  -> automatic: ["a + b"]; invoked: ["a + b", "b + a", "sum((a, b))"]
+* a line ending in "return b"  -> ["(a, b)"]  (another draft after a word of "b + a")
 * a blank indented line        -> ["total = a + b\\n    return total"]
+
+Environment: INKLING_FAKE_INIT_DELAY (seconds) holds the initialize answer back, as a model
+that loads would; INKLING_FAKE_LOG writes that many logging lines to standard error (the
+real server's format) at initialize. `inkling/stats` also returns the initializationOptions
+and the settings of each workspace/didChangeConfiguration received.
 """
 from __future__ import annotations
 
 import itertools
+import os
+import sys
+import time
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -22,6 +31,21 @@ stats = {"requests": 0, "cancelled": 0, "answered": 0, "accepted": 0, "errors": 
 accepted: list[str] = []
 ids = itertools.count(1)
 offered: dict[str, str] = {}
+received = {"initializationOptions": None, "configurations": []}
+
+
+@server.feature(lsp.INITIALIZE)
+def initialize(ls: LanguageServer, params: lsp.InitializeParams):
+    received["initializationOptions"] = params.initialization_options
+    for n in range(int(os.environ.get("INKLING_FAKE_LOG", "0"))):
+        print(f"2025-01-01 12:00:00,000 inkling.fake INFO starting, step {n}", file=sys.stderr,
+              flush=True)
+    time.sleep(float(os.environ.get("INKLING_FAKE_INIT_DELAY", "0")))
+
+
+@server.feature(lsp.WORKSPACE_DID_CHANGE_CONFIGURATION)
+def did_change_configuration(ls: LanguageServer, params: lsp.DidChangeConfigurationParams):
+    received["configurations"].append(params.settings)
 
 
 def _status(state: str, message: str = "") -> None:
@@ -66,6 +90,8 @@ def inline(ls: LanguageServer, params: lsp.InlineCompletionParams):
     invoked = params.context.trigger_kind == lsp.InlineCompletionTriggerKind.Invoked
     if before.endswith("return "):
         texts = ["a + b", "b + a", "sum((a, b))"] if invoked else ["a + b"]
+    elif before.endswith("return b"):
+        texts = ["(a, b)"]
     elif before.strip() == "" and before:
         texts = ["total = a + b\n    return total"]
     else:
@@ -92,7 +118,7 @@ def accept(ls: LanguageServer, *args):
 
 @server.feature("inkling/stats")
 def get_stats(ls: LanguageServer, params=None):
-    return {**stats, "accepted_texts": accepted}
+    return {**stats, "accepted_texts": accepted, **received}
 
 
 if __name__ == "__main__":

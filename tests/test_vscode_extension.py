@@ -1,11 +1,12 @@
 """The VS Code extension (editors/vscode): compiles, passes its unit tests, and drives the
-real server.
+real server and the scripted one.
 
-Runs only where its node_modules are installed (`npm ci` in editors/vscode); CI does that
-in .ci/run, which also runs the npm steps and builds the .vsix itself. The end-to-end test
-loads the compiled extension under Node with a stand-in for the `vscode` module
-(editors/vscode/test-integration/fake-vscode.js): VS Code itself cannot be downloaded
-offline, and the stand-in records what the extension registers and shows.
+The Node tests run only where its node_modules are installed (`npm ci` in editors/vscode);
+CI does that in .ci/run, which also runs the npm steps and builds the .vsix itself. They
+load the compiled extension under Node with a stand-in for the `vscode` module
+(editors/vscode/test-integration/fake-vscode.js), which records what the extension registers
+and shows. The extension in a real VS Code (code-server in headless Chromium) is
+tests/test_vscode_e2e.py.
 """
 from __future__ import annotations
 
@@ -22,16 +23,16 @@ EXTENSION = Path(__file__).resolve().parents[1] / "editors" / "vscode"
 NPM = shutil.which("npm")
 NODE = shutil.which("node")
 
-pytestmark = pytest.mark.skipif(
+needs_node_modules = pytest.mark.skipif(
     NPM is None or not (EXTENSION / "node_modules" / "vscode-languageclient").is_dir(),
     reason="npm or editors/vscode/node_modules is missing (run npm ci in editors/vscode)")
-
 
 def _npm(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([NPM, *args], cwd=EXTENSION, capture_output=True, text=True,
                           timeout=300)
 
 
+@needs_node_modules
 def test_extension_compiles_and_its_unit_tests_pass():
     compiled = _npm("run", "compile")
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
@@ -41,9 +42,36 @@ def test_extension_compiles_and_its_unit_tests_pass():
     assert "# fail 0" in out and "# pass " in out, out
 
 
+def _contributed() -> dict:
+    return json.loads((EXTENSION / "package.json").read_text())["contributes"]
+
+
+def test_contributed_defaults_are_the_servers():
+    """Defect 1: every server setting the extension contributes has the default of
+    `inkling serve` with no options (it was cache.mode "full", cache.staleThreshold 0.9 and
+    completion.decoder "branches"), and the README's table says the same."""
+    import dataclasses
+
+    from inkling.completion.options import InklingOptions
+    defaults = dataclasses.asdict(InklingOptions())
+    props = _contributed()["configuration"]["properties"]
+    checked = 0
+    for key, spec in props.items():
+        parts = key.split(".")
+        if len(parts) != 3 or parts[1] not in defaults:
+            continue
+        name = "".join("_" + c.lower() if c.isupper() else c for c in parts[2])
+        assert spec.get("default") == defaults[parts[1]][name], (key, spec.get("default"))
+        checked += 1
+    assert checked == sum(len(v) for v in defaults.values())
+    readme = (EXTENSION / "README.md").read_text()
+    assert "decoder `greedy`" in readme and "`branches`" not in readme.split("## Settings")[1] \
+        .split("decoder")[0]
+
+
 def test_package_manifest_needs_no_prompts():
-    """vsce packages without asking: license, repository, publisher, engine and a LICENSE."""
-    import json
+    """vsce packages without asking: license, repository, publisher, engine and a LICENSE;
+    the commands and keys (accept-line among them) and copilot's setting shapes."""
     pkg = json.loads((EXTENSION / "package.json").read_text())
     assert pkg["license"] and pkg["repository"] and pkg["publisher"]
     assert pkg["engines"]["vscode"]
@@ -53,22 +81,53 @@ def test_package_manifest_needs_no_prompts():
     assert {"inkling.toggle", "inkling.showStats", "inkling.restart"} <= commands
     bound = {k["command"] for k in pkg["contributes"]["keybindings"]}
     assert {"editor.action.inlineSuggest.showNext",
-            "editor.action.inlineSuggest.showPrevious"} <= bound
+            "editor.action.inlineSuggest.showPrevious",
+            "editor.action.inlineSuggest.acceptNextLine",       # accept-line
+            "editor.action.inlineSuggest.trigger"} <= bound
+    assert {"inkling.toggleLanguage", "inkling.toggleFile",
+            "inkling.toggleTriggerMode"} <= commands
+    props = pkg["contributes"]["configuration"]["properties"]
+    assert props["inkling.triggerMode"]["default"] == "automatic"
+    assert "object" in props["inkling.enable"]["type"]      # copilot's per-language form
 
 
+@needs_node_modules
 def test_extension_drives_the_real_server(tmp_path, request):
-    """Status to ready, an invoked inline completion with several drafts, the accept command
-    reaching the server (stats), settings sent again on change, toggle off."""
+    """With no settings the server holds the options of `inkling serve` with none (stats);
+    the user sets the branches decoder; an invoked inline completion with several drafts and
+    the server's word on how many came back; the accept command reaching the server
+    (stats); settings sent again on change; toggle off keeps the server."""
+    import dataclasses
+
+    from inkling.completion.options import InklingOptions
     from inkling.models import BUNDLED_MODEL_DIR
-    settings = {"inkling.completion.maxNewTokens": 8}
+    settings, tree = {}, {}
     if not (BUNDLED_MODEL_DIR / "config.json").is_file():
-        settings["inkling.model.path"] = str(request.getfixturevalue("tiny_model_dir"))
+        model = str(request.getfixturevalue("tiny_model_dir"))
+        settings["inkling.model.path"], tree = model, {"model": {"path": model}}
     compiled = _npm("run", "compile")
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
     env = {**os.environ, "OMP_NUM_THREADS": "1",
            "INKLING_TEST_SERVER": json.dumps([sys.executable, "-m", "inkling.lsp.cli", "serve"]),
-           "INKLING_TEST_OPTIONS": json.dumps(settings)}
+           "INKLING_TEST_OPTIONS": json.dumps(settings),
+           "INKLING_TEST_DEFAULTS": json.dumps(dataclasses.asdict(
+               InklingOptions().merged(tree)))}
     run = subprocess.run([NODE, "--test", "test-integration/real-server.test.js"], cwd=EXTENSION,
                          env=env, capture_output=True, text=True, timeout=240)
     out = run.stdout + run.stderr
     assert run.returncode == 0 and "# pass 1" in out, out
+
+
+@needs_node_modules
+def test_extension_with_the_scripted_server():
+    """Defects 1 (only settings the user set are sent), 7 (toggling keeps the server), 8 (a
+    restart on purpose logs no error) and 10 (a newline typed along the ghost text keeps the
+    rest), the per-language and per-file switches and the manual trigger mode, with
+    tests/editor_fake_server.py."""
+    compiled = _npm("run", "compile")
+    assert compiled.returncode == 0, compiled.stdout + compiled.stderr
+    env = {**os.environ, "INKLING_TEST_PYTHON": sys.executable}
+    run = subprocess.run([NODE, "--test", "test-integration/scripted-server.test.js"],
+                         cwd=EXTENSION, env=env, capture_output=True, text=True, timeout=240)
+    out = run.stdout + run.stderr
+    assert run.returncode == 0 and "# pass 5" in out and "# fail 0" in out, out

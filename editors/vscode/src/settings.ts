@@ -36,6 +36,31 @@ export const SERVER_SETTINGS: readonly string[] = [
   "server.debounceFactor",
 ];
 
+/** What `WorkspaceConfiguration.inspect()` says of one setting (the parts read here). */
+export interface Inspected {
+  defaultValue?: unknown;
+  globalValue?: unknown;
+  workspaceValue?: unknown;
+  workspaceFolderValue?: unknown;
+}
+
+/**
+ * The value the user set for a setting (folder over workspace over user settings), or
+ * undefined when only the contributed default applies. Only such values are sent to the
+ * server: a default is the server's own, so the server's defaults stay in force.
+ */
+export function userValue(inspected: Inspected | undefined): unknown {
+  if (!inspected) {
+    return undefined;
+  }
+  for (const value of [inspected.workspaceFolderValue, inspected.workspaceValue, inspected.globalValue]) {
+    if (value !== undefined) {
+      return value;
+    }
+  }
+  return undefined;
+}
+
 /** The settings whose change needs a new server process rather than a configuration message. */
 export const RESTART_SETTINGS: readonly string[] = ["serverCommand", "pythonPath", "languages"];
 

@@ -87,7 +87,11 @@ function anything(name) {
   });
 }
 
-function createFakeVscode(settings = {}) {
+/**
+ * `settings`: what the user set (user settings); `defaults`: the contributed defaults. `get`
+ * gives the first of them that is set, `inspect` tells them apart, as VS Code does.
+ */
+function createFakeVscode(settings = {}, defaults = {}) {
   const recorded = {
     commands: new Map(),
     inlineProviders: [],
@@ -105,10 +109,11 @@ function createFakeVscode(settings = {}) {
     return {
       get(key, dflt) {
         const v = store[prefix + key];
-        return v === undefined ? dflt : v;
+        const d = defaults[prefix + key];
+        return v !== undefined ? v : d !== undefined ? d : dflt;
       },
-      has(key) { return (prefix + key) in store; },
-      inspect(key) { return { key: prefix + key, globalValue: store[prefix + key] }; },
+      has(key) { return (prefix + key) in store || (prefix + key) in defaults; },
+      inspect(key) { return { key: prefix + key, defaultValue: defaults[prefix + key], globalValue: store[prefix + key] }; },
       async update(key, value) {
         store[prefix + key] = value;
         const changed = prefix + key;
@@ -194,13 +199,14 @@ function createFakeVscode(settings = {}) {
   };
   const module = new Proxy(vscode, { get: (t, p) => (p in t ? t[p] : (t[p] = anything(String(p)))) });
 
-  /** Open a document: the language client sends didOpen for it. */
+  /** Open a document: the language client sends didOpen for it (`setText` changes it, unannounced). */
   function openDocument(file, text, languageId = "python") {
-    const lines = text.split("\n");
+    let lines = text.split("\n");
     const doc = {
       uri: Uri.file(file), fileName: file, languageId, version: 1, isClosed: false, isUntitled: false, isDirty: false,
-      eol: 1, lineCount: lines.length,
-      getText: () => text,
+      eol: 1, get lineCount() { return lines.length; },
+      getText: (range) => (range ? text.slice(doc.offsetAt(range.start), doc.offsetAt(range.end)) : text),
+      setText: (next) => { text = next; lines = text.split("\n"); doc.version += 1; },
       lineAt: (n) => ({ text: lines[typeof n === "number" ? n : n.line] }),
       offsetAt: (pos) => lines.slice(0, pos.line).reduce((a, l) => a + l.length + 1, 0) + pos.character,
       positionAt: (offset) => {

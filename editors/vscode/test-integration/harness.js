@@ -15,9 +15,16 @@ function contributedDefaults() {
 }
 
 async function activate(settings) {
-  const fake = createFakeVscode({ ...contributedDefaults(), ...settings });
+  const fake = createFakeVscode(settings, contributedDefaults());
   install(fake);
-  const extension = require(path.join(__dirname, "..", "out", "extension.js"));
+  // a fresh extension (and language client) bound to this fake, also on a second activation
+  const root = path.join(__dirname, "..");
+  for (const key of Object.keys(require.cache)) {
+    if (key.startsWith(path.join(root, "out")) || key.includes(`${path.sep}vscode-languageclient${path.sep}`)) {
+      delete require.cache[key];
+    }
+  }
+  const extension = require(path.join(root, "out", "extension.js"));
   const context = { subscriptions: [] };
   const api = await extension.activate(context);
   return { fake, api, extension, context };
@@ -34,4 +41,19 @@ async function waitFor(predicate, timeoutMs, stepMs = 25) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-module.exports = { activate, waitFor, sleep };
+/** The scripted server (tests/editor_fake_server.py) with INKLING_TEST_PYTHON, else undefined. */
+function fakeServer() {
+  const python = process.env.INKLING_TEST_PYTHON;
+  return python ? [python, path.join(__dirname, "..", "..", "..", "tests", "editor_fake_server.py")] : undefined;
+}
+
+/** Ask the provider the language client registered, as VS Code does (0: invoked, 1: automatic). */
+async function provide(fake, doc, line, character, triggerKind) {
+  const { provider } = fake.recorded.inlineProviders[0];
+  const { CancellationTokenSource, Position } = fake.module;
+  const result = await provider.provideInlineCompletionItems(doc, new Position(line, character),
+    { triggerKind, selectedCompletionInfo: undefined }, new CancellationTokenSource().token);
+  return result ? (Array.isArray(result) ? result : result.items) : result;
+}
+
+module.exports = { activate, waitFor, sleep, fakeServer, provide };

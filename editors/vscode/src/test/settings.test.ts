@@ -3,7 +3,7 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { test } from "node:test";
 
-import { camelCase, expandPath, needsRestart, SERVER_SETTINGS, serverCommand, toOptionsTree } from "../settings";
+import { camelCase, expandPath, needsRestart, SERVER_SETTINGS, serverCommand, toOptionsTree, userValue } from "../settings";
 
 test("flat settings become the server's nested options tree", () => {
   const tree = toOptionsTree({
@@ -42,14 +42,14 @@ test("every server setting is contributed in package.json, and every contributed
   for (const key of SERVER_SETTINGS) {
     assert.ok(contributed.includes(key), `${key} is not in package.json`);
   }
-  const clientOnly = new Set(["enable", "serverCommand", "pythonPath", "languages", "trace.server",
+  const clientOnly = new Set(["enable", "triggerMode", "serverCommand", "pythonPath", "languages", "trace.server",
     "restart.initialDelayMs", "restart.maxDelayMs"]);
   for (const key of contributed) {
     assert.ok(clientOnly.has(key) || SERVER_SETTINGS.includes(key), `${key} is neither mapped nor client-only`);
   }
 });
 
-test("contributed defaults map to the server's default tree", () => {
+test("contributed defaults are the server's own (tests/test_vscode_extension.py checks every one)", () => {
   const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "..", "package.json"), "utf8"));
   const props = pkg.contributes.configuration.properties;
   const flat: Record<string, unknown> = {};
@@ -60,8 +60,28 @@ test("contributed defaults map to the server's default tree", () => {
   assert.deepEqual(tree.completion.drafts, 3);
   assert.deepEqual(tree.completion.automaticDrafts, 1);
   assert.deepEqual(tree.model, { path: "", device: "auto", dtype: "auto" });
-  assert.deepEqual(tree.cache.mode, "full");
-  assert.equal(tree.completion.decoder, "branches", "cycling needs different drafts");
+  assert.equal(tree.cache.mode, "pie");
+  assert.equal(tree.cache.staleThreshold, 0.95);
+  assert.equal(tree.completion.decoder, "greedy");
+});
+
+test("only the values the user set are sent: folder over workspace over user settings", () => {
+  assert.equal(userValue(undefined), undefined);
+  assert.equal(userValue({ defaultValue: "pie" }), undefined);
+  assert.equal(userValue({ defaultValue: "pie", globalValue: "full" }), "full");
+  assert.equal(userValue({ defaultValue: "pie", globalValue: "full", workspaceValue: "naive" }), "naive");
+  assert.equal(userValue({ globalValue: "full", workspaceValue: "naive", workspaceFolderValue: "pie" }), "pie");
+  assert.equal(userValue({ defaultValue: 3, globalValue: 3 }), 3, "set to the default's value is still set");
+  const inspected: Record<string, { defaultValue: unknown; globalValue?: unknown }> = {
+    "completion.drafts": { defaultValue: 3 },
+    "completion.decoder": { defaultValue: "greedy", globalValue: "branches" },
+    "cache.mode": { defaultValue: "pie" },
+  };
+  const flat: Record<string, unknown> = {};
+  for (const key of SERVER_SETTINGS) {
+    flat[key] = userValue(inspected[key]);
+  }
+  assert.deepEqual(toOptionsTree(flat), { completion: { decoder: "branches" } });
 });
 
 test("the server command: pythonPath wins, else serverCommand, else `inkling serve`", () => {

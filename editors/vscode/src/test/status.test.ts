@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { formatStats, formatStatus, summarizeStats } from "../status";
+import { formatStats, formatStatus, stderrLevel, summarizeStats } from "../status";
 
 test("status bar: starting, loading with progress, ready with latency, busy", () => {
   assert.match(formatStatus(undefined).text, /inkling/);
@@ -40,4 +40,20 @@ test("stats as lines and as one line", () => {
     "inkling: 7 answered, 3 accepted, 2 cancelled, 1 errors; latency p50 12.3 ms, p95 80 ms");
   const empty = formatStats({ latency_ms: { p50: null, p95: null, count: 0 } });
   assert.ok(empty.some((l) => l.includes("p50 - ")));
+});
+
+test("status bar: a screen reader hears the state in words (ready and the latency)", () => {
+  assert.equal(formatStatus({ state: "ready", latencyMs: 41.6 }).label, "inkling ready, last completion 42 ms");
+  assert.equal(formatStatus({ state: "loading", progress: 40 }).label, "inkling loading 40%");
+  assert.equal(formatStatus({ state: "off", message: "off for markdown" }).label, "inkling off for markdown");
+  assert.match(formatStatus({ state: "off", message: "off for markdown" }).tooltip, /off for markdown/);
+});
+
+test("the server's standard error is logged at its logging level, not all as errors", () => {
+  assert.equal(stderrLevel("2025-01-01 12:00:00,000 inkling.server INFO model loaded"), "info");
+  assert.equal(stderrLevel("2025-01-01 12:00:00,000 inkling.server WARNING slow"), "warn");
+  assert.equal(stderrLevel("2025-01-01 12:00:00,000 pygls.protocol ERROR failed"), "error");
+  assert.equal(stderrLevel("Traceback (most recent call last):", "info"), "error");
+  assert.equal(stderrLevel("  File \"x.py\", line 1", "error"), "error");
+  assert.equal(stderrLevel("loading model: ### 40%", "info"), "info");
 });
