@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from inkling.completion.errors import OptionError
+
 def _positive(text: str) -> int:
     try:
         value = int(text)
@@ -45,6 +47,21 @@ def _add_replay(sub) -> None:
     p.add_argument("--report", metavar="OUT.html", help="write an HTML report with plots")
     p.add_argument("--via-lsp", action="store_true",
                    help="replay through `inkling serve` over stdio with a real LSP client")
+    r = p.add_argument_group("sharding over Ray (pip install -e '.[ray]')")
+    r.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                   help="replay the traces as tasks on Ray actors: on a local Ray instance "
+                   "(no ADDRESS), or on the cluster at ADDRESS (e.g. ray://head:10001, or auto)")
+    r.add_argument("--ray-actors", type=_positive, default=2, metavar="N",
+                   help="actors, each loading the model once (default 2)")
+    r.add_argument("--ray-cpus", type=float, default=1.0, metavar="C",
+                   help="CPUs per actor (default 1)")
+    r.add_argument("--ray-gpus", type=float, default=None, metavar="G",
+                   help="GPUs per actor (default: 1 when the cluster has GPUs, else 0)")
+    r.add_argument("--ray-model-path", metavar="PATH", help="the model folder as the workers "
+                   "see it (a shared path); default: the driver's model folder is shipped to "
+                   "them through Ray's object store")
+    r.add_argument("--ray-retries", type=int, default=2, metavar="N",
+                   help="times a trace is run again when its actor dies (default 2)")
     p.set_defaults(func=_cmd_replay)
 
 
@@ -117,14 +134,18 @@ def _read_traces(paths: list[str]):
     return traces, failed
 
 
-def _config(options, runtime) -> dict:
+def runtime_config(runtime) -> dict:
+    """The report's ``config.runtime`` block: what was loaded, where."""
+    return {"model": str(runtime.path), "device": str(runtime.device),
+            "dtype": str(runtime.dtype).removeprefix("torch."), "fim_order": runtime.fim_order,
+            "context_limit": runtime.context_limit}
+
+
+def _config(options, runtime: dict | None) -> dict:
     import dataclasses
     config = dataclasses.asdict(options)
     if runtime is not None:
-        config["runtime"] = {"model": str(runtime.path), "device": str(runtime.device),
-                             "dtype": str(runtime.dtype).removeprefix("torch."),
-                             "fim_order": runtime.fim_order,
-                             "context_limit": runtime.context_limit}
+        config["runtime"] = runtime
     return config
 
 
@@ -155,7 +176,22 @@ def _replay_all(options, traces, progress_file, via_lsp: bool = False):
     finally:
         if via_lsp:
             replayer.close()
-    return runtime, results
+    return (runtime_config(runtime) if runtime is not None else None), results
+
+
+def _replay_on_ray(args, options, traces):
+    """(runtime block, results, ray config, interrupted) of a replay sharded over Ray."""
+    from .ray_replay import RayOptions, replay_on_ray
+    if args.via_lsp:
+        raise OptionError("--ray and --via-lsp cannot be combined (each actor replays "
+                          "in process)")
+    if args.ray_retries < 0:
+        raise OptionError(f"--ray-retries must be 0 or more, got {args.ray_retries}")
+    run = replay_on_ray(options, traces, RayOptions(
+        address=None if args.ray == "local" else args.ray, actors=args.ray_actors,
+        cpus_per_actor=args.ray_cpus, gpus_per_actor=args.ray_gpus,
+        model_path=args.ray_model_path, retries=args.ray_retries), sys.stderr)
+    return run.runtime, [r for r in run.results if r is not None], run.config, run.interrupted
 
 
 def _write_json(report: dict, target: str) -> None:
@@ -175,12 +211,18 @@ def _cmd_replay(args) -> int:
     from .replay_result import replay_json
     options = replay_options(args)
     traces, failed = _read_traces(args.traces)
-    runtime, results = (_replay_all(options, traces, sys.stderr, args.via_lsp) if traces
-                        else (None, []))
+    ray_config, interrupted = None, False
+    if args.ray and traces:
+        runtime, results, ray_config, interrupted = _replay_on_ray(args, options, traces)
+    else:
+        runtime, results = (_replay_all(options, traces, sys.stderr, args.via_lsp) if traces
+                            else (None, []))
     order = {path: i for i, path in enumerate(args.traces)}
     results = sorted(results + failed, key=lambda t: order.get(t.source, len(order)))
     config = _config(options, runtime)
     config["via_lsp"] = bool(args.via_lsp)
+    if ray_config is not None:
+        config["ray"] = ray_config
     report = replay_json(results, config)
     if args.json:
         _write_json(report, args.json)
@@ -189,6 +231,10 @@ def _cmd_replay(args) -> int:
         Path(args.report).write_text(render_report(results, report), encoding="utf-8")
     for error in report["errors"]:
         print(f"inkling: {error}", file=sys.stderr)
+    if interrupted:
+        print(f"inkling: interrupted; the report holds the {len(results)} trace(s) that "
+              "finished", file=sys.stderr)
+        return 130
     return 1 if report["errors"] else 0
 
 

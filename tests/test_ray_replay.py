@@ -1,0 +1,130 @@
+"""`inkling replay --ray` on a local Ray instance: the per-trace results of the in-process
+replay, a trace whose actor is killed mid-run run again on a new actor, and the command
+line's report with the same keys as a local one."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
+
+from inkling.completion.options import InklingOptions  # noqa: E402
+from inkling.lsp.ray_replay import RayOptions, replay_on_ray  # noqa: E402
+from inkling.lsp.replay_result import summarise  # noqa: E402
+from inkling.lsp.trace_file import read_trace  # noqa: E402
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[1]
+TRACES = sorted(str(p) for p in (REPO / "benchmarks" / "traces").glob("*.jsonl"))
+COMPARED = ("exact_line", "edit_similarity", "tokens_per_forward", "sync_ok", "completions",
+            "checks", "syntax_valid")
+
+
+@pytest.fixture(scope="module")
+def local_ray():
+    ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False, logging_level="ERROR",
+             configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def _options(model_dir) -> InklingOptions:
+    return InklingOptions().merged({"model": {"path": str(model_dir), "device": "cpu"},
+                                    "completion": {"max_new_tokens": 6, "max_block_tokens": 8}})
+
+
+def _in_process(options, traces):
+    from inkling.completion.engine import Engine
+    from inkling.lsp.replay import Replayer
+    from inkling.lsp.syntax_check import SyntaxChecker
+    runtime = Engine(options).load_model()
+    replayer = Replayer(options, runtime, SyntaxChecker())
+    return [replayer.replay(t) for t in traces]
+
+
+def _same(local, sharded) -> None:
+    assert [r.source for r in local] == [r.source for r in sharded]
+    for a, b in zip(local, sharded):
+        sa, sb = summarise([a]), summarise([b])
+        assert {k: sa[k] for k in COMPARED} == {k: sb[k] for k in COMPARED}, a.source
+        assert [c.drafts for c in a.completions] == [c.drafts for c in b.completions]
+
+
+def test_two_actors_give_the_in_process_results(local_ray, tiny_model_dir):
+    options = _options(tiny_model_dir)
+    traces = [read_trace(p) for p in TRACES]
+    run = replay_on_ray(options, traces, RayOptions(actors=2))
+    assert not run.interrupted and all(r is not None for r in run.results)
+    _same(_in_process(options, traces), run.results)
+    assert run.config["actors_started"] == 2 and run.config["reruns"] == 0
+    assert len(run.config["workers"]) == 2 and all(w["node"] for w in run.config["workers"])
+    assert run.config["model_shipped"] and run.runtime["model"] == str(tiny_model_dir)
+
+
+def test_a_killed_actor_has_its_trace_run_again(local_ray, tiny_model_dir):
+    options = _options(tiny_model_dir)
+    traces = [read_trace(p) for p in TRACES]
+    killed = []
+
+    def kill_first(actor, index):
+        if not killed:
+            killed.append(index)
+            ray.kill(actor, no_restart=True)             # dies with its trace in flight
+
+    run = replay_on_ray(options, traces, RayOptions(actors=2, retries=2), on_submit=kill_first)
+    assert killed and run.config["reruns"] >= 1 and run.config["actors_started"] >= 3
+    assert all(r is not None and r.sync_ok for r in run.results)
+    _same(_in_process(options, traces), run.results)
+
+
+def test_an_actor_that_always_dies_fails_only_its_trace(local_ray, tiny_model_dir):
+    options = _options(tiny_model_dir)
+    traces = [read_trace(p) for p in TRACES]
+
+    def kill_on_first_trace(actor, index):
+        if index == 0:
+            ray.kill(actor, no_restart=True)
+
+    run = replay_on_ray(options, traces, RayOptions(actors=2, retries=1),
+                        on_submit=kill_on_first_trace)
+    first, *rest = run.results
+    assert not first.sync_ok and "died on each of 2 attempts" in first.failures[0].message
+    assert all(r.sync_ok and r.completions for r in rest)
+
+
+def test_the_command_line_report_has_the_local_keys(tiny_model_dir, tmp_path):
+    common = [sys.executable, "-m", "inkling.lsp.cli", "replay", TRACES[0], "--model",
+              str(tiny_model_dir), "--max-new-tokens", "4"]
+    local = subprocess.run(common + ["--json", str(tmp_path / "local.json")],
+                           capture_output=True, text=True, timeout=600)
+    sharded = subprocess.run(common + ["--json", str(tmp_path / "ray.json"), "--ray",
+                                       "--ray-actors", "1", "--report",
+                                       str(tmp_path / "ray.html")],
+                             capture_output=True, text=True, timeout=600)
+    assert local.returncode == 0 and sharded.returncode == 0, sharded.stderr[-2000:]
+    a, b = (json.loads((tmp_path / n).read_text()) for n in ("local.json", "ray.json"))
+    assert set(a) == set(b) and set(a["per_trace"]) == set(b["per_trace"])
+    assert set(b["config"]) == set(a["config"]) | {"ray"}
+    assert b["config"]["runtime"] == a["config"]["runtime"]
+    for key in COMPARED:
+        assert a[key] == b[key], key
+    assert (tmp_path / "ray.html").stat().st_size > 1000
+    assert "Traceback" not in sharded.stderr
+
+
+def test_without_ray_the_flag_says_how_to_install_it(tiny_model_dir, tmp_path):
+    code = ("import sys, builtins\n"
+            "real = builtins.__import__\n"
+            "def fake(name, *a, **k):\n"
+            "    if name == 'ray' or name.startswith('ray.'):\n"
+            "        raise ImportError('no ray')\n"
+            "    return real(name, *a, **k)\n"
+            "builtins.__import__ = fake\n"
+            "from inkling.lsp.cli import main\n"
+            f"sys.exit(main(['replay', {TRACES[0]!r}, '--model', {str(tiny_model_dir)!r}, "
+            "'--ray']))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 2 and "pip install -e '.[ray]'" in out.stderr, out.stderr
