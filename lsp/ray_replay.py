@@ -62,39 +62,62 @@ def model_files(folder: Path) -> dict[str, bytes]:
 
 
 class ReplayWorker:
-    """The body of a Ray actor: one loaded model, one Replayer, many traces."""
+    """The body of a Ray actor: models loaded once (per model setting), one Replayer per
+    set of options, many traces."""
 
-    def __init__(self, options_dict: dict, model_blob: dict[str, bytes] | None):
+    def __init__(self, model_blob: dict[str, bytes] | None):
         import torch
+        torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
+        self._model_dir = None
+        if model_blob is not None:                      # shipped: written next to the worker
+            self._tmp = tempfile.TemporaryDirectory(prefix="inkling-ray-model-")
+            for name, data in model_blob.items():
+                (Path(self._tmp.name) / name).write_bytes(data)
+            self._model_dir = self._tmp.name
+        self._runtimes: dict = {}
+        self._datastores: dict = {}
+        self._replayers: dict = {}
+
+    def _replayer(self, options_dict: dict):
+        import json
 
         from inkling.completion.engine import Engine
         from inkling.completion.options import InklingOptions
 
         from .replay import Replayer
         from .syntax_check import SyntaxChecker
-        torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
-        self._tmp = None
-        if model_blob is not None:                      # shipped: written next to the worker
-            self._tmp = tempfile.TemporaryDirectory(prefix="inkling-ray-model-")
-            for name, data in model_blob.items():
-                (Path(self._tmp.name) / name).write_bytes(data)
+        key = json.dumps(options_dict, sort_keys=True)
+        if key in self._replayers:
+            return self._replayers[key]
+        if self._model_dir is not None:
             options_dict = {**options_dict, "model": {**options_dict["model"],
-                                                      "path": self._tmp.name}}
+                                                      "path": self._model_dir}}
         options = InklingOptions().merged(options_dict)
-        engine = Engine(options)
-        runtime = engine.load_model()
-        datastore = engine.build_datastore() if engine.uses_datastore else None
-        self.replayer = Replayer(options, runtime, SyntaxChecker(), datastore)
+        m = options.model
+        if (m.path, m.device, m.dtype) not in self._runtimes:
+            self._runtimes[(m.path, m.device, m.dtype)] = Engine(options).load_model()
+        runtime = self._runtimes[(m.path, m.device, m.dtype)]
+        engine = Engine(options, runtime)
+        spec = options.completion.datastore
+        if engine.uses_datastore and spec not in self._datastores:
+            self._datastores[spec] = engine.build_datastore()
+        replayer = self._replayers[key] = Replayer(
+            options, runtime, SyntaxChecker(),
+            self._datastores.get(spec) if engine.uses_datastore else None)
+        return replayer
 
     def where(self) -> dict:
         """This actor's node, host and process, and the runtime it loaded."""
         import ray
-        from .replay_cli import runtime_config
-        return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
-                "pid": os.getpid(), "runtime": runtime_config(self.replayer.runtime)}
 
-    def replay(self, trace):
-        return self.replayer.replay(trace)
+        from .replay_cli import runtime_config
+        runtime = next(iter(self._runtimes.values()), None)
+        return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
+                "pid": os.getpid(),
+                "runtime": runtime_config(runtime) if runtime is not None else None}
+
+    def replay(self, trace, options_dict: dict):
+        return self._replayer(options_dict).replay(trace)
 
 
 def _gpus(ray, wanted: float | None) -> float:
@@ -123,8 +146,11 @@ class _Pool:
 
 def replay_on_ray(options, traces: list, ray_options: RayOptions, progress_file=None,
                   on_submit=None) -> RayRun:
-    """Replay ``traces`` (parsed) on Ray actors. ``on_submit(actor, index)`` is called as
-    each trace is handed to an actor (tests kill an actor there)."""
+    """Replay ``traces`` (parsed) on Ray actors under ``options`` (an InklingOptions, or a
+    list of them: ``--compare``'s combinations, every trace x combination pair a task).
+    ``RayRun.results`` is a list of results in trace order (a list of such lists for a
+    list of options). ``on_submit(actor, index)`` is called as each task is handed to an
+    actor, ``index`` counting tasks (tests kill an actor there)."""
     import dataclasses
 
     from tqdm import tqdm
@@ -136,31 +162,42 @@ def replay_on_ray(options, traces: list, ray_options: RayOptions, progress_file=
     if started_here:
         ray.init(address=ray_options.address, include_dashboard=False, log_to_driver=False,
                  logging_level="ERROR", configure_logging=False)
-    options_dict = dataclasses.asdict(options)
+    several = isinstance(options, (list, tuple))
+    option_sets = list(options) if several else [options]
+    paths = {o.model.path for o in option_sets}
     blob = None
     if ray_options.model_path is None:
-        blob = ray.put(model_files(resolve_model_path(options.model.path)))
-    else:
-        options_dict["model"]["path"] = ray_options.model_path
+        if len(paths) > 1:
+            raise InklingError("--ray ships one model to the workers; the compared options "
+                               "name several (give --ray-model-path, or compare on one model)")
+        blob = ray.put(model_files(resolve_model_path(option_sets[0].model.path)))
+    dicts = []
+    for o in option_sets:
+        d = dataclasses.asdict(o)
+        if ray_options.model_path is not None:
+            d["model"]["path"] = ray_options.model_path
+        dicts.append(d)
+    # tasks: trace by trace, each under every option set (interleaved as locally)
+    tasks = [(t, c) for t in range(len(traces)) for c in range(len(dicts))]
     gpus = _gpus(ray, ray_options.gpus_per_actor)
     actor_cls = ray.remote(num_cpus=ray_options.cpus_per_actor, num_gpus=gpus, max_restarts=0,
                            max_task_retries=0)(ReplayWorker)
-    pool = _Pool(ray, actor_cls, (options_dict, blob), max(1, min(ray_options.actors,
-                                                                  len(traces) or 1)))
-    results: list = [None] * len(traces)
-    pending = list(range(len(traces)))[::-1]           # popped from the end: trace order
-    attempts = [0] * len(traces)
+    pool = _Pool(ray, actor_cls, (blob,), max(1, min(ray_options.actors, len(tasks) or 1)))
+    results: list = [None] * len(tasks)
+    pending = list(range(len(tasks)))[::-1]            # popped from the end: trace order
+    attempts = [0] * len(tasks)
     running: dict = {}                                  # future -> (index, actor)
     where: dict = {}
     reruns, interrupted = 0, False
-    bar = tqdm(total=len(traces), desc="replaying on Ray", unit="trace", file=progress_file,
-               disable=None)
+    bar = tqdm(total=len(tasks), desc="replaying on Ray",
+               unit="trace" if len(dicts) == 1 else "task", file=progress_file, disable=None)
     try:
         while pending or running:
             while pending and pool.idle:
                 index, actor = pending.pop(), pool.idle.pop()
                 attempts[index] += 1
-                running[actor.replay.remote(traces[index])] = (index, actor)
+                trace, combo = tasks[index]
+                running[actor.replay.remote(traces[trace], dicts[combo])] = (index, actor)
                 if on_submit is not None:
                     on_submit(actor, index)
             done, _ = ray.wait(list(running), num_returns=1)
@@ -170,7 +207,7 @@ def replay_on_ray(options, traces: list, ray_options: RayOptions, progress_file=
             except (RayActorError, WorkerCrashedError) as exc:
                 pool.replace(actor)
                 if attempts[index] > ray_options.retries:
-                    results[index] = _lost(traces[index], attempts[index], exc)
+                    results[index] = _lost(traces[tasks[index][0]], attempts[index], exc)
                     bar.update()
                 else:
                     reruns += 1
@@ -196,17 +233,19 @@ def replay_on_ray(options, traces: list, ray_options: RayOptions, progress_file=
         if started_here:
             ray.shutdown()
     workers = sorted(where.values(), key=lambda w: (str(w["host"]), str(w["pid"])))
-    runtime = next((w.pop("runtime") for w in workers if w.get("runtime")), None)
+    runtime = next((w["runtime"] for w in workers if w.get("runtime")), None)
     for w in workers:
         w.pop("runtime", None)
     if runtime is not None and blob is not None:       # the driver's path, not the copy's
-        runtime["model"] = str(resolve_model_path(options.model.path))
+        runtime["model"] = str(resolve_model_path(option_sets[0].model.path))
     config = {"address": ray_options.address or "local", "actors": ray_options.actors,
               "cpus_per_actor": ray_options.cpus_per_actor, "gpus_per_actor": gpus,
               "model_shipped": blob is not None, "retries": ray_options.retries,
               "actors_started": pool.started, "reruns": reruns,
               "workers": workers}
-    return RayRun(results, config, interrupted, runtime)
+    per_set = [[results[i] for i, (_, c) in enumerate(tasks) if c == k]
+               for k in range(len(dicts))]
+    return RayRun(per_set if several else per_set[0], config, interrupted, runtime)
 
 
 def _lost(trace, attempts: int, exc: Exception):

@@ -47,6 +47,11 @@ def _add_replay(sub) -> None:
     p.add_argument("--report", metavar="OUT.html", help="write an HTML report with plots")
     p.add_argument("--via-lsp", action="store_true",
                    help="replay through `inkling serve` over stdio with a real LSP client")
+    p.add_argument("--compare", action="append", metavar="KEY=V1,V2",
+                   help="replay every combination of these option values (repeatable; keys "
+                   "are the options tree's, e.g. completion.draft=none,suffix or "
+                   "cache.mode=full,pie), interleaved trace by trace; the JSON gets a "
+                   "'runs' list and the report a side-by-side comparison")
     r = p.add_argument_group("sharding over Ray (pip install -e '.[ray]')")
     r.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
                    help="replay the traces as tasks on Ray actors: on a local Ray instance "
@@ -149,49 +154,68 @@ def _config(options, runtime: dict | None) -> dict:
     return config
 
 
-def _replay_all(options, traces, progress_file, via_lsp: bool = False):
-    """Load the model once (or start the server) and replay every trace with a progress
-    bar over events."""
-    from tqdm import tqdm
-
+def _replayers(combos, via_lsp: bool):
+    """One replayer per combination: the model loaded once per model setting, the
+    datastore built once per datastore setting (or one `inkling serve` per combination)."""
     from inkling.completion.engine import Engine
 
     from .cli import _load_progress
     from .replay import LspReplayer, Replayer
     from .syntax_check import SyntaxChecker
+    checker = SyntaxChecker()
     if via_lsp:
-        runtime, replayer = None, LspReplayer(options, SyntaxChecker())
-    else:
-        engine = Engine(options)
-        runtime = engine.load_model(_load_progress())
-        datastore = engine.build_datastore(_load_progress()) if engine.uses_datastore else None
-        replayer = Replayer(options, runtime, SyntaxChecker(), datastore)
-    results = []
+        return None, [LspReplayer(c.options, checker) for c in combos]
+    runtimes, datastores, replayers = {}, {}, []
+    for c in combos:
+        model = (c.options.model.path, c.options.model.device, c.options.model.dtype)
+        if model not in runtimes:
+            runtimes[model] = Engine(c.options).load_model(_load_progress())
+        engine = Engine(c.options, runtimes[model])
+        spec = c.options.completion.datastore
+        if engine.uses_datastore and spec not in datastores:
+            datastores[spec] = engine.build_datastore(_load_progress())
+        replayers.append(Replayer(c.options, runtimes[model], checker,
+                                  datastores.get(spec) if engine.uses_datastore else None))
+    return next(iter(runtimes.values())), replayers
+
+
+def _replay_all(combos, traces, progress_file, via_lsp: bool = False):
+    """Replay every trace under every combination, interleaved trace by trace (machine
+    noise hits all combinations alike), with a progress bar over events; returns the
+    runtime block and one result list per combination."""
+    from tqdm import tqdm
+    runtime, replayers = _replayers(combos, via_lsp)
+    results: list[list] = [[] for _ in combos]
     try:
-        with tqdm(total=sum(len(t.events) for t in traces), desc="replaying", unit="event",
-                  file=progress_file, disable=None) as bar:
+        total = sum(len(t.events) for t in traces) * len(combos)
+        with tqdm(total=total, desc="replaying", unit="event", file=progress_file,
+                  disable=None) as bar:
             for trace in traces:
                 bar.set_postfix_str(trace.name[:40])
-                results.append(replayer.replay(trace, bar.update))
+                for i, replayer in enumerate(replayers):
+                    results[i].append(replayer.replay(trace, bar.update))
     finally:
         if via_lsp:
-            replayer.close()
+            for replayer in replayers:
+                replayer.close()
     return (runtime_config(runtime) if runtime is not None else None), results
 
 
-def _replay_on_ray(args, options, traces):
-    """(runtime block, results, ray config, interrupted) of a replay sharded over Ray."""
+def _replay_on_ray(args, combos, traces):
+    """(runtime block, results per combination, ray config, interrupted) of a replay
+    sharded over Ray: every trace x combination pair is a task."""
     from .ray_replay import RayOptions, replay_on_ray
     if args.via_lsp:
         raise OptionError("--ray and --via-lsp cannot be combined (each actor replays "
                           "in process)")
     if args.ray_retries < 0:
         raise OptionError(f"--ray-retries must be 0 or more, got {args.ray_retries}")
-    run = replay_on_ray(options, traces, RayOptions(
+    run = replay_on_ray([c.options for c in combos], traces, RayOptions(
         address=None if args.ray == "local" else args.ray, actors=args.ray_actors,
         cpus_per_actor=args.ray_cpus, gpus_per_actor=args.ray_gpus,
         model_path=args.ray_model_path, retries=args.ray_retries), sys.stderr)
-    return run.runtime, [r for r in run.results if r is not None], run.config, run.interrupted
+    results = [[r for r in per_combo if r is not None] for per_combo in run.results]
+    return run.runtime, results, run.config, run.interrupted
 
 
 def _write_json(report: dict, target: str) -> None:
@@ -208,34 +232,43 @@ def _write_json(report: dict, target: str) -> None:
 def _cmd_replay(args) -> int:
     from pathlib import Path
 
-    from .replay_result import replay_json
+    from .comparison import combinations
+    from .replay_result import comparison_json, replay_json
     options = replay_options(args)
+    combos = combinations(args.compare or [], options)      # bad keys fail before any work
     traces, failed = _read_traces(args.traces)
     ray_config, interrupted = None, False
     if args.ray and traces:
-        runtime, results, ray_config, interrupted = _replay_on_ray(args, options, traces)
+        runtime, runs, ray_config, interrupted = _replay_on_ray(args, combos, traces)
+    elif traces:
+        runtime, runs = _replay_all(combos, traces, sys.stderr, args.via_lsp)
     else:
-        runtime, results = (_replay_all(options, traces, sys.stderr, args.via_lsp) if traces
-                            else (None, []))
+        runtime, runs = None, [[] for _ in combos]
     order = {path: i for i, path in enumerate(args.traces)}
-    results = sorted(results + failed, key=lambda t: order.get(t.source, len(order)))
+    runs = [sorted(results + failed, key=lambda t: order.get(t.source, len(order)))
+            for results in runs]
     config = _config(options, runtime)
     config["via_lsp"] = bool(args.via_lsp)
     if ray_config is not None:
         config["ray"] = ray_config
-    report = replay_json(results, config)
+    if args.compare:
+        config["compare"] = list(args.compare)
+    report = replay_json(runs[0], config)
+    if args.compare:
+        report["runs"] = comparison_json(combos, runs)
     if args.json:
         _write_json(report, args.json)
     if args.report:
         from .report import render_report
-        Path(args.report).write_text(render_report(results, report), encoding="utf-8")
-    for error in report["errors"]:
+        Path(args.report).write_text(render_report(runs[0], report, runs), encoding="utf-8")
+    errors = [e for run in report.get("runs", [report]) for e in run["errors"]]
+    for error in dict.fromkeys(errors):
         print(f"inkling: {error}", file=sys.stderr)
     if interrupted:
-        print(f"inkling: interrupted; the report holds the {len(results)} trace(s) that "
+        print(f"inkling: interrupted; the report holds the {len(runs[0])} trace(s) that "
               "finished", file=sys.stderr)
         return 130
-    return 1 if report["errors"] else 0
+    return 1 if errors else 0
 
 
 # ------------------------------------------------------------------------ trace

@@ -146,3 +146,14 @@ def replay_json(results: list[TraceResult], config: dict) -> dict:
     for t in results:
         per_trace[_unique_key(t.source, per_trace)] = {"name": t.name, **summarise([t])}
     return {**summarise(results), "config": config, "per_trace": per_trace}
+
+
+def comparison_json(combinations, runs: list[list[TraceResult]]) -> list[dict]:
+    """The ``runs`` list of ``inkling replay --compare``: per combination, its settings and
+    the metric keys of a plain replay (overall and per trace)."""
+    out = []
+    for combo, results in zip(combinations, runs):
+        report = replay_json(results, {})
+        del report["config"]
+        out.append({"settings": dict(combo.settings), **report})
+    return out

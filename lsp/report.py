@@ -127,8 +127,89 @@ def _errors(summary: dict) -> str:
     return f"<ul>{items}</ul>"
 
 
-def render_report(results: list[TraceResult], report: dict) -> str:
-    """The HTML page for ``report`` (the replay's JSON object) and the traces behind it."""
+def _first(report: dict) -> str:
+    runs = report.get("runs") or []
+    return f" ({html.escape(_run_label(runs[0]))})" if len(runs) > 1 else ""
+
+
+def _run_label(run: dict) -> str:
+    return ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
+                     for k, v in run["settings"].items()) or "as given"
+
+
+def _ratio(value, base) -> str:
+    """``value`` / ``base`` for a scalar metric (p50 for a distribution); '' when none."""
+    if isinstance(value, dict):
+        value, base = value.get("p50", value.get("fraction")), (base or {}).get(
+            "p50", (base or {}).get("fraction"))
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or \
+            not isinstance(base, (int, float)) or isinstance(base, bool) or not base:
+        return ""
+    return f"<br><small>x{value / base:.2f}</small>"
+
+
+def _comparison_table(runs: list[dict]) -> str:
+    head = "<tr><th>metric</th>" + "".join(
+        f"<th>{html.escape(_run_label(r))}</th>" for r in runs) + "</tr>"
+    rows = []
+    for k in _METRICS:
+        cells = []
+        for i, r in enumerate(runs):
+            cell = _cell(r.get(k))
+            if i:
+                cell = cell.replace("</td>", _ratio(r.get(k), runs[0].get(k)) + "</td>")
+            cells.append(cell)
+        rows.append(f"<tr><th>{k}</th>{''.join(cells)}</tr>")
+    return f"<table>{head}{''.join(rows)}</table>"
+
+
+def _comparison_latency_plot(runs: list[dict], all_results: list[list[TraceResult]]) -> str:
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(11, 3.6))
+    values = [[r.latency_ms for t in results for r in t.completions] for results in all_results]
+    top = max((v for vs in values for v in vs), default=1.0)
+    for run, vs in zip(runs, values):
+        if vs:
+            ax.hist(vs, bins=40, range=(0, top), alpha=0.45, label=_run_label(run),
+                    histtype="stepfilled")
+    ax.set(title="completion latency, each combination", xlabel="ms", ylabel="completions")
+    ax.legend(fontsize="small")
+    return _png(fig)
+
+
+def _comparison_per_trace_plot(runs: list[dict]) -> str:
+    import matplotlib.pyplot as plt
+    traces = list(runs[0]["per_trace"])
+    fig, ax = plt.subplots(figsize=(11, 0.35 * len(traces) * len(runs) + 1.5))
+    height = 0.8 / len(runs)
+    for i, run in enumerate(runs):
+        exact = [(run["per_trace"].get(t) or {}).get("exact_line") or 0.0 for t in traces]
+        ax.barh([y - 0.4 + (i + 0.5) * height for y in range(len(traces))], exact,
+                height=height, label=_run_label(run))
+    ax.set_yticks(list(range(len(traces))), [runs[0]["per_trace"][t]["name"] or t
+                                             for t in traces])
+    ax.invert_yaxis()
+    ax.set(xlim=(0, 1), title="exact_line per trace, each combination")
+    ax.legend(loc="lower right", fontsize="small")
+    return _png(fig)
+
+
+def _comparison(report: dict, all_results) -> str:
+    runs = report.get("runs") or []
+    if len(runs) < 2 or all_results is None:
+        return ""
+    return ("<h2>Comparison</h2><p>Every combination replayed the same traces, interleaved "
+            "trace by trace; ratios are to the first combination (p50 for distributions)."
+            f"</p>{_comparison_table(runs)}"
+            f'<img alt="latency" src="{_comparison_latency_plot(runs, all_results)}">'
+            f'<img alt="per trace" src="{_comparison_per_trace_plot(runs)}">')
+
+
+def render_report(results: list[TraceResult], report: dict,
+                  all_results: list[list[TraceResult]] | None = None) -> str:
+    """The HTML page for ``report`` (the replay's JSON object) and the traces behind it;
+    with ``--compare``, ``all_results`` holds every combination's and a comparison
+    section leads the page (the rest describes the first combination)."""
     import matplotlib
     matplotlib.use("Agg")
     from .replay_result import summarise
@@ -141,7 +222,7 @@ def render_report(results: list[TraceResult], report: dict) -> str:
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>inkling replay</title>"
             f"<style>{_STYLE}</style></head><body><h1>inkling replay</h1>"
             f"<p>{report['traces']} traces, {report['completions']} completions, "
-            f"{report['edits']} edits.</p>"
-            f"<h2>Metrics</h2>{_metrics_table(report)}<h2>Problems</h2>{_errors(report)}"
+            f"{report['edits']} edits.</p>{_comparison(report, all_results)}"
+            f"<h2>Metrics{_first(report)}</h2>{_metrics_table(report)}<h2>Problems</h2>{_errors(report)}"
             f"{figures}<h2>Traces</h2>{_per_trace_table(results, summaries)}"
             f"<h2>Configuration</h2><pre>{config}</pre></body></html>\n")

@@ -63,6 +63,16 @@ def test_two_actors_give_the_in_process_results(local_ray, tiny_model_dir):
     assert run.config["model_shipped"] and run.runtime["model"] == str(tiny_model_dir)
 
 
+def test_compared_options_are_trace_by_combination_tasks(local_ray, tiny_model_dir):
+    base = _options(tiny_model_dir)
+    other = base.merged({"completion": {"draft": "prompt-lookup", "max_new_tokens": 3}})
+    traces = [read_trace(p) for p in TRACES[:2]]
+    run = replay_on_ray([base, other], traces, RayOptions(actors=2))
+    assert [len(r) for r in run.results] == [2, 2]
+    _same(_in_process(base, traces), run.results[0])
+    _same(_in_process(other, traces), run.results[1])
+
+
 def test_a_killed_actor_has_its_trace_run_again(local_ray, tiny_model_dir):
     options = _options(tiny_model_dir)
     traces = [read_trace(p) for p in TRACES]

@@ -1,0 +1,115 @@
+"""`inkling replay --compare KEY=V1,V2[,...]`: an ablation in one run.
+
+Every combination of the compared values (the first value of each key first) is a set of
+options over the replay's own; the replay runs them interleaved, trace by trace (trace 1
+under every combination, then trace 2, ...), so machine noise hits them all alike. Keys
+are the options tree's names (``completion.draft``, ``cache.mode``; camelCase or
+snake_case); values are typed as the option is. A bad key or value is an error before
+anything runs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from dataclasses import dataclass
+
+from inkling.completion.errors import OptionError
+from inkling.completion.options import InklingOptions
+
+
+@dataclass(frozen=True)
+class Combination:
+    settings: dict              # "section.key" -> value, in the order the keys were given
+    options: InklingOptions
+
+    @property
+    def label(self) -> str:
+        return ", ".join(f"{k}={_text(v)}" for k, v in self.settings.items()) or "as given"
+
+
+def _text(value) -> str:
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+def _snake(key: str) -> str:
+    return "".join("_" + c.lower() if c.isupper() else c for c in key)
+
+
+def _typed(key: str, current, text: str):
+    """``text`` as a value of ``current``'s type (the option's)."""
+    if isinstance(current, bool):
+        if text.lower() in ("true", "on", "1"):
+            return True
+        if text.lower() in ("false", "off", "0"):
+            return False
+        raise OptionError(f"--compare {key}: {text!r} is not true or false")
+    if isinstance(current, int):
+        try:
+            return int(text)
+        except ValueError:
+            raise OptionError(f"--compare {key}: {text!r} is not an integer") from None
+    if isinstance(current, float):
+        try:
+            return float(text)
+        except ValueError:
+            raise OptionError(f"--compare {key}: {text!r} is not a number") from None
+    return text
+
+
+def _key(raw: str, base: InklingOptions) -> tuple[str, object]:
+    """The canonical dotted name of an option and its current value."""
+    parts = [_snake(p) for p in raw.split(".")]
+    node = base
+    for i, part in enumerate(parts):
+        names = {f.name for f in dataclasses.fields(node)} if dataclasses.is_dataclass(node) \
+            else set()
+        if part not in names:
+            where = ".".join(parts[:i]) or "the options"
+            known = ", ".join(sorted(names)) if names else "none (it is a value)"
+            raise OptionError(f"--compare: unknown option {raw!r} ({where} has {known})")
+        node = getattr(node, part)
+    if dataclasses.is_dataclass(node):
+        raise OptionError(f"--compare: {raw!r} is a section; name one of its options")
+    return ".".join(parts), node
+
+
+def _nested(settings: dict) -> dict:
+    out: dict = {}
+    for dotted, value in settings.items():
+        *sections, name = dotted.split(".")
+        node = out
+        for s in sections:
+            node = node.setdefault(s, {})
+        node[name] = value
+    return out
+
+
+def combinations(specs: list[str], base: InklingOptions) -> list[Combination]:
+    """The combinations ``--compare`` specs ask for (one, the base, when there are none)."""
+    axes: list[tuple[str, list]] = []
+    for spec in specs:
+        raw, sep, values = spec.partition("=")
+        if not sep or not raw.strip() or not values.strip():
+            raise OptionError(f"--compare {spec!r}: expected KEY=V1,V2 (e.g. "
+                              "completion.draft=none,suffix)")
+        key, current = _key(raw.strip(), base)
+        if any(key == k for k, _ in axes):
+            raise OptionError(f"--compare: {key} is compared twice")
+        typed = [_typed(key, current, v.strip()) for v in values.split(",")]
+        if len(set(map(repr, typed))) != len(typed):
+            raise OptionError(f"--compare {key}: a value is repeated ({values})")
+        for value in typed:                     # each value valid on its own: named early
+            try:
+                base.merged(_nested({key: value}))
+            except OptionError as exc:
+                raise OptionError(f"--compare {key}={_text(value)}: {exc}") from None
+        axes.append((key, typed))
+    out = []
+    for values in itertools.product(*(vals for _, vals in axes)):
+        settings = dict(zip((k for k, _ in axes), values))
+        try:
+            out.append(Combination(settings, base.merged(_nested(settings))))
+        except OptionError as exc:
+            label = ", ".join(f"{k}={_text(v)}" for k, v in settings.items())
+            raise OptionError(f"--compare: the combination {label} is invalid: {exc}") from None
+    return out

@@ -1,0 +1,119 @@
+"""`inkling replay --compare`: combinations, interleaving, the JSON shape, the report's
+comparison, and bad keys refused before anything runs."""
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from inkling.completion.errors import OptionError
+from inkling.completion.options import InklingOptions
+from inkling.lsp.comparison import combinations
+
+REPO = Path(__file__).resolve().parents[1]
+TRACES = sorted(str(p) for p in (REPO / "benchmarks" / "traces").glob("*.jsonl"))
+
+
+def test_combinations_are_the_product_in_the_order_given():
+    combos = combinations(["completion.draft=none,suffix", "cache.mode=full,pie",
+                           "completion.maxNewTokens=4,8"], InklingOptions())
+    assert len(combos) == 8
+    assert combos[0].settings == {"completion.draft": "none", "cache.mode": "full",
+                                  "completion.max_new_tokens": 4}
+    assert combos[1].settings["completion.max_new_tokens"] == 8          # last key fastest
+    assert combos[-1].options.completion.draft == "suffix"
+    assert combos[-1].options.cache.mode == "pie"
+    assert combos[-1].options.completion.max_new_tokens == 8
+    assert combinations([], InklingOptions())[0].settings == {}
+
+
+def test_values_are_typed_as_the_option_is():
+    combos = combinations(["completion.tokenHealing=true,false",
+                           "cache.stale_threshold=0.5,0.9"], InklingOptions())
+    assert combos[0].options.completion.token_healing is True
+    assert combos[2].options.completion.token_healing is False
+    assert combos[1].options.cache.stale_threshold == 0.9
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("completion.nope=a,b", "unknown option 'completion.nope'"),
+    ("completion=a", "is a section"),
+    ("completion.draft=none,sideways", "completion.draft=sideways"),
+    ("completion.drafts=2,many", "'many' is not an integer"),
+    ("completion.draft", "expected KEY=V1,V2"),
+    ("completion.draft=none,none", "repeated"),
+    ("completion.drafts=0,2", "completion.drafts=0"),
+])
+def test_bad_specs_are_named(spec, message):
+    with pytest.raises(OptionError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        combinations([spec], InklingOptions())
+
+
+def test_a_bad_key_fails_before_anything_runs(tmp_path):
+    t0 = time.monotonic()
+    out = subprocess.run([sys.executable, "-m", "inkling.lsp.cli", "replay", TRACES[0],
+                          "--model", str(tmp_path / "no-model"), "--compare",
+                          "completion.drift=none,suffix"],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "unknown option 'completion.drift'" in out.stderr
+    assert "does not exist" not in out.stderr              # the model was never looked for
+    assert time.monotonic() - t0 < 60
+
+
+def test_traces_are_interleaved_across_combinations(tiny_model_dir, monkeypatch):
+    from inkling.lsp import replay as replay_module
+    from inkling.lsp.replay_cli import _replay_all
+    from inkling.lsp.trace_file import read_trace
+    order = []
+    real = replay_module.Replayer.replay
+
+    def recording(self, trace, tick=lambda n: None):
+        order.append((trace.name, self.options.completion.draft))
+        return real(self, trace, tick)
+    monkeypatch.setattr(replay_module.Replayer, "replay", recording)
+    base = InklingOptions().merged({"model": {"path": str(tiny_model_dir)},
+                                    "completion": {"max_new_tokens": 3}})
+    combos = combinations(["completion.draft=none,prompt-lookup"], base)
+    traces = [read_trace(p) for p in TRACES[:2]]
+    _, runs = _replay_all(combos, traces, None)
+    names = [t.name for t in traces]
+    assert order == [(names[0], "none"), (names[0], "prompt-lookup"),
+                     (names[1], "none"), (names[1], "prompt-lookup")]
+    assert [len(r) for r in runs] == [2, 2]
+    # lossless drafting: the same suggestions under both
+    assert [[c.drafts for c in t.completions] for t in runs[0]] == \
+        [[c.drafts for c in t.completions] for t in runs[1]]
+
+
+@pytest.mark.slow
+def test_the_json_and_the_report_of_a_comparison(tiny_model_dir, tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "inkling.lsp.cli", "replay", *TRACES[:2], "--model",
+         str(tiny_model_dir), "--max-new-tokens", "3", "--json", str(tmp_path / "c.json"),
+         "--report", str(tmp_path / "c.html"), "--compare", "completion.draft=none,prompt-lookup",
+         "--compare", "cache.mode=full,pie"], capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads((tmp_path / "c.json").read_text())
+    plain = subprocess.run(
+        [sys.executable, "-m", "inkling.lsp.cli", "replay", *TRACES[:2], "--model",
+         str(tiny_model_dir), "--max-new-tokens", "3", "--json", "-"],
+        capture_output=True, text=True, timeout=900)
+    plain = json.loads(plain.stdout)
+    runs = report["runs"]
+    assert [r["settings"] for r in runs] == [
+        {"completion.draft": d, "cache.mode": c} for d in ("none", "prompt-lookup")
+        for c in ("full", "pie")]
+    for run in runs:
+        assert set(run) == (set(plain) - {"config"}) | {"settings"}
+        assert set(run["per_trace"]) == set(plain["per_trace"])
+    first = {k: v for k, v in runs[0].items() if k != "settings"}
+    for key in ("exact_line", "edit_similarity", "completions", "tokens_per_forward"):
+        assert report[key] == first[key]
+    assert report["config"]["compare"] == ["completion.draft=none,prompt-lookup",
+                                           "cache.mode=full,pie"]
+    page = (tmp_path / "c.html").read_text()
+    assert "<h2>Comparison</h2>" in page and "<small>x" in page      # ratios to the first
+    assert page.count("completion.draft=prompt-lookup, cache.mode=pie") >= 1
+    assert page.count("data:image/png;base64") >= 5
