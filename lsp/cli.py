@@ -10,20 +10,32 @@ class CliError(Exception):
     """A problem with the user's input: printed as one line, exit status 2."""
 
 
+def _flag_bool(text: str) -> bool:
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not a boolean (true or false)")
+
+
 def _add_dataclass_flags(p: argparse.ArgumentParser, cls) -> None:
+    # default None: the command knows which options were named (a resume keeps the others)
     for f in dataclasses.fields(cls):
         flag = "--" + f.name.replace("_", "-")
-        p.add_argument(flag, type=type(f.default), default=f.default, dest=f.name,
+        kind = _flag_bool if isinstance(f.default, bool) else type(f.default)
+        p.add_argument(flag, type=kind, default=None, dest=f.name,
                        help=f"(default: {f.default})")
 
 
 def _cmd_train(args) -> int:
     from inkling.models.train_options import TrainOptions
     from inkling.models.training import train
-    opts = TrainOptions(**{f.name: getattr(args, f.name) for f in dataclasses.fields(TrainOptions)})
+    given = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainOptions)
+             if getattr(args, f.name) is not None}
+    opts = TrainOptions(**given)
     try:
-        train(opts)
-    except FileNotFoundError as exc:
+        train(opts, given)
+    except (FileNotFoundError, ValueError) as exc:
         raise CliError(str(exc)) from None
     return 0
 

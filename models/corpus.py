@@ -20,6 +20,7 @@ _SKIP_TOP = {"site-packages", "lib-dynload", "__pycache__"}
 class CorpusFile:
     relpath: str
     text: str
+    package: str = ""   # "name==version" for a third-party file, "" for the standard library
 
 
 @dataclass(frozen=True)

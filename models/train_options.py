@@ -3,6 +3,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# Options a resumed run may change (the rest define the data, the model and the schedule's
+# shape, and are taken from the checkpoint).
+RESUMABLE = ("steps", "max_minutes", "stop_at", "cooldown", "eval_every", "checkpoint_minutes",
+             "log_every", "device", "threads", "compile", "profile_steps")
+
 
 @dataclass
 class TrainOptions:
@@ -16,17 +21,28 @@ class TrainOptions:
     max_positions: int = 2048
     seq_len: int = 1024
     batch_size: int = 4
-    steps: int = 2400
+    steps: int = 2400           # the run's total step budget: the cosine decays over it; a resume may change it
     lr: float = 2e-3
     min_lr_ratio: float = 0.1
     warmup: int = 60
     weight_decay: float = 0.1
     fim_rate: float = 0.5
+    repo_rate: float = 0.25     # share of the chunks (of files with neighbours) in repository-level form
+    packages: bool = True       # train on the pinned third-party packages too (models/packages.py)
     eval_every: int = 200
     eval_rows: int = 40
     seed: int = 1234
     device: str = "auto"
-    max_minutes: float = 78.0
+    threads: int = 0            # torch threads (0: every core)
+    compile: bool = False       # torch.compile the model (measure first: see --profile-steps)
+    max_minutes: float = 0.0    # stop (checkpointed) after this many training minutes in all (0: no limit)
+    stop_at: int = 0            # stop (checkpointed) once this many steps are done (0: at the budget)
+    cooldown: int = 0           # on resume: end the budget this many steps from now, decaying from here
+    checkpoint_minutes: float = 10.0
+    log_every: int = 10
+    profile_steps: int = 0      # time this many steps (data, forward, backward, optimizer) and exit
     shard_mb: int = 12
     max_files: int = 0          # 0: the whole corpus (a smaller number for quick checks)
     init_from: str = ""         # continue from this model folder (its tokenizer and weights)
+    resume: str = ""            # resume exactly from this checkpoint folder (checkpoint.pt)
+    ship: str = ""              # copy the best export of this checkpoint folder into the bundled model

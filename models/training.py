@@ -1,29 +1,58 @@
-"""`inkling train`: the recipe that reproduces the bundled model.
+"""`inkling train`: the recipe that reproduces the bundled model, resumable exactly.
 
-Corpus -> byte-level BPE tokenizer -> rows with fill-in-the-middle samples ->
-a small Llama (RoPE, grouped-query attention, tied embeddings) trained with AdamW
-and a cosine schedule -> float16 safetensors shards, config, tokenizer, loss log
-and loss curve in the output folder.
+Corpus (the standard library and pinned third-party packages) -> byte-level BPE
+tokenizer (or the tokenizer of the model continued from) -> rows with fill-in-the-middle
+and repository-level samples -> a small Llama (RoPE, grouped-query attention, tied
+embeddings) trained with AdamW and a warm-up + cosine schedule over a step budget.
+
+The output folder (``--out``, default ``runs/inkling-tiny``, kept out of git) holds:
+
+- ``checkpoint.pt``: everything an exact resume needs (float32 weights, AdamW state,
+  the data position: epoch and row cursor, the schedule, the step and token counts,
+  torch/numpy/python RNG states), written atomically (temporary file, then rename)
+  every ``--checkpoint-minutes``, at a stop (SIGTERM or SIGINT finish the current step,
+  save and exit 0; ``--stop-at``, ``--max-minutes``) and at the end of the budget;
+- ``best/``: the export (float16 safetensors shards, config, tokenizer, summary, log and
+  curve) of the weights with the lowest validation loss so far, rewritten at each
+  evaluation that improves on it (and on the weights the run started from);
+- ``training_log.tsv``: the loss log of every run that led here (a continued model's log
+  is carried over), ``loss_curve.png``;
+- at the end of the budget, the final export itself (as the recipe always wrote).
+
+``inkling train --resume DIR`` continues exactly; ``--ship DIR`` copies ``DIR/best`` into
+the bundled model folder and rewrites its card.
 """
 from __future__ import annotations
 
 import contextlib
+import copy
+import hashlib
 import json
-import math
 import os
+import random
+import shutil
+import signal
 import time
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import numpy as np
 import torch
 from tokenizers import Tokenizer
-from tqdm import tqdm
 
 from .corpus import load_corpus
-from .samples import build_rows
+from .samples import build_rows, build_training_rows
+from .schedule import Schedule
 from .tokenizer_recipe import save_tokenizer, train_tokenizer
-from .train_options import TrainOptions
+from .train_options import RESUMABLE, TrainOptions
+
+CHECKPOINT = "checkpoint.pt"
+LOG_HEADER = ("run", "step", "tokens", "tokens_total", "loss", "lr", "val_loss", "val_loss_pkg",
+              "elapsed_s")
+EXPORT_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                "inkling.json", "train_summary.json", "training_log.tsv", "loss_curve.png",
+                "model.safetensors.index.json")
+PER_INVOCATION = ("stop_at", "cooldown", "profile_steps")
 
 
 def _device(name: str) -> torch.device:
@@ -41,22 +70,17 @@ def _model_config(o: TrainOptions):
         bos_token_id=None, eos_token_id=0, pad_token_id=0, attn_implementation="sdpa")
 
 
-def _lr_at(step: int, o: TrainOptions, elapsed_min: float = 0.0) -> float:
-    """Warm-up, then cosine decay over the budget: steps or minutes, whichever runs out first."""
-    if step < o.warmup:
-        return o.lr * (step + 1) / o.warmup
-    t = min(1.0, max((step - o.warmup) / max(1, o.steps - o.warmup), elapsed_min / o.max_minutes))
-    return o.lr * (o.min_lr_ratio + (1 - o.min_lr_ratio) * 0.5 * (1 + math.cos(math.pi * t)))
-
-
 @torch.no_grad()
-def _eval_loss(model, rows: np.ndarray, device, batch: int) -> float:
+def _eval_loss(model, rows: np.ndarray, device, batch: int) -> float | None:
+    if rows is None or not len(rows):
+        return None
+    was_training = model.training
     model.eval()
     losses = []
     for i in range(0, len(rows), batch):
         x = torch.from_numpy(rows[i:i + batch].astype(np.int64)).to(device)
         losses.append(_loss(model, x).item())
-    model.train()
+    model.train(was_training)
     return float(np.mean(losses))
 
 
@@ -66,25 +90,82 @@ def _loss(model, x: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), x[:, 1:].flatten())
 
 
+# ---------------------------------------------------------------------------- logs
+
+def _read_log(path: Path) -> list[dict]:
+    if not path.is_file():
+        return []
+    lines = path.read_text().splitlines()
+    if not lines:
+        return []
+    head = lines[0].split("\t")
+    rows = []
+    for line in lines[1:]:
+        vals = line.split("\t")
+        row = {}
+        for k, v in zip(head, vals):
+            row[k] = None if v == "" else float(v) if k in ("loss", "lr", "val_loss",
+                                                           "val_loss_pkg", "elapsed_s") else int(v)
+        rows.append(row)
+    return rows
+
+
+def _prior_log(folder: Path, prior: dict) -> list[dict]:
+    """The log of the model continued from, in the cumulative form (a one-run log of the
+    older recipe gets its run number and cumulative token count)."""
+    rows = _read_log(folder / "training_log.tsv")
+    if rows and "run" not in rows[0]:
+        run = max(1, len(prior.get("runs", [])))
+        offset = prior.get("tokens_total", 0) - prior.get("tokens_seen", 0)
+        rows = [{"run": run, "step": r["step"], "tokens": r["tokens"],
+                 "tokens_total": r["tokens"] + offset, "loss": r["loss"], "lr": r["lr"],
+                 "val_loss": r.get("val_loss"), "val_loss_pkg": None,
+                 "elapsed_s": r.get("elapsed_s")} for r in rows]
+    return rows
+
+
+def _fmt(v) -> str:
+    return "" if v is None else f"{v:.5g}" if isinstance(v, float) else str(v)
+
+
+def _write_log(path: Path, rows: list[dict]) -> None:
+    tmp = path.with_suffix(".tmp")
+    with tmp.open("w") as f:
+        f.write("\t".join(LOG_HEADER) + "\n")
+        for r in rows:
+            f.write("\t".join(_fmt(r.get(k)) for k in LOG_HEADER) + "\n")
+    os.replace(tmp, path)
+
+
 def _plot(log_rows: list[dict], path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(7, 4))
-    steps = [r["step"] for r in log_rows]
-    ax.plot(steps, [r["loss"] for r in log_rows], label="train loss", lw=1)
-    val = [(r["step"], r["val_loss"]) for r in log_rows if r.get("val_loss") is not None]
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    runs = sorted({r.get("run", 1) for r in log_rows})
+    for run in runs:
+        rr = [r for r in log_rows if r.get("run", 1) == run]
+        x = [r.get("tokens_total", r.get("tokens")) / 1e6 for r in rr]
+        ax.plot(x, [r["loss"] for r in rr], lw=0.6, alpha=0.6, label=f"run {run} train")
+    val = [(r.get("tokens_total", r.get("tokens")) / 1e6, r["val_loss"]) for r in log_rows
+           if r.get("val_loss") is not None]
     if val:
-        ax.plot(*zip(*val), "o-", label="validation loss")
-    ax.set_xlabel("step")
+        ax.plot(*zip(*val), "o-", ms=3, color="black", label="validation (held-out stdlib)")
+    pkg = [(r["tokens_total"] / 1e6, r["val_loss_pkg"]) for r in log_rows
+           if r.get("val_loss_pkg") is not None]
+    if pkg:
+        ax.plot(*zip(*pkg), "s--", ms=3, color="tab:red", label="held-out package (toolz)")
+    ax.set_xlabel("tokens seen, all runs (M)")
     ax.set_ylabel("cross entropy (nats/token)")
-    ax.set_title("inkling-tiny training")
+    ax.set_title("inkling-tiny training, all runs")
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=7)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
 
+
+# ---------------------------------------------------------------------------- data
 
 def _prior_run(path: str) -> dict:
     """The summary of the run a continued training starts from (its tokenizer and weights)."""
@@ -103,111 +184,434 @@ def _run_entry(prior: dict) -> dict:
             "validation_loss": prior.get("validation_loss"), "device": prior.get("device")}
 
 
-def train(o: TrainOptions) -> dict:
-    """Run the recipe; returns a summary dict (also written to train_summary.json)."""
-    t0 = time.time()
-    prior = _prior_run(o.init_from) if o.init_from else {}
+class Data:
+    """The training files and the held-out sets; rows of an epoch are built on demand,
+    deterministically from (files, tokenizer, seed + epoch)."""
+
+    def __init__(self, o: TrainOptions, tok: Tokenizer):
+        from .packages import PACKAGES, HELD_OUT_PACKAGE, assert_not_held_out
+        corpus = load_corpus()
+        stdlib = corpus.train[:o.max_files] if o.max_files else corpus.train
+        files = list(stdlib)
+        self.packages = []
+        pkg_held = []
+        if o.packages:
+            from .packages import load_held_out_package, load_package_files
+            pkg_files = load_package_files()
+            if o.max_files:
+                pkg_files = pkg_files[:o.max_files]
+            files += pkg_files
+            self.packages = [f"{n}=={v}" for n, v in PACKAGES]
+            pkg_held = load_held_out_package()
+        assert_not_held_out(files)
+        self.files, self.o, self.tok = files, o, tok
+        self.stdlib_files, self.held_out = len(stdlib), corpus.held_out
+        self.held_out_package = f"{HELD_OUT_PACKAGE[0]}=={HELD_OUT_PACKAGE[1]}" if pkg_held else ""
+        # the stdlib validation rows are made exactly as the earlier recipe made them
+        self.val_rows = build_rows([f.text for f in corpus.held_out], tok, o.seq_len,
+                                   o.seed + 999, o.fim_rate)[:o.eval_rows]
+        self.val_rows_pkg = (build_training_rows(pkg_held, tok, o.seq_len, o.seed + 999,
+                                                 o.fim_rate, o.repo_rate)[:o.eval_rows]
+                             if pkg_held else None)
+        h = hashlib.sha256()
+        for f in files:
+            h.update(f"{f.package}\0{f.relpath}\0{len(f.text)}\0".encode())
+            h.update(hashlib.sha256(f.text.encode()).digest())
+        h.update(hashlib.sha256(tok.to_str().encode()).digest())
+        h.update(f"{o.seq_len} {o.fim_rate} {o.repo_rate}".encode())
+        self.fingerprint = h.hexdigest()[:16]
+        self.chars = sum(len(f.text) for f in files)
+        self._epoch, self._rows = None, None
+        print(f"data: {len(files)} training files ({self.chars / 1e6:.1f} M chars: "
+              f"{self.stdlib_files} stdlib files and {len(files) - self.stdlib_files} files of "
+              f"{len(self.packages)} packages), {len(self.held_out)} held-out stdlib files"
+              f"{f', held-out package {self.held_out_package}' if pkg_held else ''}; "
+              f"fingerprint {self.fingerprint}", flush=True)
+
+    def rows(self, epoch: int) -> np.ndarray:
+        if self._epoch != epoch:
+            t = time.time()
+            self._rows = build_training_rows(self.files, self.tok, self.o.seq_len,
+                                             self.o.seed + epoch, self.o.fim_rate, self.o.repo_rate)
+            self._epoch = epoch
+            print(f"epoch {epoch}: {len(self._rows)} rows of {self.o.seq_len} tokens "
+                  f"({len(self._rows) * self.o.seq_len / 1e6:.1f} M tokens) built in "
+                  f"{time.time() - t:.0f} s", flush=True)
+        return self._rows
+
+
+# ---------------------------------------------------------------------------- state
+
+def _rng_state() -> dict:
+    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
+            "python": random.getstate()}
+
+
+def _set_rng_state(s: dict) -> None:
+    torch.set_rng_state(s["torch"])
+    np.random.set_state(s["numpy"])
+    random.setstate(s["python"])
+
+
+def _atomic_save(obj, path: Path) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("wb") as f:
+        torch.save(obj, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _export(model, tok: Tokenizer, o: TrainOptions, summary: dict, log_rows: list[dict],
+            dest: Path) -> None:
+    """A model folder (float16 shards, config, tokenizer, summary, log, curve) written
+    beside ``dest`` and renamed into place."""
+    tmp = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    half = copy.deepcopy(model).to("cpu", torch.float16)
+    half.save_pretrained(tmp, safe_serialization=True, max_shard_size=f"{o.shard_mb}MB")
+    del half
+    save_tokenizer(tok, tmp, o.max_positions)
+    (tmp / "inkling.json").write_text(json.dumps(
+        {"fim_family": "inkling", "fim_order": "spm", "trained_context": o.seq_len}, indent=2) + "\n")
+    (tmp / "train_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    _write_log(tmp / "training_log.tsv", log_rows)
+    _plot(log_rows, tmp / "loss_curve.png")
+    if dest.resolve() == Path(o.out).resolve():     # the final export goes into the run folder
+        for p in list(dest.glob("*.safetensors")) + [dest / "model.safetensors.index.json"]:
+            p.unlink(missing_ok=True)
+        for p in tmp.iterdir():
+            os.replace(p, dest / p.name)
+        tmp.rmdir()
+        return
+    old = dest.with_name(dest.name + ".old")
+    shutil.rmtree(old, ignore_errors=True)
+    if dest.exists():
+        os.replace(dest, old)
+    os.replace(tmp, dest)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+class _Stop:
+    """SIGTERM/SIGINT: the running step finishes, then the state is saved and train returns."""
+
+    def __init__(self):
+        self.signal = None
+        self._old = {}
+
+    def __enter__(self):
+        with contextlib.suppress(ValueError):       # not the main thread: no handlers
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                self._old[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def _handle(self, signum, frame):
+        if self.signal is not None and signum == signal.SIGINT:
+            raise KeyboardInterrupt          # a second Ctrl-C stops at once
+        self.signal = signum
+        print(f"\nsignal {signal.Signals(signum).name}: finishing this step, then saving",
+              flush=True)
+
+    def __exit__(self, *exc):
+        for sig, old in self._old.items():
+            signal.signal(sig, old)
+
+
+def _options_for_resume(saved: dict, given: dict) -> TrainOptions:
+    o = TrainOptions(**{k: v for k, v in saved.items() if k in {f.name for f in fields(TrainOptions)}})
+    for k in PER_INVOCATION:           # these say what one invocation does, not the run
+        setattr(o, k, getattr(TrainOptions, k))
+    for k, v in given.items():
+        if k in ("resume", "out"):
+            continue
+        if k in RESUMABLE:
+            setattr(o, k, v)
+        elif getattr(o, k) != v:
+            raise ValueError(f"--{k.replace('_', '-')} cannot change on resume (the checkpoint "
+                             f"has {getattr(o, k)!r}); only {', '.join(RESUMABLE)} can")
+    return o
+
+
+# ---------------------------------------------------------------------------- train
+
+def train(o: TrainOptions, given: dict | None = None) -> dict:
+    """Run (or resume) the recipe; returns the summary (also written to train_summary.json).
+
+    ``given``: the options named on the command line (a resume takes the others from the
+    checkpoint); without it, every option of ``o`` that differs from the default.
+    """
+    if o.ship:
+        from .ship import ship
+        return ship(o.ship)
+    if given is None:
+        default = TrainOptions()
+        given = {f.name: getattr(o, f.name) for f in fields(TrainOptions)
+                 if getattr(o, f.name) != getattr(default, f.name)}
+    t_invoked = time.time()
+    ckpt = None
+    if o.resume:
+        path = Path(o.resume) / CHECKPOINT
+        if not path.is_file():
+            raise FileNotFoundError(f"--resume {o.resume}: no {CHECKPOINT} there")
+        ckpt = torch.load(path, map_location="cpu", weights_only=False)
+        o = _options_for_resume(ckpt["options"], given)
+        o.out = o.resume = str(Path(given["resume"]))
+    prior = ckpt["prior"] if ckpt else (_prior_run(o.init_from) if o.init_from else {})
     out = Path(o.out)
     out.mkdir(parents=True, exist_ok=True)
-    torch.manual_seed(o.seed)
     device = _device(o.device)
     if device.type == "cpu":
-        torch.set_num_threads(os.cpu_count() or 1)
-    corpus = load_corpus()
-    if o.max_files:
-        corpus = type(corpus)(corpus.root, corpus.train[:o.max_files], corpus.held_out)
-    print(f"corpus: {len(corpus.train)} training files ({corpus.train_chars / 1e6:.1f} M chars), "
-          f"{len(corpus.held_out)} held out, from {corpus.root}")
-    texts = [f.text for f in corpus.train]
-    if prior:
+        torch.set_num_threads(o.threads or os.cpu_count() or 1)
+
+    if ckpt:
+        tok = Tokenizer.from_str(ckpt["tokenizer"])
+    elif o.init_from:
         tok = Tokenizer.from_file(str(Path(o.init_from) / "tokenizer.json"))
-        print(f"continuing from {o.init_from}: {prior.get('tokens_total', prior.get('tokens_seen', 0)) / 1e6:.2f} "
-              "M tokens seen before; its tokenizer and weights are kept")
     else:
+        tok = None
+    if tok is None:
+        from .corpus import load_corpus as _lc
+        c = _lc()
+        texts = [f.text for f in (c.train[:o.max_files] if o.max_files else c.train)]
         tok = train_tokenizer(texts, o.vocab_size)
-    save_tokenizer(tok, out, o.max_positions)
-    val_rows = build_rows([f.text for f in corpus.held_out], tok, o.seq_len, o.seed + 999,
-                          o.fim_rate)[:o.eval_rows]
-    from transformers import LlamaForCausalLM
-    if prior:
-        model = LlamaForCausalLM.from_pretrained(o.init_from, dtype=torch.float32).to(device)
+    if not ckpt:
+        torch.manual_seed(o.seed)
+    data = Data(o, tok)
+
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers.utils import logging as hf_logging
+    hf_logging.disable_progress_bar()
+    if ckpt:
+        model = LlamaForCausalLM(LlamaConfig.from_dict(ckpt["config"]))
+        model.load_state_dict(ckpt["model"])
+    elif o.init_from:
+        model = LlamaForCausalLM.from_pretrained(o.init_from, dtype=torch.float32)
     else:
-        model = LlamaForCausalLM(_model_config(o)).to(device)
+        model = LlamaForCausalLM(_model_config(o))
+    model = model.to(device, torch.float32)
+    model.train()
     n_params = sum(p.numel() for p in model.parameters())
-    print(f"model: {n_params / 1e6:.2f} M parameters on {device}")
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}],
-                            lr=o.lr, betas=(0.9, 0.95), fused=device.type == "cuda")
+                            lr=o.lr, betas=(0.9, 0.95), fused=True)
+    step_model = torch.compile(model) if o.compile else model
     amp = (torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda"
            else contextlib.nullcontext())
-    log_rows, rows, cursor, tokens = [], None, 0, 0
-    epoch = prior.get("epochs_total", prior.get("epochs_started", 0))  # new data orders after a prior run
-    first_epoch = epoch
-    log_path = out / "training_log.tsv"
-    log_file = log_path.open("w")
-    log_file.write("step\ttokens\tloss\tlr\tval_loss\telapsed_s\n")
-    t_start = time.time()  # the time budget counts training steps only
-    bar = tqdm(range(o.steps), desc="training", unit="step", dynamic_ncols=True)
-    stopped_early = False
-    for step in bar:
-        if rows is None or cursor + o.batch_size > len(rows):
-            rows = build_rows(texts, tok, o.seq_len, o.seed + epoch, o.fim_rate)
-            epoch, cursor = epoch + 1, 0
-        x = torch.from_numpy(rows[cursor:cursor + o.batch_size].astype(np.int64)).to(device)
-        cursor += o.batch_size
-        lr = _lr_at(step, o, (time.time() - t_start) / 60)
-        for g in opt.param_groups:
-            g["lr"] = lr
+
+    if ckpt:
+        opt.load_state_dict(ckpt["optimizer"])
+        st = ckpt["state"]
+        if st["fingerprint"] != data.fingerprint:
+            raise ValueError(f"--resume {o.resume}: the training data changed (fingerprint "
+                             f"{data.fingerprint}, the checkpoint's {st['fingerprint']}): the "
+                             "wheel cache, the standard library or the recipe differ")
+        sched = Schedule.from_state(ckpt["schedule"])
+        log_rows = [r for r in _read_log(out / "training_log.tsv")
+                    if not (r["run"] == st["run"] and r["step"] > st["step"])]
+        _set_rng_state(ckpt["rng"])
+    else:
+        first_epoch, cursor = prior.get("epochs_total", prior.get("epochs_started", 0)), 0
+        pos = prior.get("data_position") or {}
+        if pos.get("fingerprint") == data.fingerprint:    # same data: go on where it stood
+            first_epoch, cursor = pos["epoch"], pos["cursor"]
+        runs = prior.get("runs", [_run_entry(prior)] if prior else [])
+        st = {"run": len(runs) + 1, "step": 0, "tokens": 0, "epoch": first_epoch,
+              "first_epoch": first_epoch, "cursor": cursor, "fingerprint": data.fingerprint,
+              "train_seconds": 0.0, "best_val": None, "best_step": None,
+              "prior_tokens": prior.get("tokens_total", prior.get("tokens_seen", 0)),
+              "prior_minutes": prior.get("minutes_total", prior.get("minutes", 0)),
+              "runs": runs, "start_val": None, "last_val": None, "last_val_pkg": None,
+              "stopped": None, "kind": "continued" if o.init_from else "new"}
+        sched = Schedule.new(o.lr, o.min_lr_ratio, o.warmup, o.steps)
+        log_rows = _prior_log(Path(o.init_from), prior) if o.init_from else []
+    if o.cooldown:
+        sched.set_total(st["step"], st["step"] + o.cooldown)
+    elif sched.total != o.steps:
+        sched.set_total(st["step"], o.steps)
+    o.steps = sched.total
+
+    kind = "resuming" if ckpt else ("continuing from " + o.init_from if o.init_from else "new run")
+    print(f"{kind}: run {st['run']}, step {st['step']} of {sched.total}, model "
+          f"{n_params / 1e6:.2f} M parameters on {device} ({torch.get_num_threads()} threads), "
+          f"batch {o.batch_size} x {o.seq_len}, peak lr {sched.peak:g}, floor {sched.floor:g}, "
+          f"warm-up {sched.warmup}; data epoch {st['epoch']} row {st['cursor']}; "
+          f"{st['prior_tokens'] / 1e6:.2f} M tokens before this run", flush=True)
+    if o.init_from and not ckpt:
+        print("continuing from a model folder: a new run (AdamW moments start at zero, "
+              "a new warm-up and decay)", flush=True)
+
+    def summary() -> dict:
+        last_val = st["last_val"]
+        return {
+            "options": asdict(o), "parameters": n_params, "tokens_seen": st["tokens"],
+            "epochs_started": st["epoch"] - st["first_epoch"] + 1, "steps_done": st["step"],
+            "tokens_total": st["prior_tokens"] + st["tokens"], "epochs_total": st["epoch"] + 1,
+            "minutes_total": round(st["prior_minutes"] + st["train_seconds"] / 60, 1),
+            "runs": st["runs"] + [{"steps": st["step"], "tokens": st["tokens"], "lr": sched.peak,
+                                   "validation_loss": last_val,
+                                   "validation_loss_package": st["last_val_pkg"],
+                                   "device": str(device), "kind": st["kind"],
+                                   "start_validation_loss": st["start_val"],
+                                   "best_validation_loss": st["best_val"],
+                                   "best_step": st["best_step"]}],
+            "stopped_early": st["step"] < sched.total, "stopped_by": st["stopped"],
+            "final_train_loss": next((r["loss"] for r in reversed(log_rows)
+                                      if r.get("loss") is not None), None),
+            "validation_loss": last_val, "validation_loss_package": st["last_val_pkg"],
+            "minutes": round(st["train_seconds"] / 60, 1), "device": str(device),
+            "train_files": len(data.files), "stdlib_train_files": data.stdlib_files,
+            "train_chars": data.chars, "packages": data.packages,
+            "held_out_package": data.held_out_package,
+            "held_out_files": [f.relpath for f in data.held_out], "torch": torch.__version__,
+            # what continuing from these weights needs (`--init-from` starts a new run there)
+            "data_position": {"epoch": st["epoch"], "cursor": st["cursor"],
+                              "fingerprint": data.fingerprint, "seed": o.seed},
+            "schedule": sched.state(), "step": st["step"],
+        }
+
+    def checkpoint() -> None:
+        _atomic_save({"options": asdict(o), "config": model.config.to_dict(),
+                      "tokenizer": tok.to_str(), "model": model.state_dict(),
+                      "optimizer": opt.state_dict(), "schedule": sched.state(), "state": st,
+                      "rng": _rng_state(), "prior": prior}, out / CHECKPOINT)
+        _write_log(out / "training_log.tsv", log_rows)
+
+    def evaluate() -> tuple[float | None, float | None]:
         with amp:
-            loss = _loss(model, x)
+            return (_eval_loss(model, data.val_rows, device, o.batch_size),
+                    _eval_loss(model, data.val_rows_pkg, device, o.batch_size))
+
+    if o.profile_steps:
+        return _profile(o, model, step_model, opt, data, st, sched, device)
+
+    if not ckpt and o.init_from and o.eval_every:
+        v, vp = evaluate()                                  # where this run starts from
+        st["start_val"], st["last_val"], st["last_val_pkg"] = v, v, vp
+        st["best_val"], st["best_step"] = v, 0   # best/ is written only when it beats the start
+        print(f"start: validation loss {v:.4f} (held-out stdlib)"
+              + (f", {vp:.4f} (held-out package)" if vp is not None else ""), flush=True)
+        log_rows.append({"run": st["run"], "step": 0, "tokens": 0,
+                         "tokens_total": st["prior_tokens"], "loss": None, "lr": None,
+                         "val_loss": v, "val_loss_pkg": vp, "elapsed_s": 0.0})
+
+    t_seg = time.time()          # training time of this invocation, added to train_seconds
+    base_seconds = st["train_seconds"]
+    last_ckpt = time.time()
+    win_loss, win_tokens, win_t = [], 0, time.time()
+    with _Stop() as stop:
+        while st["step"] < sched.total:
+            if stop.signal is not None:
+                st["stopped"] = signal.Signals(stop.signal).name
+                break
+            if o.stop_at and st["step"] >= o.stop_at:
+                st["stopped"] = "stop_at"
+                break
+            if o.max_minutes and st["train_seconds"] / 60 >= o.max_minutes:
+                st["stopped"] = "max_minutes"
+                break
+            rows = data.rows(st["epoch"])
+            if st["cursor"] + o.batch_size > len(rows):
+                st["epoch"], st["cursor"] = st["epoch"] + 1, 0
+                rows = data.rows(st["epoch"])
+            x = torch.from_numpy(rows[st["cursor"]:st["cursor"] + o.batch_size].astype(np.int64))
+            x = x.to(device)
+            lr = sched.lr(st["step"])
+            for g in opt.param_groups:
+                g["lr"] = lr
+            with amp:
+                loss = _loss(step_model, x)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+            st["cursor"] += o.batch_size
+            st["step"] += 1
+            n_tok = x[:, 1:].numel()
+            st["tokens"] += n_tok
+            st["train_seconds"] = base_seconds + time.time() - t_seg
+            loss_v = loss.item()
+            win_loss.append(loss_v)
+            win_tokens += n_tok
+            val = val_pkg = None
+            last = st["step"] >= sched.total
+            if o.eval_every and (st["step"] % o.eval_every == 0 or last):
+                val, val_pkg = evaluate()
+                st["last_val"], st["last_val_pkg"] = val, val_pkg
+            log_rows.append({"run": st["run"], "step": st["step"], "tokens": st["tokens"],
+                             "tokens_total": st["prior_tokens"] + st["tokens"], "loss": loss_v,
+                             "lr": lr, "val_loss": val, "val_loss_pkg": val_pkg,
+                             "elapsed_s": round(st["train_seconds"], 1)})
+            if o.log_every and (st["step"] % o.log_every == 0 or last or val is not None):
+                dt = time.time() - win_t
+                print(f"step {st['step']}/{sched.total} | loss {np.mean(win_loss):.4f} | "
+                      f"lr {lr:.3g} | {win_tokens / max(dt, 1e-9):.0f} tok/s | tokens "
+                      f"{st['tokens'] / 1e6:.2f} M (all runs {(st['prior_tokens'] + st['tokens']) / 1e6:.2f} M) | "
+                      f"epoch {st['epoch']} row {st['cursor']}/{len(rows)} | "
+                      f"{st['train_seconds'] / 60:.1f} min", flush=True)
+                win_loss, win_tokens, win_t = [], 0, time.time()
+            if val is not None:
+                better = st["best_val"] is None or val < st["best_val"]
+                print(f"eval at step {st['step']}: validation loss {val:.4f} (held-out stdlib)"
+                      + (f", {val_pkg:.4f} (held-out package)" if val_pkg is not None else "")
+                      + (" - best so far, exported to best/" if better else
+                         f" (best {st['best_val']:.4f} at step {st['best_step']})"), flush=True)
+                if better:
+                    st["best_val"], st["best_step"] = val, st["step"]
+                    _export(model, tok, o, summary(), log_rows, out / "best")
+            if time.time() - last_ckpt > o.checkpoint_minutes * 60:
+                checkpoint()
+                last_ckpt = time.time()
+                print(f"checkpoint at step {st['step']} -> {out / CHECKPOINT}", flush=True)
+        checkpoint()
+    done = st["step"] >= sched.total
+    print(("budget done" if done else f"stopped ({st['stopped']})")
+          + f" at step {st['step']}: checkpoint {out / CHECKPOINT}"
+          + ("" if done else f"; go on with `inkling train --resume {out}`"), flush=True)
+    s = summary()
+    if done:
+        if st["last_val"] is None or log_rows[-1].get("val_loss") is None:
+            st["last_val"], st["last_val_pkg"] = evaluate()
+            s = summary()
+        _export(model, tok, o, s, log_rows, out)
+        print(f"done: validation loss {st['last_val']:.3f} after {st['tokens'] / 1e6:.2f} M "
+              f"tokens in {s['minutes']} min -> {out}", flush=True)
+    else:
+        (out / "train_summary.json").write_text(json.dumps(s, indent=2) + "\n")
+    _plot(log_rows, out / "loss_curve.png")
+    print(f"this invocation: {(time.time() - t_invoked) / 60:.1f} min", flush=True)
+    return s
+
+
+def _profile(o, model, step_model, opt, data, st, sched, device) -> dict:
+    """Time ``o.profile_steps`` training steps after two untimed ones (nothing is saved)."""
+    rows = data.rows(st["epoch"])
+    parts = {"data": [], "forward": [], "backward": [], "optimizer": []}
+    for i in range(o.profile_steps + 2):
+        t0 = time.perf_counter()
+        c = (st["cursor"] + i * o.batch_size) % (len(rows) - o.batch_size)
+        x = torch.from_numpy(rows[c:c + o.batch_size].astype(np.int64)).to(device)
+        t1 = time.perf_counter()
+        loss = _loss(step_model, x)
+        t2 = time.perf_counter()
         loss.backward()
+        t3 = time.perf_counter()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
         opt.zero_grad(set_to_none=True)
-        tokens += x[:, 1:].numel()
-        last = step == o.steps - 1
-        over_time = (time.time() - t_start) / 60 > o.max_minutes
-        val = None
-        if (step + 1) % o.eval_every == 0 or last or over_time:
-            with amp:
-                val = _eval_loss(model, val_rows, device, o.batch_size)
-        row = {"step": step + 1, "tokens": tokens, "loss": loss.item(), "lr": lr,
-               "val_loss": val, "elapsed_s": round(time.time() - t0, 1)}
-        log_rows.append(row)
-        log_file.write("\t".join("" if v is None else f"{v:.5g}" if isinstance(v, float) else str(v)
-                                 for v in row.values()) + "\n")
-        log_file.flush()
-        bar.set_postfix(loss=f"{row['loss']:.3f}", val=f"{val:.3f}" if val else "-", epoch=epoch)
-        if over_time and not last:
-            stopped_early = True
-            print(f"\nstopping at step {step + 1}: the {o.max_minutes} minute budget is spent "
-                  "(the learning rate has decayed over it)")
-            break
-    log_file.close()
-    _plot(log_rows, out / "loss_curve.png")
-    model.to(torch.float16).save_pretrained(out, safe_serialization=True,
-                                            max_shard_size=f"{o.shard_mb}MB")
-    final_val = next(r["val_loss"] for r in reversed(log_rows) if r["val_loss"] is not None)
-    prior_tokens = prior.get("tokens_total", prior.get("tokens_seen", 0))
-    summary = {"options": asdict(o), "parameters": n_params, "tokens_seen": tokens,
-               "epochs_started": epoch - first_epoch, "steps_done": log_rows[-1]["step"],
-               "tokens_total": prior_tokens + tokens, "epochs_total": epoch,
-               "minutes_total": round(prior.get("minutes_total", prior.get("minutes", 0))
-                                      + (time.time() - t0) / 60, 1),
-               "runs": prior.get("runs", [_run_entry(prior)] if prior else []) + [
-                   {"steps": log_rows[-1]["step"], "tokens": tokens, "lr": o.lr,
-                    "validation_loss": final_val, "device": str(device)}],
-               "stopped_early": stopped_early, "final_train_loss": log_rows[-1]["loss"],
-               "validation_loss": final_val, "minutes": round((time.time() - t0) / 60, 1),
-               "device": str(device), "train_files": len(corpus.train),
-               "held_out_files": [f.relpath for f in corpus.held_out],
-               "torch": torch.__version__}
-    (out / "inkling.json").write_text(json.dumps(
-        {"fim_family": "inkling", "fim_order": "spm", "trained_context": o.seq_len}, indent=2) + "\n")
-    (out / "train_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"done: validation loss {final_val:.3f} after {tokens / 1e6:.2f} M tokens "
-          f"in {summary['minutes']} min -> {out}")
-    return summary
-
+        t4 = time.perf_counter()
+        if i >= 2:
+            for k, v in zip(parts, (t1 - t0, t2 - t1, t3 - t2, t4 - t3)):
+                parts[k].append(v)
+    med = {k: float(np.median(v)) for k, v in parts.items()}
+    total = sum(med.values())
+    tps = o.batch_size * o.seq_len / total
+    print(f"profile: batch {o.batch_size} x {o.seq_len}, {torch.get_num_threads()} threads, "
+          f"compile {o.compile}: {tps:.0f} tokens/s; per step (median of {o.profile_steps}) "
+          + ", ".join(f"{k} {1000 * v:.0f} ms ({100 * v / total:.0f}%)" for k, v in med.items()),
+          flush=True)
+    return {"tokens_per_s": tps, "ms": {k: 1000 * v for k, v in med.items()},
+            "batch_size": o.batch_size, "seq_len": o.seq_len, "threads": torch.get_num_threads(),
+            "compile": o.compile}
