@@ -6,15 +6,28 @@ local server = require("inkling.server")
 
 local api = vim.api
 local ic = vim.lsp.inline_completion
-local M = { enabled = true }
+local M = {
+  builtin = true,
+  enabled = true,
+  allowed = function(_) return true end,   -- per buffer / file type switch (set by init)
+}
 
 function M.available()
   return ic ~= nil and ic.enable ~= nil and ic.get ~= nil
 end
 
 function M.attach(buf)
-  if M.enabled then
+  if M.enabled and M.allowed(buf) then
     ic.enable(true, { bufnr = buf })
+  end
+end
+
+--- Apply the switches (b:inkling_enabled, g:inkling_filetypes) to every attached buffer.
+function M.refresh()
+  for buf in pairs(server.buffers) do
+    if api.nvim_buf_is_valid(buf) then
+      ic.enable(M.enabled and M.allowed(buf), { bufnr = buf })
+    end
   end
 end
 
@@ -92,11 +105,7 @@ end
 
 function M.set_enabled(on)
   M.enabled = on
-  for buf in pairs(server.buffers) do
-    if api.nvim_buf_is_valid(buf) then
-      ic.enable(on, { bufnr = buf })
-    end
-  end
+  M.refresh()
 end
 
 function M.label()

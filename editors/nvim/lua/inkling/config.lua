@@ -12,18 +12,24 @@ M.defaults = {
                 "go", "rust", "java", "c", "cpp", "ruby", "sh", "lua" },
   -- Workspace root: the first directory upwards holding one of these, else the cwd.
   root_markers = { ".git", "pyproject.toml", "setup.py", "package.json", "go.mod", "Cargo.toml" },
-  -- The server's options tree, sent as initializationOptions (merged into this default);
+  -- The server's options tree, sent as initializationOptions: only what you set here (the
+  -- server's own defaults hold for the rest, as with `inkling serve` and no options);
   -- configure() sends changes with workspace/didChangeConfiguration. Example:
-  --   { completion = { drafts = 3, automaticDrafts = 1 }, model = { path = "" } }
-  -- Automatic requests ask for one draft (any decoder is then greedy); the next-draft key
-  -- asks for `drafts`, which the "branches" decoder makes different from each other.
-  init_options = { completion = { decoder = "branches" } },
+  --   { completion = { decoder = "branches", drafts = 3 }, model = { path = "" } }
+  -- Automatic requests ask for one draft; the next-draft and trigger keys ask for `drafts`,
+  -- which the "branches" decoder makes different from each other (the server's default
+  -- decoder, "greedy", gives one).
+  init_options = {},
+  -- Ask as you type (true), or only on the trigger and next-draft keys (false);
+  -- :InklingToggleAutoTrigger flips it (copilot.lua's suggestion.auto_trigger).
+  auto_trigger = true,
   -- Ghost text: wait this long after the last keystroke before asking (the server
   -- debounces automatic requests again, adaptively).
   debounce_ms = 60,
-  -- Insert-mode keys; false disables one. Accept, dismiss and next fall back to the key's
-  -- ordinary meaning when there is no ghost text.
+  -- Insert-mode keys; false disables one. Accept, accept-word, accept-line and dismiss fall
+  -- back to the key's ordinary meaning when there is no ghost text.
   keys = {
+    trigger = "<M-\\>",   -- ask for a suggestion now (copilot.vim's <M-\>)
     accept = "<Tab>",
     accept_word = "<M-Right>",
     accept_line = "<M-Down>",
@@ -36,7 +42,8 @@ M.defaults = {
   -- "auto": Neovim's own vim.lsp.inline_completion on 0.12 and later, the plugin's ghost
   -- text before; false: always the plugin's ghost text.
   builtin = "auto",
-  -- Highlight group of ghost text (linked to Comment unless you define it).
+  -- Highlight group of ghost text: grey and italic unless you define it (not Comment, whose
+  -- look it would share with the comments around it).
   hl_group = "InklingGhost",
   enabled = true,
 }
@@ -47,7 +54,8 @@ function M.resolve(user)
     cfg.keys = util.merge(M.defaults.keys, user.keys)
   end
   for name, kind in pairs({ cmd = "table", filetypes = "table", init_options = "table",
-                            debounce_ms = "number", keys = "table", restart = "table" }) do
+                            debounce_ms = "number", keys = "table", restart = "table",
+                            auto_trigger = "boolean" }) do
     if type(cfg[name]) ~= kind then
       error(string.format("inkling.setup: %s must be a %s, got %s", name, kind, type(cfg[name])), 3)
     end

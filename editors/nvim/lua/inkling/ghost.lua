@@ -16,6 +16,9 @@ local M = {
   last_answer = nil, -- {row, col, drafts} (for tests)
   sug = nil,         -- the suggestion on screen, see set_suggestion
   enabled = true,
+  auto_trigger = true,  -- ask as you type; false: only on the trigger / next-draft keys
+  allowed = function(_) return true end,   -- per buffer / file type switch (set by init)
+  waiting = nil,        -- a request made before the server was initialized: sent once it is
   debounce_ms = 60,
   hl_group = "InklingGhost",
 }
@@ -105,22 +108,21 @@ local function on_result(ctx, err, result, opts)
   end
   local drafts = to_drafts(buf, result.items or result, row, col)
   M.last_answer = { row = row, col = col, drafts = #drafts }
-  if opts.cycle and M.sug and M.sug.buf == buf then
-    -- next / previous draft asked for more drafts: keep the one shown, add the new ones
-    local shown = M.visible()
+  local shown = M.sug and M.sug.buf == buf and M.visible() or nil
+  if shown and (opts.cycle or #drafts > 0) then
+    -- The draft on screen stays (the one the user chose, also after cycling and accepting a
+    -- word of it), re-anchored at the cursor; the new drafts follow it. Cycling moves on.
     local merged, seen = {}, {}
-    if shown then   -- re-anchored at the cursor: what remains of it
-      merged[1] = { text = shown.text, command = shown.draft.command,
-                    end_row = shown.draft.end_row, end_col = shown.draft.end_col }
-      seen[shown.text] = true
-    end
+    merged[1] = { text = shown.text, command = shown.draft.command,
+                  end_row = shown.draft.end_row, end_col = shown.draft.end_col }
+    seen[shown.text] = true
     for _, d in ipairs(drafts) do
       if not seen[d.text] then
         merged[#merged + 1], seen[d.text] = d, true
       end
     end
     local index = 1
-    if #merged > 1 then
+    if opts.cycle and #merged > 1 then
       index = opts.cycle > 0 and 2 or #merged
     end
     set_suggestion(buf, row, col, merged, index)
@@ -136,7 +138,7 @@ end
 function M.request(kind, opts)
   opts = opts or {}
   local buf = api.nvim_get_current_buf()
-  if not M.enabled or not server.buffers[buf] then
+  if not M.enabled or not server.buffers[buf] or not M.allowed(buf) then
     return false
   end
   M.cancel()
@@ -156,8 +158,25 @@ function M.request(kind, opts)
   ctx.tick = api.nvim_buf_get_changedtick(buf)
   if ok and id then
     M.pending = { id = id, seq = ctx.seq }
+    M.waiting = nil
+  elseif server.starting() then
+    -- the server is still starting: ask again once it is initialized, if nothing moved
+    M.waiting = { buf = buf, row = row, col = col, tick = ctx.tick, kind = kind, opts = opts }
   end
   return ok
+end
+
+--- The server is initialized: the request it could not take yet, if still where it was.
+function M.on_server_initialized()
+  local w = M.waiting
+  M.waiting = nil
+  if not w or w.buf ~= api.nvim_get_current_buf() or not in_insert() then
+    return
+  end
+  local row, col = cursor()
+  if row == w.row and col == w.col and api.nvim_buf_get_changedtick(w.buf) == w.tick then
+    M.request(w.kind, w.opts)
+  end
 end
 
 local function schedule_request()
@@ -181,23 +200,30 @@ function M.visible()
     return nil
   end
   local row, col = cursor()
-  if row ~= s.row or col < s.col then
+  if row < s.row or (row == s.row and col < s.col) then
     return nil
   end
-  local line = api.nvim_buf_get_lines(s.buf, row, row + 1, false)[1] or ""
+  local line = api.nvim_buf_get_lines(s.buf, s.row, s.row + 1, false)[1] or ""
   if line:sub(1, s.col) ~= s.prefix then
     return nil
   end
-  local typed = line:sub(s.col + 1, col)
+  -- what was typed since the drafts were shown, a newline (and its indent) included
+  local ok, lines = pcall(api.nvim_buf_get_text, s.buf, s.row, s.col, row, col, {})
+  if not ok then
+    return nil
+  end
+  local typed = table.concat(lines, "\n")
   local draft = s.drafts[s.index]
-  if draft and util.starts_with(draft.text, typed) and #draft.text > #typed then
-    return { text = draft.text:sub(#typed + 1), draft = draft, typed = typed }
+  local rest = draft and util.remaining(draft.text, typed)
+  if rest then
+    return { text = rest, draft = draft, typed = typed }
   end
   -- the shown draft no longer fits; another one may (typing along a different draft)
   for i, d in ipairs(s.drafts) do
-    if util.starts_with(d.text, typed) and #d.text > #typed then
+    rest = util.remaining(d.text, typed)
+    if rest then
       s.index = i
-      return { text = d.text:sub(#typed + 1), draft = d, typed = typed }
+      return { text = rest, draft = d, typed = typed }
     end
   end
   return nil
@@ -264,12 +290,15 @@ end
 
 -- ------------------------------------------------------------------ events
 function M.on_text_changed()
-  if not M.enabled or not server.buffers[api.nvim_get_current_buf()] then
+  local buf = api.nvim_get_current_buf()
+  if not M.enabled or not server.buffers[buf] or not M.allowed(buf) then
     return
   end
   M.cancel()
   M.render()          -- typing along the ghost text keeps the rest of it on screen
-  schedule_request()
+  if M.auto_trigger then
+    schedule_request()
+  end
 end
 
 function M.on_cursor_moved()
@@ -280,6 +309,7 @@ end
 
 function M.on_insert_leave()
   M.cancel()
+  M.waiting = nil
   M.sug = nil
   M.clear()
 end
@@ -338,11 +368,13 @@ function M.accept(how)
   end
   -- the rest of the draft (and of the drafts that agree with it so far) stays on screen,
   -- anchored at the cursor (a piece ending in a newline moved it to the next line)
-  local s, typed = M.sug, v.typed .. piece
+  local s = M.sug
   local rest = {}
   for i, d in ipairs(s.drafts) do
-    if util.starts_with(d.text, typed) and #d.text > #typed then
-      local r = { text = d.text:sub(#typed + 1), command = d.command, end_row = d.end_row, end_col = d.end_col }
+    local shown = util.remaining(d.text, v.typed) or (v.typed == "" and d.text or nil)
+    local left = shown and util.remaining(shown, piece)
+    if left then
+      local r = { text = left, command = d.command, end_row = d.end_row, end_col = d.end_col }
       table.insert(rest, i == s.index and 1 or #rest + 1, r)
     end
   end
@@ -366,6 +398,11 @@ function M.cycle(delta)
     return true
   end
   return M.request(INVOKED, { cycle = delta })
+end
+
+--- Ask for a suggestion now (the manual-trigger key): an invoked request, several drafts.
+function M.trigger()
+  return M.request(INVOKED)
 end
 
 function M.dismiss()

@@ -18,6 +18,7 @@ local M = {
   restart_timer = nil,
   our_ids = {},          -- every client id we started (to quiet Neovim's own exit notice)
   listeners = {},        -- functions called on status changes
+  on_initialized = {},   -- functions called once a started server is initialized
 }
 
 local has_start = vim.lsp.start ~= nil             -- Neovim 0.8+
@@ -110,17 +111,21 @@ local function schedule_restart()
 end
 
 --- A failure: error status, one message per outage, a restart with backoff.
-function M.fail(message)
+--- `reason` is short ("server not found: inkling"); `detail` says all (`:InklingStatus`).
+function M.fail(reason, detail)
   M.failures = M.failures + 1
   local delay = util.backoff_ms(M.failures, M.cfg.restart)
-  M.set_status({ state = "error", message = message })
+  M.set_status({ state = "error", message = reason, detail = detail or reason })
   if not M.notified then
     M.notified = true
-    -- scheduled: failures can happen inside autocommands and API calls, whose errors
-    -- would swallow the message
+    -- One line that fits the command line: a longer message would open the hit-enter
+    -- prompt, which holds every timer (the restart too) until a key is pressed. Scheduled:
+    -- failures can happen inside autocommands, whose errors would swallow the message.
     vim.schedule(function()
-      vim.notify(string.format("%s (retrying in the background, next in %.0f s; "
-        .. ":InklingRestart to retry now)", message, delay / 1000), vim.log.levels.ERROR)
+      local text = string.format("inkling: %s; retrying in %.0f s (:InklingStatus, :InklingRestart)",
+        reason, delay / 1000)
+      local room = math.max((vim.v.echospace or vim.o.columns - 12) - 1, 20)
+      vim.api.nvim_echo({ { util.shorten(text, room), "ErrorMsg" } }, true, {})
     end)
   end
   schedule_restart()
@@ -143,7 +148,9 @@ local function on_exit(code, signal, id)
     M.failures, M.notified = 0, false
   end
   M.ready_at = nil
-  M.fail(string.format("inkling: the server exited (code %s, signal %s)", tostring(code), tostring(signal)))
+  local how = (signal and signal ~= 0) and ("signal " .. tostring(signal)) or ("code " .. tostring(code))
+  M.fail("exited, " .. how, string.format("the server exited (code %s, signal %s): %s",
+    tostring(code), tostring(signal), table.concat(config.server_cmd(M.cfg), " ")))
 end
 
 local function lsp_config(buf)
@@ -159,7 +166,9 @@ local function lsp_config(buf)
     name = "inkling",
     cmd = config.server_cmd(M.cfg),
     root_dir = M.root or root_dir(buf),
-    init_options = M.cfg.init_options,
+    -- only what the user set (nothing: the server's defaults); an empty table would be
+    -- sent as a JSON list
+    init_options = next(M.cfg.init_options or {}) ~= nil and M.cfg.init_options or nil,
     handlers = handlers,
     -- every keystroke reaches the server at once: it measures the typing cadence to
     -- debounce automatic requests, and requests flush pending changes anyway
@@ -168,6 +177,13 @@ local function lsp_config(buf)
       if not M.status or M.status.state == "starting" then
         M.set_status({ state = "loading", message = "initialized", progress = 0 })
       end
+      -- after this callback Neovim sends didOpen for the buffers attached meanwhile; what
+      -- waited for the server is asked after that
+      vim.schedule(function()
+        for _, fn in ipairs(M.on_initialized) do
+          pcall(fn)
+        end
+      end)
     end,
     on_exit = function(code, signal, id)
       vim.schedule(function()
@@ -203,8 +219,8 @@ function M.attach(buf)
   end
   local cmd = config.server_cmd(M.cfg)
   if vim.fn.executable(cmd[1]) ~= 1 then
-    M.fail(string.format("inkling: cannot start the server: %q is not an executable "
-      .. "(set cmd or python in require('inkling').setup)", cmd[1]))
+    M.fail("not found: " .. util.short_name(cmd[1]), string.format("cannot start the "
+      .. "server: %q is not an executable (set cmd or python in require('inkling').setup)", cmd[1]))
     return nil
   end
   install_notify_filter()
@@ -222,7 +238,7 @@ function M.attach(buf)
     end
   end
   if not id then
-    M.fail("inkling: the server could not be started: " .. table.concat(cmd, " "))
+    M.fail("server did not start", "the server could not be started: " .. table.concat(cmd, " "))
     return nil
   end
   M.client_id = id
@@ -270,6 +286,19 @@ function M.configure(settings)
   end
 end
 
+--- A server was started and is not initialized yet (requests would be dropped).
+function M.starting()
+  if not M.client_id then
+    return false
+  end
+  local client = vim.lsp.get_client_by_id(M.client_id)
+  if client then
+    return not client.initialized
+  end
+  -- before initialize is answered, 0.7 lists the client only among the uninitialized ones
+  return M.our_ids[M.client_id] == true
+end
+
 function M.request(method, params, handler, buf)
   local client = M.client()
   if not client or not client.initialized then
@@ -280,6 +309,16 @@ end
 
 function M.statusline()
   return util.format_status(M.status)
+end
+
+--- The status in full (the error's whole message): for :InklingStatus.
+function M.describe()
+  local s = M.status
+  local text = util.format_status(s, { max_message = 1000 })
+  if type(s) == "table" and s.detail and s.detail ~= s.message then
+    text = text .. ": " .. s.detail
+  end
+  return text
 end
 
 function M.setup(cfg)

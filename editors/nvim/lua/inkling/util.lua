@@ -46,6 +46,48 @@ function M.starts_with(s, prefix)
   return s:sub(1, #prefix) == prefix
 end
 
+--- What is left of a draft once `typed` (the text between where it was offered and the
+--- cursor, "\n" between lines) has been typed; nil when the typing left the draft or nothing
+--- of it is left. After a newline the draft contains, other indentation than the draft's
+--- (the editor's auto-indent) is fine: the rest of that line follows the cursor.
+function M.remaining(draft, typed)
+  if M.starts_with(draft, typed) then
+    return #draft > #typed and draft:sub(#typed + 1) or nil
+  end
+  local nl = typed:match(".*()\n")
+  if not nl then
+    return nil
+  end
+  local head, indent = typed:sub(1, nl), typed:sub(nl + 1)
+  if indent:find("%S") or not M.starts_with(draft, head) then
+    return nil
+  end
+  local rest = draft:sub(#head + 1)
+  local own = rest:match("^[ \t]*")
+  local left = M.starts_with(own, indent) and rest:sub(#indent + 1) or rest:sub(#own + 1)
+  return left ~= "" and left or nil
+end
+
+--- Text shortened to at most `max` display cells, with "..." when cut.
+function M.shorten(text, max)
+  if vim.fn.strdisplaywidth(text) <= max then
+    return text
+  end
+  local out = text
+  while #out > 0 and vim.fn.strdisplaywidth(out) > max - 3 do
+    out = vim.fn.strcharpart(out, 0, vim.fn.strchars(out) - 1)
+  end
+  return out .. "..."
+end
+
+--- A path or command for a short message: its last part when it is long.
+function M.short_name(path)
+  if #path <= 24 then
+    return path
+  end
+  return vim.fn.fnamemodify(path, ":t")
+end
+
 --- The next word of a suggestion: leading blanks, then a run of word characters or a run
 --- of punctuation; a newline alone when the text starts with one.
 function M.next_word(text)
@@ -108,11 +150,13 @@ function M.format_status(status, opts)
   elseif state == "ready" then
     return string.format("%s: ready%s", prefix, latency and string.format(" %dms", math.floor(latency + 0.5)) or "")
   elseif state == "error" then
-    local text = message and tostring(message) or ""
-    if #text > (opts.max_message or 40) then
-      text = text:sub(1, (opts.max_message or 40) - 3) .. "..."
-    end
+    -- the short reason ("server not found: inkling"), never a second "inkling:" prefix
+    local text = message and tostring(message):gsub("^inkling:%s*", "") or ""
+    text = M.shorten(text, opts.max_message or 48)
     return string.format("%s: error%s", prefix, text ~= "" and (" (" .. text .. ")") or "")
+  elseif state == "off" then     -- "off", or why: "off for this buffer"
+    local why = message and tostring(message) or ""
+    return string.format("%s: %s", prefix, why:match("^off") and why or "off")
   end
   return string.format("%s: %s", prefix, state)
 end
