@@ -160,6 +160,10 @@ def replay_on_ray(options, traces: list, ray_options: RayOptions, progress_file=
     from inkling.completion.engine import resolve_model_path
     started_here = not ray.is_initialized()
     if started_here:
+        if ray_options.address is None:
+            # a local instance keeps Ray's token authentication, asked for explicitly so
+            # that Ray does not print a notice about choosing it
+            os.environ.setdefault("RAY_AUTH_MODE", "token")
         ray.init(address=ray_options.address, include_dashboard=False, log_to_driver=False,
                  logging_level="ERROR", configure_logging=False)
     several = isinstance(options, (list, tuple))
