@@ -32,22 +32,29 @@ def test_recipe_writes_a_loadable_model(tmp_path):
     out = tmp_path / "m"
     summary = train(TrainOptions(out=str(out), vocab_size=300, hidden_size=32, layers=1, heads=2,
                                  kv_heads=1, intermediate_size=64, seq_len=64, batch_size=2,
-                                 steps=3, eval_every=2, eval_rows=2, max_files=12, warmup=1))
+                                 steps=3, eval_every=2, eval_rows=2, max_files=12, warmup=1,
+                                 packages=False, log_every=0))
     for name in ("config.json", "tokenizer.json", "tokenizer_config.json", "training_log.tsv",
                  "loss_curve.png", "train_summary.json", "inkling.json"):
         assert (out / name).is_file(), name
     assert list(out.glob("*.safetensors"))
     assert summary["steps_done"] == 3 and summary["validation_loss"] > 0
     log_lines = (out / "training_log.tsv").read_text().splitlines()
-    assert log_lines[0].startswith("step\ttokens\tloss") and len(log_lines) == 4
+    assert log_lines[0].startswith("run\tstep\ttokens\ttokens_total\tloss") and len(log_lines) == 4
     rt = load_runtime(out, device="cpu")
     assert rt.fim.family == "inkling" and json.loads((out / "inkling.json").read_text())
     # a second run continues this one: same tokenizer, its weights, the runs recorded
     more = tmp_path / "m2"
     again = train(TrainOptions(out=str(more), init_from=str(out), seq_len=64, batch_size=2,
-                               steps=2, eval_every=2, eval_rows=2, max_files=12, warmup=1))
+                               steps=2, eval_every=2, eval_rows=2, max_files=12, warmup=1,
+                               packages=False, log_every=0))
     assert (more / "tokenizer.json").read_text() == (out / "tokenizer.json").read_text()
     assert [r["steps"] for r in again["runs"]] == [3, 2]
+    assert [r["kind"] for r in again["runs"]] == ["new", "continued"]
+    # the log goes on across runs: run 1's steps, then run 2's from its starting evaluation
+    runs = [line.split("\t")[:2] for line in (more / "training_log.tsv").read_text().splitlines()[1:]]
+    assert runs == [["1", "1"], ["1", "2"], ["1", "3"], ["2", "0"], ["2", "1"], ["2", "2"]]
+    assert again["data_position"]["fingerprint"] and again["schedule"]["segments"]
     assert again["tokens_total"] == summary["tokens_seen"] + again["tokens_seen"]
     assert again["parameters"] == summary["parameters"]
     with pytest.raises(FileNotFoundError, match="--init-from"):
