@@ -74,7 +74,6 @@ vim.o.termguicolors = true
 vim.o.number = true
 vim.o.laststatus = 2
 vim.cmd("syntax on")
-vim.api.nvim_set_hl(0, "InklingGhost", {{ fg = "#7f8c98", italic = true }})
 vim.o.statusline = " %f %= %{{v:lua.require'inkling'.statusline()}} "
 require("inkling").setup({{
   cmd = vim.json.decode([==[{json.dumps([sys.executable, "-m", "inkling.lsp.cli", "serve"])}]==]),
@@ -229,7 +228,7 @@ def main() -> int:
                 return 1
             tmux("send-keys", "-t", SESSION, "G", "o")
             # Neovim indents after ":" itself (the python indent script)
-            for piece in ("def exists(path):", "Enter", "return os.path."):
+            for piece in ("def exists(path):", "Enter", "return os."):
                 if piece == "Enter":
                     tmux("send-keys", "-t", SESSION, "Enter")
                 else:

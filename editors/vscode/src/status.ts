@@ -96,6 +96,7 @@ export function formatStats(stats: ServerStats): string[] {
     `latency    p50 ${num(lat.p50, " ms")}  p95 ${num(lat.p95, " ms")}  (${num(lat.count)} completions)`,
     `documents  ${num(stats.documents)}`,
     `cache      ${stats.cache_mode ?? "-"}, ${num(stats.refreshes)} idle refreshes`,
+    ...(stats.options ? [`options    ${JSON.stringify(stats.options)}`] : []),
   ];
 }
 

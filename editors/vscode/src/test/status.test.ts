@@ -40,6 +40,9 @@ test("stats as lines and as one line", () => {
     "inkling: 7 answered, 3 accepted, 2 cancelled, 1 errors; latency p50 12.3 ms, p95 80 ms");
   const empty = formatStats({ latency_ms: { p50: null, p95: null, count: 0 } });
   assert.ok(empty.some((l) => l.includes("p50 - ")));
+  assert.ok(!empty.some((l) => l.startsWith("options")));
+  const options = { cache: { mode: "pie" } };
+  assert.ok(formatStats({ ...stats, options }).includes(`options    ${JSON.stringify(options)}`));
 });
 
 test("status bar: a screen reader hears the state in words (ready and the latency)", () => {
