@@ -389,6 +389,35 @@ class PromptCache:
         self.stale[start:end] = [self.stale[start + i] for i in keep]
         self.truncate(end)
 
+    def rerun(self, n: int, last_only: bool = True) -> torch.Tensor:
+        """Recompute the last ``n`` cached entries in one plain forward (causal, no tree
+        mask), as a prefill of ``n`` tokens computes them (``last_only``: the output layer
+        on the last row only; a greedy step of ``n`` tokens runs it on every row); returns
+        the logits [vocab] at the last. Decoding re-decides a near-tie this way:
+        a row of a draft tree's forward sums its floats in another order than the
+        forward greedy decoding runs, and where the top two logits are that close the
+        order can change the argmax."""
+        ids = self.ids[len(self.ids) - n:]
+        self.truncate(len(self.ids) - n)
+        return self.extend(ids, last_only=last_only)[-1]
+
+    @torch.inference_mode()
+    def gathered(self, entries: list[int]) -> "PromptCache":
+        """A new cache (``full``) holding this cache's ``entries`` (indices, in order) one
+        after another: one branch's own sequence out of a cache that several branches
+        share, for a forward in the shape decoding that sequence alone would run."""
+        from transformers import DynamicCache
+        out = PromptCache(self.runtime, "full", self.stale_threshold, self.prefill_chunk)
+        index = torch.tensor(entries, dtype=torch.long, device=self.runtime.device)
+        out.past = DynamicCache(config=self.runtime.model.config)
+        for layer, src in zip(out.past.layers, self.past.layers):   # [b, kv_heads, seq, d]
+            keys, values = src.keys.index_select(-2, index), src.values.index_select(-2, index)
+            layer.lazy_initialization(keys, values)
+            layer.keys, layer.values = keys, values
+        out.ids = [self.ids[e] for e in entries]
+        out.stale = [self.stale[e] for e in entries]
+        return out
+
     # ---------------------------------------------------------------- extend
     def extend(self, ids: list[int], last_only: bool = False) -> torch.Tensor:
         """Run ``ids`` after the cached tokens: returns logits [len(ids), vocab], or

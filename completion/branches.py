@@ -23,9 +23,11 @@ import torch
 
 from inkling.cache.prompt_cache import PromptCache
 
-from .decoding import Cancelled, Decoded, advance, finish, greedy_decode, masked
+from .decoding import (Cancelled, Decoded, advance, finish, forced_ids, greedy_decode,
+                       masked)
 from .draft_tree import EMPTY, DraftTree
-from .speculative import Drafter, accept, node_states, speculative_decode
+from .speculative import (Drafter, accept, near_tie, near_tie_bound, node_states,
+                          speculative_decode, until_forced)
 from .stop_rules import StopRule, line_count
 
 MIN_FIRST_PROB = 1e-3     # first tokens less likely than this are not sensible drafts
@@ -40,6 +42,12 @@ class Branch:
     cached: list[int] = field(default_factory=list)   # cache indices of its tokens
     done: Decoded | None = None
     monitor: object = None                             # its analysis state, or None
+    lps: list[float] = field(default_factory=list)     # each token's log-probability
+
+    def add(self, tok: int, lp: float) -> None:
+        self.ids.append(tok)
+        self.lps.append(lp)
+        self.logprob += lp
 
 
 def first_tokens(logits: torch.Tensor, k: int) -> list[tuple[int, float]]:
@@ -62,13 +70,25 @@ def check_branch(b: Branch, forwards: int, stop: StopRule, decode, max_new: int)
 
 def follow_lead(b: Branch, forwards: int, stop: StopRule, decode, max_new: int) -> None:
     """Hold branch ``b`` to ``stop`` (capped to the lead's lines) and ``max_new``
-    tokens, done or not."""
-    if b.done is None:
-        check_branch(b, forwards, stop, decode, max_new)
+    tokens, done or not, as if it had been decoded under them from its start (as
+    ``sequential_decode`` decodes it): it ends at its first token where they end it,
+    with the tokens and log-probability it had there."""
+    if len(b.lps) != len(b.ids):            # no per-token log-probabilities: text only
+        if b.done is None:
+            check_branch(b, forwards, stop, decode, max_new)
+        elif (cut := stop.cut(b.done.text, final=True)) is not None and cut < len(b.done.text):
+            b.done.text = b.done.text[:cut]
         return
-    cut = stop.cut(b.done.text, final=True)
-    if cut is not None and cut < len(b.done.text):
-        b.done.text = b.done.text[:cut]
+    ids, lps, done = list(b.ids), list(b.lps), b.done
+    for n in range(1, len(ids) + 1):
+        b.ids, b.lps, b.logprob = ids[:n], lps[:n], sum(lps[:n])
+        b.done = None
+        check_branch(b, done.forwards if done else forwards, stop, decode, max_new)
+        if b.done is not None:
+            return
+    b.done = done
+    if done is not None and done.stopped_by == "end-of-text":
+        b.done = finish(ids, b.logprob, done.forwards, stop, decode, "end-of-text")
 
 
 def branch_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRule,
@@ -86,7 +106,7 @@ def branch_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRu
         if tok in stop_ids:
             b.done = finish([], 0.0, 0, stop, decode, "end-of-text")
         else:
-            b.ids, b.logprob = [tok], lp
+            b.add(tok, lp)
             check_branch(b, 0, stop, decode, max_new_tokens)
         branches.append(b)
     forwards = advance_branches(cache, len(cache.ids), branches, stop, max_new_tokens, stop_ids,
@@ -126,23 +146,29 @@ def advance_branches(cache: PromptCache, shared: int, branches: list[Branch], st
             raise Cancelled()
         start = len(cache.ids)
         tokens, positions, visible, rows = [], [], [], []
-        trees = [drafter(list(context) + b.ids, limit[id(b)] - len(b.ids)) if drafter
-                 else EMPTY for b in live]
-        for b, tree in zip(live, trees):
-            base, at = len(tokens), shared + len(b.ids) - 1
-            tokens.append(b.ids[-1])                      # the branch's newest token: its root
-            positions.append(at)
-            visible.append(b.cached + [start + base])
+        # each branch's newest token, then the rest of a name its monitor forces (as
+        # greedy decoding feeds them), then its draft tree after them
+        chains = [[b.ids[-1]] + forced_ids(b.monitor, cache.runtime.encode)[
+            :limit[id(b)] - len(b.ids)] for b in live]
+        trees = [drafter(list(context) + b.ids + chain[1:],
+                         limit[id(b)] - len(b.ids) - len(chain) + 1) if drafter
+                 else EMPTY for b, chain in zip(live, chains)]
+        for b, chain, tree in zip(live, chains, trees):
+            base, at, c = len(tokens), shared + len(b.ids) - 1, len(chain)
+            for j, tok in enumerate(chain):
+                tokens.append(tok)
+                positions.append(at + j)
+                visible.append(b.cached + [start + base + i for i in range(j + 1)])
             for i, (tok, parent, depth) in enumerate(zip(tree.tokens, tree.parents, tree.depths())):
                 tokens.append(tok)
-                positions.append(at + depth)
-                visible.append(visible[base + parent + 1] + [start + base + 1 + i])
+                positions.append(at + c - 1 + depth)
+                visible.append(visible[base + c + parent] + [start + base + c + i])
             rows.append(base)
         out = cache.extend_masked(tokens, positions, visible, shared)   # [len(tokens), vocab]
         forwards += 1
-        for b, tree, base in zip(live, trees, rows):
-            _take(b, tree, out[base:base + 1 + len(tree)], start + base, forwards, stop,
-                  limit[id(b)], stop_ids, decode)
+        for b, chain, tree, base in zip(live, chains, trees, rows):
+            _take(cache, shared, b, chain, tree, out[base:base + len(chain) + len(tree)],
+                  start + base, forwards, stop, limit[id(b)], stop_ids, decode)
     for b in branches[1:]:
         cut_to_lead(b.done, limit[id(b)], max_new_tokens)
     return forwards
@@ -173,35 +199,56 @@ def at_word_end(text: str) -> str:
     return text if not text[:end].strip() else text[:end].rstrip()
 
 
-def _take(b: Branch, tree: DraftTree, out: torch.Tensor, root_entry: int, forwards: int,
-          stop: StopRule, max_new_tokens: int, stop_ids: frozenset[int], decode) -> None:
-    """Advance branch ``b`` by what greedy decoding keeps of its verified tree.
-    out: [1 + len(tree), vocab], the root's row first; ``root_entry``: its cache index."""
+def _take(cache: PromptCache, shared: int, b: Branch, chain: list[int], tree: DraftTree,
+          out: torch.Tensor, root_entry: int, forwards: int, stop: StopRule,
+          max_new_tokens: int, stop_ids: frozenset[int], decode) -> None:
+    """Advance branch ``b`` by its forced ``chain`` (its newest token first, already in
+    ``b.ids``) and by what greedy decoding keeps of its verified tree.
+    out: [len(chain) + len(tree), vocab], the chain's rows first; ``root_entry``: the
+    cache index of the chain's first token; the first ``shared`` entries are the prompt.
+
+    A walked row whose top two logits are closer than ``NEAR_TIE`` is re-decided as
+    greedy decoding computes it (the branch's own sequence in a cache of its own, the
+    row's token run alone; see ``speculative``), and the walk ends there."""
+    c = len(chain)
+    b.cached.append(root_entry)
+    for i, tok in enumerate(chain[1:]):               # the forced name, as greedy takes it
+        b.add(tok, float(torch.log_softmax(out[i], -1)[tok]))
+        b.cached.append(root_entry + 1 + i)
+        b.monitor = advance(b.monitor, tok)
+        check_branch(b, forwards, stop, decode, max_new_tokens)
+        if b.done is not None:
+            return
+    out = out[c - 1:]                                 # [1 + len(tree), vocab], root first
     states = node_states(b.monitor, tree)
     if b.monitor is not None:                         # each row masked by its path's state
         out = torch.stack([masked(out[r], st) for r, st in enumerate(states)])
-    path, row = accept(tree, out)
-    b.cached.append(root_entry)
-    for node in path:
+    path, _ = accept(tree, out)
+    path = until_forced(path, states)
+    tie = near_tie(out, [0] + [i + 1 for i in path], near_tie_bound(cache.runtime.dtype))
+    for node in path[:tie]:
         tok = tree.tokens[node]
         if tok in stop_ids:
             b.done = finish(b.ids, b.logprob, forwards, stop, decode, "end-of-text")
             return
-        b.ids.append(tok)
-        b.logprob += float(torch.log_softmax(out[tree.parents[node] + 1], -1)[tok])
-        b.cached.append(root_entry + 1 + node)
+        b.add(tok, float(torch.log_softmax(out[tree.parents[node] + 1], -1)[tok]))
+        b.cached.append(root_entry + c + node)
         check_branch(b, forwards, stop, decode, max_new_tokens)
         if b.done is not None:
             return
+    path = path[:tie]
+    row = path[-1] + 1 if path else 0
     b.monitor = states[row]
-    logp = torch.log_softmax(out[row], -1)
-    tok = int(torch.argmax(out[row]))
+    nxt = out[row]
+    if tie is not None:                               # in greedy's own shape
+        alone = cache.gathered(list(range(shared)) + b.cached)
+        nxt = masked(alone.rerun(*((c, False) if tie == 0 else (1, True))), b.monitor)
+    tok = int(torch.argmax(nxt))
     b.monitor = advance(b.monitor, tok)
     if tok in stop_ids:
         b.done = finish(b.ids, b.logprob, forwards, stop, decode, "end-of-text")
         return
-    b.ids.append(tok)
-    b.logprob += float(logp[tok])
+    b.add(tok, float(torch.log_softmax(nxt, -1)[tok]))
     check_branch(b, forwards, stop, decode, max_new_tokens)
 
 

@@ -84,10 +84,10 @@ def greedy_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule, max_
             logprob += float(torch.log_softmax(out[i], -1)[t])
             monitor = advance(monitor, t)
             ids.append(t)
+            done = stopped(ids, logprob, forwards, stop, decode, max_new_tokens)
+            if done is not None:                             # stop rules token by token
+                return done
         logits = out[-1]                                     # [vocab]
-        done = stopped(ids, logprob, forwards, stop, decode, max_new_tokens) if jump else None
-        if done is not None:
-            return done
 
 
 def stopped(ids, logprob, forwards, stop: StopRule, decode, max_new_tokens) -> Decoded | None:

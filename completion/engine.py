@@ -343,7 +343,7 @@ class Engine:
                 out = speculative_decode(cache, logits, stop, budget, *args, *drafting,
                                          cancelled, monitor,
                                          self.acceptance if c.draft == "suffix" else None,
-                                         first, synced.draft_logits)
+                                         first, synced.draft_logits, synced.prefilled)
             return [out], out.forwards
         if c.decoder == "branches":
             outs, forwards = branch_decode(cache, logits, k, stop, budget, *args, cancelled,

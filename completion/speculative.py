@@ -5,21 +5,42 @@ drafter proposes a tree after it; the root and the tree run through the model in
 forward with a tree mask; the walk from the root follows the child whose token is
 the argmax, so exactly the tokens greedy decoding would choose are accepted, plus
 one bonus token; the cache keeps only the accepted path.
+
+Near-ties. A row of a tree's forward is the same arithmetic as the one-row forward
+greedy decoding runs, but not the same float32 sums: the matrix products and the
+attention of several rows take other kernels and other orders of summation, so a
+logit moves by a few 1e-6 (measured: ``benchmarks/lossless.py``). Where the top two
+logits of a walked row are closer than ``NEAR_TIE`` that could change the argmax, so
+the row is re-decided in greedy's own shape (``PromptCache.rerun``: the row's token
+run again alone, or the prompt's new tokens without the draft for the prompt's last
+position) and the walk ends there. It is rare (about 1 walked row in 1,000 on the
+bundled model), so it costs little, and it makes drafting choose what greedy chooses.
 """
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
 from inkling.cache.prompt_cache import PromptCache
 
-from .decoding import Cancelled, Decoded, advance, finish, masked, pick, stopped
+from .decoding import (Cancelled, Decoded, advance, finish, forced_ids, masked, pick,
+                       stopped)
 from .draft_tree import EMPTY, DraftTree
 from .stop_rules import StopRule
 
 Drafter = Callable[[list[int], int], DraftTree]   # (context ids, token budget) -> tree
+
+# the top-2 logit margin under which a drafted row is re-decided in greedy's shape, by
+# dtype: float32 measured on the CPU (the largest logit difference between a tree's
+# row and greedy's one-row forward over the same cache is 100 times smaller, see
+# benchmarks/README.md); the half-precision ones are not measured (no GPU was lent):
+# their rounding is 2^13 to 2^16 times coarser, and these bounds re-decide a few rows
+# in a hundred rather than all of them
+NEAR_TIE = {torch.float32: 1e-3, torch.float64: 1e-3, torch.float16: 0.05,
+            torch.bfloat16: 0.25}
 
 
 def accept(tree: DraftTree, logits: torch.Tensor) -> tuple[list[int], int]:
@@ -41,12 +62,25 @@ def accept(tree: DraftTree, logits: torch.Tensor) -> tuple[list[int], int]:
         node, row = child, child + 1
 
 
+@dataclass
+class _Step:
+    """A verification forward: ``chain`` fed one after another (the token chosen last,
+    then the rest of a name the monitor forces, as greedy decoding feeds them; for the
+    prompt's forward, its last token), then ``tree`` after the chain's last token."""
+    chain: list[int]
+    tree: DraftTree
+    out: torch.Tensor          # [len(chain) + len(tree), vocab]
+    start: int                 # the cache index of the chain's first token
+    ref: tuple[int, bool]      # (rows, last_only): the plain forward that computes the
+                               # chain's last row in greedy's own shape
+
+
 def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
                        max_new_tokens: int, stop_ids: frozenset[int],
                        decode: Callable[[list[int]], str], drafter: Drafter,
                        context: list[int], cancelled: Callable[[], bool] = lambda: False,
                        monitor=None, meter=None, first: DraftTree | None = None,
-                       first_logits: torch.Tensor | None = None) -> Decoded:
+                       first_logits: torch.Tensor | None = None, first_rows: int = 1) -> Decoded:
     """``logits``: [vocab] at the prompt's last position; ``context``: the ids before
     the cursor (what drafts continue); ``monitor``: the analysis state masking each
     verified position along its own path, or None; ``meter``: records how many drafted
@@ -55,23 +89,26 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
     ``first`` and ``first_logits`` ([len(first), vocab]): a draft tree after the prompt
     that ran in the prompt's own forward pass (``PromptCache.sync`` with a draft), its
     nodes in the cache after the prompt: it is accepted like any verified tree, so the
-    tokens it yields cost no decoding forward."""
+    tokens it yields cost no decoding forward. ``first_rows``: how many of the prompt's
+    tokens that forward ran (``SyncResult.prefilled``), which a near-tie at the prompt's
+    last position re-runs without the draft (see ``NEAR_TIE``).
+
+    As in ``greedy_decode``, where the monitor allows only one name the rest of it is
+    taken as the tokenizer writes it, fed with the chosen token (the walk of a tree ends
+    at a node after which a name is forced)."""
     ids: list[int] = []
     logprob, forwards = 0.0, 0
     tree = first if first is not None and first_logits is not None else EMPTY
     out = logits[None] if tree is EMPTY else torch.cat((logits[None], first_logits))
-    start = len(cache.ids) - 1 - len(tree)              # the cache row of the tree's root
+    at = len(cache.ids) - 1 - len(tree)                 # the cache row of the prompt's last
+    step = _Step([cache.ids[at]], tree, out, at, (first_rows, True))
+    bound, encode = near_tie_bound(cache.runtime.dtype), cache.runtime.encode
     while True:
         try:
-            out, path, row, monitor = _verified(tree, out, monitor)
-            cache.keep_new(start, [0] + [i + 1 for i in path])
+            taken, monitor = _accepted(cache, step, monitor, meter, bound)
         except BaseException:                       # no unverified node stays cached
-            cache.truncate(start + 1)
+            cache.truncate(step.start + 1)
             raise
-        if meter is not None and len(tree):
-            meter.record(len(path), tree.source)
-        taken = _path_logprobs(tree, path, out)
-        taken.append(pick(out[row]))                      # the bonus token after the path
         tok = taken[-1][0]
         monitor = advance(monitor, tok)
         for t, lp in taken:
@@ -84,13 +121,76 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
                 return done
         if cancelled():
             raise Cancelled()
-        tree = drafter(context + ids, max_new_tokens - len(ids))
-        start = len(cache.ids)
+        chain = [tok] + forced_ids(monitor, encode)[:max_new_tokens - len(ids)]
+        tree = drafter(context + ids + chain[1:], max_new_tokens - len(ids) - len(chain) + 1)
+        start, c = len(cache.ids), len(chain)
         t0 = time.perf_counter()
-        out = cache.extend_tree([tok] + tree.tokens, [-1] + [p + 1 for p in tree.parents])
+        if tree.tokens:
+            parents = list(range(-1, c - 1)) + [c - 1 if p < 0 else c + p for p in tree.parents]
+            out = cache.extend_tree(chain + tree.tokens, parents)   # [c + len(tree), vocab]
+        else:                       # no draft: the forward greedy decoding runs
+            out = cache.extend(chain)                                       # [c, vocab]
         forwards += 1
         if meter is not None:
-            meter.cost.record(1 + len(tree), (time.perf_counter() - t0) * 1000)
+            meter.cost.record(c + len(tree), (time.perf_counter() - t0) * 1000)
+        step = _Step(chain, tree, out, start, (c, False))
+
+
+def near_tie_bound(dtype: torch.dtype) -> float:
+    """The top-2 logit margin under which a drafted row is re-decided (``NEAR_TIE``)."""
+    return NEAR_TIE.get(dtype, NEAR_TIE[torch.bfloat16])
+
+
+def _accepted(cache: PromptCache, step: _Step, monitor, meter, bound: float
+              ) -> tuple[list[tuple[int, float]], object]:
+    """Take the step's forced chain, walk its verified tree and keep what was taken in
+    the cache; returns the (token, log-probability) pairs taken (the chain's forced
+    tokens, the accepted path, then the next token) and the monitor state before that
+    next token. ``monitor``: the state after the chain's first token.
+
+    A walked row of a drafted forward whose top two logits are closer than ``bound`` is
+    re-decided in the shape greedy decoding computes it (``PromptCache.rerun``: one row,
+    or ``step.ref`` for the chain's last), and the walk ends there."""
+    c, tree, out = len(step.chain), step.tree, step.out
+    taken = []
+    for i, t in enumerate(step.chain[1:]):          # as greedy decoding takes them
+        taken.append((t, float(torch.log_softmax(out[i], -1)[t])))
+        monitor = advance(monitor, t)
+    states = node_states(monitor, tree)
+    rows = _masked_rows(out[c - 1:], states)                            # [1 + n, vocab]
+    path, _ = accept(tree, rows)
+    if meter is not None and len(tree):
+        meter.record(len(path), tree.source)
+    path = until_forced(path, states)
+    walked = [0] + [i + 1 for i in path]
+    tie = near_tie(rows, walked, bound) if len(tree) else None
+    if tie is not None:
+        path = path[:tie]
+    row = walked[len(path)]
+    cache.keep_new(step.start, list(range(c)) + [c + i for i in path])
+    nxt = rows[row]
+    if tie is not None:
+        n, last_only = step.ref if tie == 0 else (1, True)
+        nxt = masked(cache.rerun(n, last_only), states[row])                # [vocab]
+    return taken + _path_logprobs(tree, path, rows) + [pick(nxt)], states[row]
+
+
+def until_forced(path: list[int], states: list) -> list[int]:
+    """``path`` up to the first node after which the monitor forces a name (that node's
+    token is then the next token, and the name is fed after it)."""
+    for j, node in enumerate(path):
+        st = states[node + 1]
+        if st is not None and getattr(st, "forced_text", None) is not None and st.forced_text():
+            return path[:j]
+    return path
+
+
+def near_tie(out: torch.Tensor, rows: list[int], bound: float) -> int | None:
+    """The index in ``rows`` of the first row of ``out`` whose top two logits are closer
+    than ``bound``, or None."""
+    top = torch.topk(out[rows], 2, dim=-1).values                       # [len(rows), 2]
+    close = (top[:, 0] - top[:, 1]) < bound
+    return int(close.nonzero()[0, 0]) if bool(close.any()) else None
 
 
 def _path_logprobs(tree: DraftTree, path: list[int], out: torch.Tensor
@@ -105,17 +205,15 @@ def _path_logprobs(tree: DraftTree, path: list[int], out: torch.Tensor
     return list(zip(toks, lp.tolist()))
 
 
-def _verified(tree: DraftTree, out: torch.Tensor, monitor):
-    """(rows masked by the monitor along each node's path, accepted node indices, the row
-    whose argmax comes next, the monitor state there). out: [1 + len(tree), vocab]."""
-    states = node_states(monitor, tree)
+def _masked_rows(out: torch.Tensor, states: list) -> torch.Tensor:
+    """out [1 + n, vocab] with each row masked by the monitor state of its path (rows
+    whose state is None as they are)."""
     rows = [r for r, st in enumerate(states) if st is not None]
-    if rows:                                             # each row masked by its path's state
+    if rows:
         out = out.clone()
         for r in rows:
             out[r] = masked(out[r], states[r])
-    path, row = accept(tree, out)
-    return out, path, row, states[row]
+    return out
 
 
 def node_states(monitor, tree: DraftTree) -> list:

@@ -145,10 +145,10 @@ def _exact_branches(cache, shared, logits, live, done, stop, decode, stop_ids, m
     branches = []
     for d, (ids, why, mon) in enumerate(drafts):
         rows = [i for i, o in enumerate(owner) if o == d]
-        lp = float(logp0[ids[0]]) if ids else 0.0
-        for r, tok in zip(rows, ids[1:]):
-            lp += float(torch.log_softmax(out[r], -1)[tok])
-        b = Branch(list(ids), lp, [start + r for r in rows], monitor=mon)
+        lps = [float(logp0[ids[0]])] if ids else []
+        lps += [float(torch.log_softmax(out[r], -1)[tok]) for r, tok in zip(rows, ids[1:])]
+        lp = sum(lps, 0.0)
+        b = Branch(list(ids), lp, [start + r for r in rows], monitor=mon, lps=lps)
         if why is not None or not ids:
             b.done = finish(list(ids), lp, 0, stop, decode, why or "end-of-text")
         else:
