@@ -141,11 +141,14 @@ def _cmd_evaluate(args) -> int:
                                                        "dtype": args.dtype}}))
     engine.load_model(_load_progress())
     orders = ["spm", "psm"] if args.fim_order == "both" else [args.fim_order]
+    sets = ["stdlib", "package"] if args.held_out == "both" else [args.held_out]
     results = [evaluate_next_line(args.model or "", order, args.lines_per_file, args.seed,
-                                  engine).summary() for order in orders]
+                                  engine, held_out).summary()
+               for held_out in sets for order in orders]
     for r in results:
-        print(f"next-line exact match ({r['fim_order']}): {100 * r['exact_match']:.1f}% "
-              f"({r['exact']}/{r['lines']} lines), latency p50 {r['latency_ms_p50']} ms")
+        print(f"next-line exact match ({r['held_out']}, {r['fim_order']}): "
+              f"{100 * r['exact_match']:.1f}% ({r['exact']}/{r['lines']} lines), "
+              f"latency p50 {r['latency_ms_p50']} ms")
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     if args.write_card:
@@ -215,6 +218,9 @@ def _parser() -> argparse.ArgumentParser:
                        "standard-library files, through the Engine.")
     p.add_argument("--fim-order", default="both", choices=("both", "auto", "spm", "psm"))
     p.add_argument("--lines-per-file", type=int, default=40, metavar="N")
+    p.add_argument("--held-out", default="both", choices=("both", "stdlib", "package"),
+                   help="the held-out standard-library files, the held-out package "
+                   "(toolz 1.0.0, never trained on), or both (default)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", metavar="PATH", help="write the results as JSON")
     p.add_argument("--write-card", action="store_true",

@@ -1,4 +1,6 @@
-"""Greedy next-line exact match on the held-out standard-library files.
+"""Greedy next-line exact match on the held-out files: the standard library's held-out
+files (``held_out="stdlib"``) or the held-out third-party package, toolz 1.0.0, that the
+recipe never trains on (``held_out="package"``).
 
 For each sampled non-blank line of a held-out file, the line's text is removed
 (its indentation kept, as an editor's auto-indent leaves it), the Engine completes
@@ -24,6 +26,7 @@ from .corpus import load_corpus
 @dataclass
 class NextLineResult:
     order: str
+    held_out: str = "stdlib"
     lines: int = 0
     exact: int = 0
     latencies_ms: list[float] = field(default_factory=list)
@@ -35,7 +38,7 @@ class NextLineResult:
 
     def summary(self) -> dict:
         lat = sorted(self.latencies_ms)
-        return {"fim_order": self.order, "lines": self.lines, "exact": self.exact,
+        return {"fim_order": self.order, "held_out": self.held_out, "lines": self.lines, "exact": self.exact,
                 "exact_match": round(self.exact_match, 4),
                 "latency_ms_p50": round(statistics.median(lat), 1) if lat else None,
                 "per_file": {k: {"lines": n, "exact": e} for k, (n, e) in self.per_file.items()}}
@@ -48,17 +51,28 @@ def sample_lines(text: str, per_file: int, seed: int) -> list[int]:
     return sorted(rng.sample(candidates, min(per_file, len(candidates))))
 
 
+def held_out_files(held_out: str = "stdlib"):
+    if held_out == "stdlib":
+        return load_corpus().held_out
+    if held_out == "package":
+        from .packages import load_held_out_package
+        return load_held_out_package()
+    raise ValueError(f"held_out: stdlib or package, not {held_out!r}")
+
+
 def evaluate_next_line(model: str = "", fim_order: str = "auto", lines_per_file: int = 40,
-                       seed: int = 0, engine: Engine | None = None) -> NextLineResult:
+                       seed: int = 0, engine: Engine | None = None,
+                       held_out: str = "stdlib") -> NextLineResult:
     opts = InklingOptions().merged({"model": {"path": model},
                                     "completion": {"fim_order": fim_order}})
     engine = engine or Engine(opts)
     engine.options = opts
     runtime = engine.load_model()
-    result = NextLineResult(fim_order if fim_order != "auto" else runtime.fim_order)
-    held_out = load_corpus().held_out
-    jobs = [(f, i) for f in held_out for i in sample_lines(f.text, lines_per_file, seed)]
-    for f, line_no in tqdm(jobs, desc=f"next-line exact match ({result.order})", unit="line"):
+    result = NextLineResult(fim_order if fim_order != "auto" else runtime.fim_order, held_out)
+    files = held_out_files(held_out)
+    jobs = [(f, i) for f in files for i in sample_lines(f.text, lines_per_file, seed)]
+    for f, line_no in tqdm(jobs, desc=f"next-line exact match ({held_out}, {result.order})",
+                           unit="line", mininterval=10):
         lines = f.text.split("\n")
         target = lines[line_no]
         indent = target[:len(target) - len(target.lstrip())]

@@ -1,30 +1,56 @@
-"""Write the model card (README.md in the model folder) from the training summary and
-the measured next-line exact match."""
+"""Write the model card (README.md in the model folder) from the training summary, the
+cumulative loss log and the measured next-line exact match (``evaluation.json``)."""
 from __future__ import annotations
 
 import json
 import platform
 from pathlib import Path
 
+# Training throughput, measured on the recipe's machine (2 shared cores, AVX2 + FMA, no
+# AVX-512/AMX, no GPU; torch 2.13 CPU) with the bundled model's shape, batch 4 x 1024, one
+# step = forward + backward + clipping + AdamW. Other sessions' work ran at the same time,
+# so each figure is the best of several interleaved steps (the median is 10-30% lower).
+THROUGHPUT = """| configuration | forward (ms) | backward (ms) | optimizer (ms) | tokens/s |
+|---|---|---|---|---|
+| the earlier recipe: 2 threads, AdamW `foreach` (its card: about 830 tokens/s on an idle machine) | 3,358-3,773 | 6,696-8,553 | 120-2,627 | 274-416 under load |
+| 1 thread, fused AdamW (this recipe) | 1,568-1,923 | 3,510-4,449 | 9-17 | 681-760 |
+| 1 thread, fused AdamW, chunked cross-entropy (1,024 rows a chunk) | 1,778 | 3,989 | - | 710 |
+| 1 thread, a lean torch twin of the model (`models/lean_llama.py`, same logits) | 2,370-3,352 | 4,112-6,151 | 9-15 | 431-632 |
+| 1 thread, `torch.compile` of the Hugging Face model (92 s to compile) | 1,707-2,734 | 3,380-3,510 | - | 670-785 |
+| 2 threads, fused AdamW, under the same load | 2,677 | 4,898 | 50 | 537 |
 
-def _runs_text(summary: dict) -> str:
-    """The runs that made this model (one, or a first run and its continuations)."""
-    own = (f"{summary['steps_done']} steps, {summary['tokens_seen'] / 1e6:.2f} M tokens "
-           f"({summary['epochs_started']} pass(es) over the data started), "
-           f"{summary['minutes']} minutes on `{summary['device']}` (torch {summary['torch']})"
-           f"{' - stopped by the time budget' if summary['stopped_early'] else ''}")
+What decides the figure on this machine is the CPU share: with other work on both cores,
+one thread does more than two (two threads wait on each other when either is preempted), and
+at `nice -n 19` the run takes what is left (150-400 tokens/s while other sessions benchmarked,
+more when the machine is idle). Compiling, chunking the cross-entropy and a leaner model did
+not beat the noise; the fused optimizer removed the one part that was not matrix arithmetic
+(the step is about 6 GFLOP per 1,000 tokens, at roughly 40% of one core's AVX2 peak). bfloat16
+is not used: this CPU has no native bfloat16 arithmetic. Time a step on another machine with
+`inkling train --profile-steps 5 [--threads N] [--compile true]`."""
+
+
+def _fmt_loss(v) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def _runs_table(summary: dict) -> str:
     runs = summary.get("runs") or []
-    if len(runs) < 2:
-        return f"This model: {own}."
-    lines = [f"This model was trained in {len(runs)} runs, each continuing the previous one "
-             "(`inkling train --init-from FOLDER`, same tokenizer, new data order, a new "
-             "warm-up and decay):", "",
-             "| run | steps | tokens | peak lr | validation loss | device |", "|---|---|---|---|---|---|"]
+    lines = ["| run | how it started | steps | tokens | peak lr | validation loss at its start | "
+             "at its end | best (step) | held-out package | tokens/s | device |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for i, r in enumerate(runs, 1):
-        lines.append(f"| {i} | {r['steps']} | {r['tokens'] / 1e6:.2f} M | {r['lr']} | "
-                     f"{r['validation_loss']:.3f} | {r['device']} |")
-    lines += ["", f"The last run: {own}; {summary['tokens_total'] / 1e6:.2f} M tokens in all, "
-              f"{summary['minutes_total']} minutes."]
+        kind = {"new": "from scratch", "continued": "from run " + str(i - 1) + "'s weights "
+                "(new AdamW moments, new warm-up)"}.get(r.get("kind"),
+                                                       "from scratch" if i == 1 else
+                                                       f"from run {i - 1}'s weights")
+        tps = r.get("tokens_per_s")
+        best = (f"{_fmt_loss(r.get('best_validation_loss'))} ({r.get('best_step')})"
+                if r.get("best_validation_loss") is not None else "-")
+        lines.append(f"| {i} | {kind} | {r.get('steps')} | {(r.get('tokens') or 0) / 1e6:.2f} M | "
+                     f"{r.get('lr')} | {_fmt_loss(r.get('start_validation_loss'))} | "
+                     f"{_fmt_loss(r.get('validation_loss'))} | {best} | "
+                     f"{_fmt_loss(r.get('validation_loss_package'))} | "
+                     f"{'-' if not tps else f'{tps:.0f}'} | {r.get('device')} |")
     return "\n".join(lines)
 
 
@@ -64,23 +90,102 @@ def _disk_mb(model_dir: Path) -> tuple[float, float]:
     return sum(sizes) / 1e6, max(sizes) / 1e6
 
 
-def write_model_card(model_dir: Path, evals: list[dict], command: str) -> Path:
+def _evals_text(evals: list[dict] | None, command: str, order: str) -> str:
+    if not evals:
+        return ("Next-line exact match has not been measured on these weights yet: "
+                "`inkling evaluate --write-card` measures it and rewrites this card.")
+    names = {"stdlib": "held-out stdlib files", "package": "held-out package (toolz 1.0.0)"}
+    rows = "\n".join(
+        f"| {names.get(e.get('held_out', 'stdlib'), e.get('held_out'))} | {e['fim_order']} | "
+        f"{e['lines']} | {e['exact']} | {100 * e['exact_match']:.1f}% | {e['latency_ms_p50']} |"
+        for e in evals)
+    return f"""Greedy next-line exact match: each sampled non-blank line (40 a file, seed 0) is
+removed (its indentation kept), inkling completes at the end of the indentation with the
+rest of the file after the cursor, and the suggestion's first line must equal the removed
+line exactly (trailing whitespace ignored).
+
+| held out | prompt order | lines | exact | exact match | latency p50 (ms, CPU) |
+|---|---|---|---|---|---|
+{rows}
+
+Measured with:
+
+```
+{command or 'inkling evaluate --write-card'}
+```
+
+The bundled model uses the `{order}` order by default (`inkling.json`); the
+`completion.fim_order` option picks the other. Both orders are measured with token
+healing (the last token before the cursor is decoded again), which inkling does by
+default."""
+
+
+def _schedule_text(summary: dict) -> str:
+    sched = summary.get("schedule")
+    if not sched:
+        return ""
+    segs = ", ".join(f"from step {int(a)} at {lr0:.3g} to step {int(b)}"
+                     for a, lr0, b in sched["segments"])
+    pos = summary.get("data_position", {})
+    return (f"The last run's schedule: warm-up over {sched['warmup']} steps to {sched['peak']:g}, "
+            f"then cosine segments to the floor {sched['floor']:g} ({segs}); it stood at step "
+            f"{summary.get('step')} when these weights were written, at data epoch "
+            f"{pos.get('epoch')} row {pos.get('cursor')} (data fingerprint "
+            f"`{pos.get('fingerprint')}`). `inkling train --init-from models/inkling-tiny` "
+            "continues from these weights as a new run: it reads this position from "
+            "`train_summary.json` and goes on from there when the data is the same (same "
+            "fingerprint), else it starts the next epoch's order; the AdamW moments start at "
+            "zero and the learning rate warms up again.")
+
+
+def write_model_card(model_dir: Path, evals: list[dict] | None, command: str) -> Path:
+    """The card; ``evals`` None takes the last measured ones (``evaluation.json``) if they
+    belong to these weights, else the card says they are not measured yet."""
     summary = json.loads((model_dir / "train_summary.json").read_text())
     cfg = json.loads((model_dir / "config.json").read_text())
+    order = json.loads((model_dir / "inkling.json").read_text())["fim_order"]
+    eval_path = model_dir / "evaluation.json"
+    stamp = {"tokens_total": summary.get("tokens_total"), "step": summary.get("steps_done")}
+    if evals is not None:
+        eval_path.write_text(json.dumps({"weights": stamp, "command": command,
+                                         "results": evals}, indent=2) + "\n")
+    elif eval_path.is_file():
+        saved = json.loads(eval_path.read_text())
+        if saved.get("weights") == stamp:
+            evals, command = saved["results"], saved.get("command", command)
     o = summary["options"]
     total_mb, largest_mb = _disk_mb(model_dir)
-    rows = "\n".join(
-        f"| {e['fim_order']} | {e['lines']} | {e['exact']} | {100 * e['exact_match']:.1f}% | "
-        f"{e['latency_ms_p50']} |" for e in evals)
     held = "\n".join(f"- `{p}`" for p in summary["held_out_files"])
+    pkgs = summary.get("packages") or []
+    pkg_text = ""
+    if pkgs:
+        pkg_text = f"""
+Third-party code: the Python source of {len(pkgs)} packages pinned by version, downloaded
+once as wheels (`pip download --no-deps NAME==VERSION`, into `$INKLING_WHEEL_CACHE`,
+default `~/.cache/inkling/wheels`) and read straight from the wheel: their `.py` files
+without the package's tests (`test`, `tests`, `testing` folders, `test_*.py`, `*_test.py`,
+`conftest.py`), files over 250 kB and tables written as code; a package over 4 M characters
+keeps the files with the smallest SHA-256 of their path up to that size (sympy, SQLAlchemy,
+Django). The list is `PACKAGES` in `models/packages.py`:
+
+{", ".join(f"`{p}`" for p in pkgs)}.
+
+**Held out entirely: `{summary.get('held_out_package') or 'toolz==1.0.0'}`** (and its `tlz`
+alias): never trained on (the recipe refuses it and asserts that no training file comes from
+it), evaluated on below (validation loss on its rows, next-line exact match on its files).
+In all {summary['train_files']} training files, {summary.get('train_chars', 0) / 1e6:.1f} M
+characters ({summary.get('stdlib_train_files', '?')} of them from the standard library).
+"""
+    runs = summary.get("runs") or []
+    last = runs[-1] if runs else {}
     card = f"""# inkling-tiny
 
 The default model bundled with inkling: a small code model trained from scratch, on
-this machine's CPU, on the Python standard library, so that inkling works offline out
-of the box. It is a real model but a very small one: expect short, plausible
-completions, not a large model's quality. Point `--model` (or the `model.path` option)
-at any local Hugging Face Llama, Qwen2, Mistral, StarCoder2 or DeepSeek-Coder folder for
-better suggestions.
+this machine's CPU, on the Python standard library{' and the source of ' + str(len(pkgs)) + ' pinned third-party packages' if pkgs else ''},
+so that inkling works offline out of the box. It is a real model but a very small one:
+expect short, plausible completions, not a large model's quality. Point `--model` (or the
+`model.path` option) at any local Hugging Face Llama, Qwen2, Mistral, StarCoder2 or
+DeepSeek-Coder folder for better suggestions.
 
 ## Size
 
@@ -101,66 +206,104 @@ The Python standard library source of the interpreter that ran the recipe
 sorted path order, without `site-packages`, `lib-dynload`, the test suites (`test/`,
 `tests/`, `idle_test/` folders and `test_*.py` files), the build-specific
 `_sysconfigdata*` module, files over 250 kB and generated charmap codec tables.
-{summary['train_files']} files train the model; 2% of the files, those with the
-smallest SHA-256 of their relative path, are held out:
+{summary.get('stdlib_train_files', summary['train_files'])} files train the model; 2% of the
+files, those with the smallest SHA-256 of their relative path, are held out (the
+validation set, unchanged since the first run, so validation losses compare across runs):
 
 {held}
+{pkg_text}
+The tokenizer (byte-level BPE, `tokenizers`) was trained on the standard-library training
+files by the first run and is kept by every later one, with special tokens
+`<|endoftext|>`, `<|file_sep|>`, `<|fim_prefix|>`, `<|fim_suffix|>`, `<|fim_middle|>`.
 
-The tokenizer (byte-level BPE, `tokenizers`) is trained on the training files, with
-special tokens `<|endoftext|>`, `<|file_sep|>`, `<|fim_prefix|>`, `<|fim_suffix|>`,
-`<|fim_middle|>`.
+## Samples
+
+Files are cut into chunks of about 3,000 characters at line ends, in a shuffled order
+each epoch; half the chunks become fill-in-the-middle samples (the middle is the rest of a
+line from a cursor inside it, a whole line, 2 to 8 lines, or any span up to 200
+characters), half of those in prefix-suffix-middle order and half in
+suffix-prefix-middle order, with prefix, suffix and middle tokenized separately as the
+Engine does at a cursor. Samples are packed into rows of {o['seq_len']} tokens.
+
+**Repository-level samples** ({100 * o.get('repo_rate', 0):.0f}% of the chunks of files that
+have other files in their package; a standard-library package counts as one): the chunk is
+cut at the first line end after 1,800 characters (the rest is an ordinary sample) and
+written after 1 to 4 other files of the same package, in the Qwen2.5-Coder repository-level
+format without its `<|repo_name|>` line:
+
+```
+<|file_sep|>{{path of a neighbour}}\\n{{its text}}
+...
+<|file_sep|>{{path of the file}}\\n{{the chunk, plain or as a fill-in-the-middle sample}}<|endoftext|>
+```
+
+- `<|file_sep|>` is the special token; `{{path}}\\n{{text}}` after it is tokenized as one text;
+  paths are relative to the package root as installed (`requests/adapters.py`,
+  `email/parser.py`); every neighbour's text ends with a newline.
+- A neighbour's text is either its outline (the `class` and `def` header lines, whole when
+  they span lines, with their indentation, and the module-level `UPPER_CASE` constants, in
+  file order) or a cut of 8 to 40 consecutive lines; at most 800 characters each and 1,600
+  in all (about 450 tokens).
+- The files the target imports come first in the choice and sit nearest the target (the
+  first chosen is written last).
+- A fill-in-the-middle target reads `<|file_sep|>{{path}}\\n<|fim_prefix|>...`
+  (`psm`) or `<|file_sep|>{{path}}\\n<|fim_prefix|><|fim_suffix|>...` (`spm`): the
+  runtime's repository-context block is this sequence of `<|file_sep|>` blocks, then the
+  current file's `<|file_sep|>{{path}}\\n`, then the usual prompt.
 
 ## Recipe
 
-`inkling train` reproduces this folder (`inkling train --help` lists every option):
-files are cut into chunks of about 3,000 characters at line ends; half the chunks become
-fill-in-the-middle samples (the middle is the rest of a line from a cursor inside it, a
-whole line, 2 to 8 lines, or any span up to 200 characters), half of those in
-prefix-suffix-middle order and half in suffix-prefix-middle order, with prefix, suffix
-and middle tokenized separately as the Engine does at a cursor. Samples are packed into
-rows of {o['seq_len']} tokens. AdamW (betas 0.9/0.95, weight decay {o['weight_decay']}),
-peak learning rate {o['lr']}, {o['warmup']} warm-up steps, then cosine decay to
-{o['min_lr_ratio']} of the peak over the budget ({o['steps']} steps or {o['max_minutes']}
-minutes, whichever runs out first), batch {o['batch_size']} x {o['seq_len']} tokens,
-gradient clipping at 1.0, seed {o['seed']}.
+AdamW (betas 0.9/0.95, weight decay {o['weight_decay']}, fused), gradient clipping at 1.0,
+batch {o['batch_size']} x {o['seq_len']} tokens, seed {o['seed']}; the learning rate warms up
+linearly over {o['warmup']} steps to {o['lr']}, then decays as a cosine to
+{o['min_lr_ratio']} of it over the step budget. The schedule depends on the step alone,
+and the budget may change while a run goes on without a jump in the rate: a change at step
+s starts a new cosine segment from the rate in force at s to the floor at the new total
+(`--steps N` on a resume extends, `--cooldown K` anneals over the next K steps).
 
-{_runs_text(summary)}
-The loss log (of the last run) is `training_log.tsv`, the curve `loss_curve.png`.
+`inkling train` checkpoints to `runs/inkling-tiny/checkpoint.pt` (float32 weights, AdamW
+state, data epoch and row, schedule, RNG states; written atomically every 10 minutes and
+when stopped by SIGTERM or Ctrl-C after the step in progress); `inkling train --resume
+runs/inkling-tiny` continues bit for bit. At every evaluation that improves the validation
+loss, `runs/inkling-tiny/best/` receives the export, and `inkling train --ship
+runs/inkling-tiny` copies it here.
+
+{_schedule_text(summary)}
+
+## Runs
+
+{_runs_table(summary)}
+
+In all: {summary.get('tokens_total', summary['tokens_seen']) / 1e6:.2f} M tokens,
+{summary.get('minutes_total', summary['minutes'])} minutes of training. Runs 1 and 2 trained
+on the standard library alone, with a time-based schedule; tokens/s is the run's tokens over
+its training time, on a CPU shared with other work.
+
+The loss log of all runs is `training_log.tsv` (run, step, tokens, tokens over all runs,
+training loss, learning rate, validation losses; run 1's steps were not kept), the curve
+`loss_curve.png`.
 
 ![loss curve](loss_curve.png)
 
 ## Results
 
-Validation loss (held-out files, same sample mix): **{summary['validation_loss']:.3f}**
-nats/token (final training loss {summary['final_train_loss']:.3f}).
+Validation loss (held-out standard-library files, same sample mix): **{_fmt_loss(summary.get('validation_loss'))}**
+nats/token (final training loss {_fmt_loss(summary.get('final_train_loss'))}); on the held-out
+package's rows (toolz, with repository-level samples): {_fmt_loss(summary.get('validation_loss_package'))}.
 
-Greedy next-line exact match on the held-out files: each sampled non-blank line is
-removed (its indentation kept), inkling completes at the end of the indentation with
-the rest of the file after the cursor, and the suggestion's first line must equal the
-removed line exactly (trailing whitespace ignored).
+{_evals_text(evals, command, order)}
 
-| prompt order | lines | exact | exact match | latency p50 (ms, CPU) |
-|---|---|---|---|---|
-{rows}
+## Training throughput
 
-Measured with:
-
-```
-{command}
-```
-
-The bundled model uses the `{json.loads((model_dir / 'inkling.json').read_text())['fim_order']}` order by default (`inkling.json`); the
-`completion.fim_order` option picks the other. Both orders are measured with token
-healing (the last token before the cursor is decoded again), which inkling does by
-default.
+{THROUGHPUT}
 
 {_model_datastore_text(model_dir)}## Limitations
 
-The budget is in minutes, so how many steps fit depends on the machine: these runs
-shared two CPU cores with other work and saw
-{summary.get('tokens_total', summary['tokens_seen']) / 1e6:.1f} M tokens in all. At this
-size and budget the model writes plausible Python shapes but rarely the exact line: it
-is there so that everything works offline, and to measure cost. For quality, point
+The budget is in steps and the machine is shared, so how many tokens fit in an hour depends
+on what else runs: these runs saw {summary.get('tokens_total', summary['tokens_seen']) / 1e6:.1f} M
+tokens in all, far from the about 120 M tokens (20 a parameter) a model of this size is
+usually trained on. The model writes plausible Python shapes but often not the exact line:
+it is there so that everything works offline, and to measure cost. For quality, point
 inkling at a real code model.
 """
     path = model_dir / "README.md"

@@ -184,6 +184,18 @@ def _run_entry(prior: dict) -> dict:
             "validation_loss": prior.get("validation_loss"), "device": prior.get("device")}
 
 
+def _with_rates(runs: list[dict], prior: dict) -> list[dict]:
+    """Earlier runs' entries with their tokens/s where the summaries allow (the summary of
+    the older recipe kept only its last run's minutes and the minutes of all runs)."""
+    runs = [dict(r) for r in runs]
+    if runs and prior and runs[-1].get("tokens_per_s") is None and prior.get("minutes"):
+        runs[-1]["tokens_per_s"] = round(runs[-1]["tokens"] / (prior["minutes"] * 60))
+        rest = prior.get("minutes_total", 0) - prior["minutes"]
+        if len(runs) == 2 and runs[0].get("tokens_per_s") is None and rest > 0:
+            runs[0]["tokens_per_s"] = round(runs[0]["tokens"] / (rest * 60))
+    return runs
+
+
 class Data:
     """The training files and the held-out sets; rows of an epoch are built on demand,
     deterministically from (files, tokenizer, seed + epoch)."""
@@ -293,6 +305,46 @@ def _export(model, tok: Tokenizer, o: TrainOptions, summary: dict, log_rows: lis
     shutil.rmtree(old, ignore_errors=True)
 
 
+class _Threads:
+    """torch's thread count: fixed (``--threads N``, 0 for every core), or ``--threads -1``:
+    every 100 steps, 10 steps run with the other count (1 or every core) and the faster
+    one is kept. On a CPU shared with other work one thread often beats two (two wait on
+    each other when either is preempted); on an idle one two win. On this model the count
+    does not change the arithmetic (the forward and backward agree bit for bit)."""
+
+    PROBE_EVERY, PROBE_STEPS = 100, 10
+
+    def __init__(self, threads: int, cores: int):
+        self.auto = threads < 0 and cores > 1
+        self.options = (1, cores)
+        self.current = 1 if self.auto else (threads or cores)
+        self.times: dict[int, list[float]] = {n: [] for n in self.options}
+        self.probe_left = 0
+        torch.set_num_threads(self.current)
+
+    def step_done(self, step: int, seconds: float) -> None:
+        if not self.auto:
+            return
+        n = torch.get_num_threads()
+        self.times.setdefault(n, []).append(seconds)
+        self.times[n] = self.times[n][-self.PROBE_STEPS:]
+        if self.probe_left:
+            self.probe_left -= 1
+            if not self.probe_left:
+                other = n
+                mean = {k: float(np.mean(v)) for k, v in self.times.items() if v}
+                if mean.get(other, 1e9) < mean.get(self.current, 1e9):
+                    self.current = other
+                torch.set_num_threads(self.current)
+                print(f"threads: {self.current} (step {mean.get(1, 0):.2f} s with 1, "
+                      f"{mean.get(self.options[1], 0):.2f} s with {self.options[1]})", flush=True)
+        elif step % self.PROBE_EVERY == 0 and len(self.times[self.current]) >= self.PROBE_STEPS:
+            other = self.options[1] if self.current == 1 else 1
+            self.times[other] = []
+            self.probe_left = self.PROBE_STEPS
+            torch.set_num_threads(other)
+
+
 class _Stop:
     """SIGTERM/SIGINT: the running step finishes, then the state is saved and train returns."""
 
@@ -361,8 +413,8 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
     out = Path(o.out)
     out.mkdir(parents=True, exist_ok=True)
     device = _device(o.device)
-    if device.type == "cpu":
-        torch.set_num_threads(o.threads or os.cpu_count() or 1)
+    cores = os.cpu_count() or 1
+    threads = _Threads(o.threads, cores) if device.type == "cpu" else None
 
     if ckpt:
         tok = Tokenizer.from_str(ckpt["tokenizer"])
@@ -450,10 +502,12 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
             "epochs_started": st["epoch"] - st["first_epoch"] + 1, "steps_done": st["step"],
             "tokens_total": st["prior_tokens"] + st["tokens"], "epochs_total": st["epoch"] + 1,
             "minutes_total": round(st["prior_minutes"] + st["train_seconds"] / 60, 1),
-            "runs": st["runs"] + [{"steps": st["step"], "tokens": st["tokens"], "lr": sched.peak,
+            "runs": _with_rates(st["runs"], prior) + [{"steps": st["step"], "tokens": st["tokens"], "lr": sched.peak,
                                    "validation_loss": last_val,
                                    "validation_loss_package": st["last_val_pkg"],
                                    "device": str(device), "kind": st["kind"],
+                                   "tokens_per_s": round(st["tokens"] / st["train_seconds"])
+                                   if st["train_seconds"] else None,
                                    "start_validation_loss": st["start_val"],
                                    "best_validation_loss": st["best_val"],
                                    "best_step": st["best_step"]}],
@@ -512,6 +566,7 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
             if o.max_minutes and st["train_seconds"] / 60 >= o.max_minutes:
                 st["stopped"] = "max_minutes"
                 break
+            t_step = time.perf_counter()
             rows = data.rows(st["epoch"])
             if st["cursor"] + o.batch_size > len(rows):
                 st["epoch"], st["cursor"] = st["epoch"] + 1, 0
@@ -529,6 +584,8 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
             opt.zero_grad(set_to_none=True)
             st["cursor"] += o.batch_size
             st["step"] += 1
+            if threads is not None:
+                threads.step_done(st["step"], time.perf_counter() - t_step)
             n_tok = x[:, 1:].numel()
             st["tokens"] += n_tok
             st["train_seconds"] = base_seconds + time.time() - t_seg

@@ -59,3 +59,38 @@ def test_recipe_writes_a_loadable_model(tmp_path):
     assert again["parameters"] == summary["parameters"]
     with pytest.raises(FileNotFoundError, match="--init-from"):
         train(TrainOptions(out=str(tmp_path / "m3"), init_from=str(tmp_path / "nowhere")))
+
+
+def test_ship_copies_the_best_export_and_writes_the_card(tmp_path):
+    import shutil
+
+    from inkling.models.ship import ship
+    run = tmp_path / "run"
+    train(TrainOptions(out=str(run), vocab_size=300, hidden_size=32, layers=1, heads=2, kv_heads=1,
+                       intermediate_size=64, seq_len=64, batch_size=2, steps=4, eval_every=2,
+                       eval_rows=2, max_files=6, warmup=1, packages=False, log_every=0,
+                       stop_at=2))
+    assert (run / "best" / "config.json").is_file() and not (run / "config.json").exists()
+    dest = tmp_path / "bundled"
+    shutil.copytree(run / "best", dest)
+    for p in dest.glob("*.safetensors"):
+        p.unlink()
+    summary = ship(str(run), dest)
+    assert summary["steps_done"] == 2 and list(dest.glob("*.safetensors"))
+    card = (dest / "README.md").read_text()
+    assert "not been measured on these weights yet" in card and "## Runs" in card
+    assert "<|file_sep|>{path of a neighbour}" in card
+    # the evaluation's figures go into the card and stay there for these weights
+    from inkling.models.model_card import write_model_card
+    evals = [{"fim_order": "spm", "held_out": "stdlib", "lines": 10, "exact": 2,
+              "exact_match": 0.2, "latency_ms_p50": 5.0},
+             {"fim_order": "spm", "held_out": "package", "lines": 10, "exact": 1,
+              "exact_match": 0.1, "latency_ms_p50": 5.0}]
+    write_model_card(dest, evals, "inkling evaluate --write-card")
+    write_model_card(dest, None, "")
+    card = (dest / "README.md").read_text()
+    assert "| held-out package (toolz 1.0.0) | spm | 10 | 1 | 10.0% |" in card
+    # another tokenizer is refused
+    (dest / "tokenizer.json").write_text((dest / "tokenizer.json").read_text().replace("fim", "fIm"))
+    with pytest.raises(ValueError, match="tokenizer"):
+        ship(str(run), dest)
