@@ -138,6 +138,16 @@ def _schedule_text(summary: dict) -> str:
             "zero and the learning rate warms up again.")
 
 
+def _early_runs_note(runs: list[dict]) -> str:
+    old = [i for i, r in enumerate(runs, 1) if "kind" not in r]
+    if not old:
+        return ""
+    names = ' and '.join(map(str, old)) if len(old) < 3 else ', '.join(map(str, old))
+    return (f". Run{'s' if len(old) > 1 else ''} {names} trained on the "
+            "standard library alone, with the earlier recipe (a schedule over steps or minutes, "
+            "whichever ran out first, and no checkpoints)")
+
+
 def write_model_card(model_dir: Path, evals: list[dict] | None, command: str) -> Path:
     """The card; ``evals`` None takes the last measured ones (``evaluation.json``) if they
     belong to these weights, else the card says they are not measured yet."""
@@ -275,9 +285,8 @@ runs/inkling-tiny` copies it here.
 {_runs_table(summary)}
 
 In all: {summary.get('tokens_total', summary['tokens_seen']) / 1e6:.2f} M tokens,
-{summary.get('minutes_total', summary['minutes'])} minutes of training. Runs 1 and 2 trained
-on the standard library alone, with a time-based schedule; tokens/s is the run's tokens over
-its training time, on a CPU shared with other work.
+{summary.get('minutes_total', summary['minutes'])} minutes of training{_early_runs_note(runs)}; tokens/s is
+a run's tokens over its training time, on a CPU shared with other work.
 
 The loss log of all runs is `training_log.tsv` (run, step, tokens, tokens over all runs,
 training loss, learning rate, validation losses; run 1's steps were not kept), the curve

@@ -124,6 +124,21 @@ def _prior_log(folder: Path, prior: dict) -> list[dict]:
     return rows
 
 
+def _fill_missing_runs(log_rows: list[dict], runs: list[dict]) -> list[dict]:
+    """An end-of-run row (tokens and validation loss) for each earlier run whose steps the
+    log does not hold (the first run of the shipped model), so the curve shows every run."""
+    have = {r.get("run") for r in log_rows}
+    rows, tokens = [], 0
+    for i, r in enumerate(runs, 1):
+        tokens += r.get("tokens") or 0
+        if i not in have and r.get("validation_loss") is not None:
+            rows.append({"run": i, "step": r.get("steps"), "tokens": r.get("tokens"),
+                         "tokens_total": tokens, "loss": None, "lr": None,
+                         "val_loss": r["validation_loss"], "val_loss_pkg": None,
+                         "elapsed_s": None})
+    return sorted(rows + log_rows, key=lambda r: (r["run"], r["step"] or 0))
+
+
 def _fmt(v) -> str:
     return "" if v is None else f"{v:.5g}" if isinstance(v, float) else str(v)
 
@@ -144,9 +159,16 @@ def _plot(log_rows: list[dict], path: Path) -> None:
     fig, ax = plt.subplots(figsize=(8, 4.5))
     runs = sorted({r.get("run", 1) for r in log_rows})
     for run in runs:
-        rr = [r for r in log_rows if r.get("run", 1) == run]
+        rr = [r for r in log_rows if r.get("run", 1) == run and r.get("loss") is not None]
+        if not rr:
+            continue
         x = [r.get("tokens_total", r.get("tokens")) / 1e6 for r in rr]
-        ax.plot(x, [r["loss"] for r in rr], lw=0.6, alpha=0.6, label=f"run {run} train")
+        y = np.array([r["loss"] for r in rr])
+        line, = ax.plot(x, y, lw=0.5, alpha=0.35)
+        k = min(50, len(y))
+        smooth = np.convolve(y, np.ones(k) / k, mode="valid")
+        ax.plot(x[k - 1:], smooth, lw=1.4, color=line.get_color(),
+                label=f"run {run} training loss (mean of {k} steps)")
     val = [(r.get("tokens_total", r.get("tokens")) / 1e6, r["val_loss"]) for r in log_rows
            if r.get("val_loss") is not None]
     if val:
@@ -463,6 +485,7 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
         sched = Schedule.from_state(ckpt["schedule"])
         log_rows = [r for r in _read_log(out / "training_log.tsv")
                     if not (r["run"] == st["run"] and r["step"] > st["step"])]
+        log_rows = _fill_missing_runs(log_rows, st["runs"])
         _set_rng_state(ckpt["rng"])
     else:
         first_epoch, cursor = prior.get("epochs_total", prior.get("epochs_started", 0)), 0
@@ -479,6 +502,7 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
               "stopped": None, "kind": "continued" if o.init_from else "new"}
         sched = Schedule.new(o.lr, o.min_lr_ratio, o.warmup, o.steps)
         log_rows = _prior_log(Path(o.init_from), prior) if o.init_from else []
+        log_rows = _fill_missing_runs(log_rows, runs)
     if o.cooldown:
         sched.set_total(st["step"], st["step"] + o.cooldown)
     elif sched.total != o.steps:
