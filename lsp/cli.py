@@ -18,13 +18,14 @@ def _flag_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"{text!r} is not a boolean (true or false)")
 
 
-def _add_dataclass_flags(p: argparse.ArgumentParser, cls) -> None:
+def _add_dataclass_flags(p: argparse.ArgumentParser, cls, texts: dict | None = None) -> None:
     # default None: the command knows which options were named (a resume keeps the others)
     for f in dataclasses.fields(cls):
         flag = "--" + f.name.replace("_", "-")
         kind = _flag_bool if isinstance(f.default, bool) else type(f.default)
+        text = (texts or {}).get(f.name, "")
         p.add_argument(flag, type=kind, default=None, dest=f.name,
-                       help=f"(default: {f.default})")
+                       help=f"{text} (default: {f.default!r})".strip())
 
 
 def _cmd_train(args) -> int:
@@ -231,8 +232,8 @@ def _parser() -> argparse.ArgumentParser:
     p = sub.add_parser("train", help="train the bundled model from the standard library",
                        description="Reproduce the bundled model: tokenizer, fill-in-the-middle "
                        "samples, a small Llama, loss log and loss curve.")
-    from inkling.models.train_options import TrainOptions
-    _add_dataclass_flags(p, TrainOptions)
+    from inkling.models.train_options import HELP, TrainOptions
+    _add_dataclass_flags(p, TrainOptions, HELP)
     p.set_defaults(func=_cmd_train)
     from .replay_cli import add_commands
     add_commands(sub)

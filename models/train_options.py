@@ -46,3 +46,30 @@ class TrainOptions:
     init_from: str = ""         # continue from this model folder (its tokenizer and weights)
     resume: str = ""            # resume exactly from this checkpoint folder (checkpoint.pt)
     ship: str = ""              # copy the best export of this checkpoint folder into the bundled model
+
+
+HELP = {
+    "out": "the run folder: checkpoint.pt, best/, training_log.tsv (keep it out of git)",
+    "steps": "the run's step budget: the cosine decays over it; on --resume, a new total "
+             "(the rate decays from where it stands to the floor at the new total)",
+    "lr": "peak learning rate (after the warm-up)",
+    "repo_rate": "share of the chunks (of files with neighbours) written as repository-level "
+                 "samples (<|file_sep|>path blocks of the same package before the file)",
+    "packages": "train on the pinned third-party packages too (true/false; models/packages.py)",
+    "threads": "torch threads: N, 0 for every core, -1 to pick 1 or every core by measuring",
+    "compile": "torch.compile the model (true/false; measure first with --profile-steps)",
+    "max_minutes": "stop, checkpointed, after this many training minutes in all (0: no limit)",
+    "stop_at": "stop, checkpointed, once this many steps are done (the schedule is unchanged)",
+    "cooldown": "end the budget this many steps from now, decaying from the current rate",
+    "checkpoint_minutes": "write checkpoint.pt every this many minutes (and at every stop)",
+    "log_every": "print a progress line every this many steps",
+    "profile_steps": "time this many steps (data, forward, backward, optimizer), print, exit",
+    "max_files": "use only the first N files of each source (quick checks; 0: all)",
+    "init_from": "continue from this model folder (its tokenizer and weights): a new run",
+    "resume": "resume the run in this folder exactly (checkpoint.pt); the run's options come "
+              "from the checkpoint, and only the budget, stopping, evaluation, logging and "
+              "thread options may be given again",
+    "ship": "copy the best export of this run folder (DIR/best) into the bundled model folder "
+            "and rewrite its card; then run `inkling evaluate --write-card` and `inkling "
+            "datastore model --from corpus --items 32768 --seed 0`",
+}
