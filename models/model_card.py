@@ -12,20 +12,25 @@ from pathlib import Path
 # so each figure is the best of several interleaved steps (the median is 10-30% lower).
 THROUGHPUT = """| configuration | forward (ms) | backward (ms) | optimizer (ms) | tokens/s |
 |---|---|---|---|---|
-| the earlier recipe: 2 threads, AdamW `foreach` (its card: about 830 tokens/s on an idle machine) | 3,358-3,773 | 6,696-8,553 | 120-2,627 | 274-416 under load |
-| 1 thread, fused AdamW (this recipe) | 1,568-1,923 | 3,510-4,449 | 9-17 | 681-760 |
+| the earlier recipe: 2 threads, AdamW `foreach` (its card: about 830 tokens/s on a quieter machine) | 1,820-3,773 | 3,698-8,553 | 41-2,627 | 274-737 |
+| 2 threads, fused AdamW | 2,677-3,374 | 4,898-6,696 | 29-698 | 382-537 |
+| 1 thread, fused AdamW (this recipe's choice under load) | 1,361-1,923 | 2,662-4,449 | 9-17 | 681-1,015 |
 | 1 thread, fused AdamW, chunked cross-entropy (1,024 rows a chunk) | 1,778 | 3,989 | - | 710 |
-| 1 thread, a lean torch twin of the model (`models/lean_llama.py`, same logits) | 2,370-3,352 | 4,112-6,151 | 9-15 | 431-632 |
+| 1 thread, a lean torch twin of the model (`models/lean_llama.py`, identical logits) | 2,370-3,352 | 4,112-6,151 | 9-15 | 431-632 |
 | 1 thread, `torch.compile` of the Hugging Face model (92 s to compile) | 1,707-2,734 | 3,380-3,510 | - | 670-785 |
-| 2 threads, fused AdamW, under the same load | 2,677 | 4,898 | 50 | 537 |
 
-What decides the figure on this machine is the CPU share: with other work on both cores,
-one thread does more than two (two threads wait on each other when either is preempted), and
-at `nice -n 19` the run takes what is left (150-400 tokens/s while other sessions benchmarked,
-more when the machine is idle). Compiling, chunking the cross-entropy and a leaner model did
-not beat the noise; the fused optimizer removed the one part that was not matrix arithmetic
-(the step is about 6 GFLOP per 1,000 tokens, at roughly 40% of one core's AVX2 peak). bfloat16
-is not used: this CPU has no native bfloat16 arithmetic. Time a step on another machine with
+Measured at normal priority while other sessions' benchmarks and tests ran on the same two
+cores (load average 4 to 6), each row over several runs interleaved with the others; the
+best single figure is `inkling train --init-from models/inkling-tiny --profile-steps 3
+--threads 1` (1,015 tokens/s: data 0%, forward 34%, backward 66%, optimizer 0.3%). What
+decides the rate on this machine is the CPU share: with other work on both cores one thread
+does more than two (two threads wait on each other when either is preempted), and at
+`nice -n 19` the run takes only what is left (75-400 tokens/s while other sessions worked;
+`--threads -1` re-measures 1 against 2 threads every 100 steps and keeps the faster).
+Compiling, chunking the cross-entropy and a leaner model did not beat the noise; the fused
+optimizer removed the one part that was not matrix arithmetic (the step is about 6 GFLOP per
+1,000 tokens, at roughly 40% of one core's AVX2 peak). bfloat16 is not used: this CPU has no
+native bfloat16 arithmetic. Time a step on another machine with
 `inkling train --profile-steps 5 [--threads N] [--compile true]`."""
 
 
