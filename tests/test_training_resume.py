@@ -106,3 +106,15 @@ def test_schedule_stretches_and_cools_down_continuously():
     w.set_total(5, 500)                          # during the warm-up: only the end moves
     assert w.segments == [[10, 1e-3, 500]]
     assert Schedule.from_state(s.state()).state() == s.state()
+
+
+def test_resume_refuses_a_missing_checkpoint_or_changed_data(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no checkpoint.pt"):
+        train(TrainOptions(resume=str(tmp_path / "nowhere")), {"resume": str(tmp_path / "nowhere")})
+    out = tmp_path / "fp"
+    train(TrainOptions(out=str(out), steps=3, stop_at=2, **TINY))
+    ckpt = _state(out)
+    ckpt["state"]["fingerprint"] = "0" * 16
+    torch.save(ckpt, out / CHECKPOINT)
+    with pytest.raises(ValueError, match="training data changed"):
+        train(TrainOptions(resume=str(out)), {"resume": str(out)})
