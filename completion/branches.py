@@ -88,7 +88,7 @@ def follow_lead(b: Branch, forwards: int, stop: StopRule, decode, max_new: int) 
             return
     b.done = done
     if done is not None and done.stopped_by == "end-of-text":
-        b.done = finish(ids, b.logprob, done.forwards, stop, decode, "end-of-text")
+        b.done = finish(ids, done.logprob, done.forwards, stop, decode, "end-of-text")
 
 
 def branch_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRule,
@@ -103,8 +103,8 @@ def branch_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRu
     branches = []
     for tok, lp in first_tokens(masked(logits, monitor), k):
         b = Branch([], 0.0, monitor=advance(monitor, tok))
-        if tok in stop_ids:
-            b.done = finish([], 0.0, 0, stop, decode, "end-of-text")
+        if tok in stop_ids:             # its log-probability counted, as sequential counts it
+            b.done = finish([], lp, 0, stop, decode, "end-of-text")
         else:
             b.add(tok, lp)
             check_branch(b, 0, stop, decode, max_new_tokens)
