@@ -7,7 +7,12 @@ an alternative cut short by that ending at its last whole word). All
 live branches advance in one forward pass per step: each branch's newest token is a
 node that sees the shared prompt and its own branch only (a batched tree over the
 prompt cache), at the position it would have in a sequence of its own. So branch i is
-exactly the greedy continuation of the i-th first token.
+exactly the greedy continuation of the i-th first token: a name the monitor forces is
+fed as greedy decoding feeds it, a row whose top two logits are a near-tie is
+re-decided in greedy's own shape (``speculative.NEAR_TIE``), an alternative held to
+the lead's extent ends where ``sequential_decode`` ends it (tokens and log-probability
+too, so both rank alike), and every multi-draft decoder leaves the cache holding the
+prompt only, so the next completion starts from the same cache whichever one ran.
 
 With a drafter (``suffix`` or ``prompt-lookup``), each branch also carries its own
 draft tree in the same forward pass and keeps what greedy decoding would have chosen
@@ -109,8 +114,10 @@ def branch_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRu
             b.add(tok, lp)
             check_branch(b, 0, stop, decode, max_new_tokens)
         branches.append(b)
-    forwards = advance_branches(cache, len(cache.ids), branches, stop, max_new_tokens, stop_ids,
+    shared = len(cache.ids)
+    forwards = advance_branches(cache, shared, branches, stop, max_new_tokens, stop_ids,
                                 decode, cancelled, drafter, list(context))
+    cache.truncate(shared)              # the prompt, as every multi-draft decoder leaves it
     return [b.done for b in branches], forwards
 
 
@@ -279,4 +286,5 @@ def sequential_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: St
         if len(results) == 1:                 # the others follow the lead's extent
             stop = stop.capped(line_count(out.text))
             budget = lead_budget(out, max_new_tokens)
+    cache.truncate(shared)              # the prompt, as every multi-draft decoder leaves it
     return results, forwards

@@ -109,6 +109,7 @@ def superposed_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: St
     branches = _coherent(branches)
     forwards += advance_branches(cache, shared, branches, stop, max_new_tokens, stop_ids,
                                  decode, cancelled)
+    cache.truncate(shared)              # the prompt, as every multi-draft decoder leaves it
     return [b.done for b in branches], forwards
 
 

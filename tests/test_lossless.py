@@ -420,3 +420,29 @@ def test_branches_are_the_sequential_drafts_tokens_and_log_probabilities(wide_ru
                 [(o.text, o.token_ids, o.stopped_by) for o in sequential]
             assert [o.logprob for o in branches] == pytest.approx(
                 [o.logprob for o in sequential], abs=1e-3)     # summed in another order
+
+
+def test_superposed_drafts_continue_as_greedy_decoding_continues_them(wide_runtime):
+    """After its superposed steps each draft is continued exactly: the lead's tokens
+    after its superposed prefix are greedy decoding's continuation of that prefix."""
+    from inkling.completion.superposed import SUPERPOSED_STEPS, superposed_decode
+    rt, budget = wide_runtime, 16
+    checked = 0
+    for text in _prompts(6, seed=8):
+        ids = rt.encode(text)
+        cache = PromptCache(rt, "full")
+        outs, _ = superposed_decode(cache, cache.sync(ids).logits, 3, StopRule(False, ""),
+                                    budget, rt.stop_ids, rt.decode, {}, ids)
+        lead = outs[0]
+        head = lead.token_ids[:SUPERPOSED_STEPS]            # all but the prefix's last token
+        if len(lead.token_ids) <= SUPERPOSED_STEPS + 1 or lead.stopped_by == "end-of-text":
+            continue
+        alone = PromptCache(rt, "full")
+        alone.sync(ids + head)
+        forced = torch.full((rt.vocab_size,), float("-inf"))
+        forced[lead.token_ids[SUPERPOSED_STEPS]] = 0.0      # the prefix's last token
+        rest = greedy_decode(alone, forced, StopRule(False, ""), budget - len(head),
+                             rt.stop_ids, lambda t: rt.decode(head + t))
+        assert head + rest.token_ids == lead.token_ids and rest.text == lead.text
+        checked += 1
+    assert checked >= 3
