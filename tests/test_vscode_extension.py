@@ -65,7 +65,10 @@ def test_contributed_defaults_are_the_servers():
         checked += 1
     assert checked == sum(len(v) for v in defaults.values())
     table = (EXTENSION / "README.md").read_text().split("## Settings")[1]
-    for documented in ("decoder `greedy`", "mode `pie`", "staleThreshold 0.95"):
+    o = InklingOptions()
+    for documented in (f"decoder `{o.completion.decoder}`", f"draft `{o.completion.draft}`",
+                       f"monitor `{o.completion.monitor}`", f"mode `{o.cache.mode}`",
+                       f"staleThreshold {o.cache.stale_threshold}"):
         assert documented in table, documented
 
 
