@@ -86,14 +86,19 @@ def _load_progress():
 
 
 def _options_from_args(args):
+    """The options `inkling complete`'s flags ask for: a flag not given (None) keeps the
+    options tree's default."""
     from inkling.completion.options import InklingOptions
-    opts = InklingOptions()
-    changes = {"model": {"path": args.model or "", "device": args.device, "dtype": args.dtype},
-               "completion": {"fim_order": args.fim_order, "decoder": args.decoder,
-                              "draft": args.draft}, "cache": {"mode": args.cache}}
+    completion = {key: value for key, value in (
+        ("fim_order", args.fim_order), ("decoder", args.decoder), ("draft", args.draft),
+        ("monitor", args.monitor), ("drafts", args.drafts)) if value is not None}
     if args.max_new_tokens:
-        changes["completion"]["max_new_tokens"] = args.max_new_tokens
-    return opts.merged(changes)
+        completion["max_new_tokens"] = args.max_new_tokens
+    changes = {"model": {"path": args.model or "", "device": args.device, "dtype": args.dtype},
+               "completion": completion}
+    if args.cache is not None:
+        changes["cache"] = {"mode": args.cache}
+    return InklingOptions().merged(changes)
 
 
 def _cmd_complete(args) -> int:
@@ -103,16 +108,17 @@ def _cmd_complete(args) -> int:
     from inkling.completion.engine import Engine
     text = _read_source(args.file)
     engine = Engine(_options_from_args(args))
+    k = engine.options.completion.drafts
     uri = Path(args.file).resolve().as_uri()
     engine.open(uri, text)
     position = _cli_position(engine.document(uri), args.line, args.col)
     engine.load_model(_load_progress())
     if engine.uses_datastore:
         engine.build_datastore(_load_progress())
-    result = engine.complete(uri, position, k=args.drafts, trigger="invoked")
-    if len(result.drafts) < args.drafts:
+    result = engine.complete(uri, position, k=k, trigger="invoked")
+    if len(result.drafts) < k:
         print(f"inkling: note: the {engine.options.completion.decoder} decoder gave "
-              f"{len(result.drafts)} draft(s) of the {args.drafts} asked for", file=sys.stderr)
+              f"{len(result.drafts)} draft(s) of the {k} asked for", file=sys.stderr)
     if args.json:
         print(json.dumps({
             "file": args.file, "line": args.line, "col": args.col,
@@ -190,15 +196,26 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("file", metavar="FILE")
     p.add_argument("--line", type=int, required=True, help="line, from 1")
     p.add_argument("--col", type=int, required=True, help="column in characters, from 1")
-    p.add_argument("--drafts", type=int, default=1, metavar="K", help="number of drafts")
-    p.add_argument("--max-new-tokens", type=int, default=0, metavar="N")
-    p.add_argument("--fim-order", default="auto", choices=("auto", "psm", "spm"))
-    p.add_argument("--decoder", default="greedy",
-                   choices=("greedy", "branches", "superposed", "sequential"),
-                   help="how several drafts are decoded (greedy gives one)")
-    p.add_argument("--draft", default="none", choices=("none", "prompt-lookup", "suffix"),
-                   help="retrieval drafting verified by the model (lossless)")
-    p.add_argument("--cache", default="pie", choices=("full", "pie", "naive"))
+    # flags not given (None): the options tree decides (completion/options.py)
+    from inkling.completion.options import (CACHE_MODES, DECODERS, DRAFT_MODES, FIM_ORDERS,
+                                            MONITOR_MODES, InklingOptions)
+    d = InklingOptions()
+    p.add_argument("--drafts", type=int, default=None, metavar="K",
+                   help=f"number of drafts (default: {d.completion.drafts})")
+    p.add_argument("--max-new-tokens", type=int, default=None, metavar="N",
+                   help=f"token budget of a line (default: {d.completion.max_new_tokens})")
+    p.add_argument("--fim-order", default=None, choices=FIM_ORDERS,
+                   help=f"default: {d.completion.fim_order}")
+    p.add_argument("--decoder", default=None, choices=DECODERS,
+                   help=f"how several drafts are decoded (greedy gives one; default: "
+                   f"{d.completion.decoder})")
+    p.add_argument("--draft", default=None, choices=DRAFT_MODES,
+                   help=f"retrieval drafting verified by the model (lossless; default: "
+                   f"{d.completion.draft})")
+    p.add_argument("--monitor", default=None, choices=MONITOR_MODES,
+                   help=f"monitor-guided decoding (default: {d.completion.monitor})")
+    p.add_argument("--cache", default=None, choices=CACHE_MODES,
+                   help=f"KV cache mode (default: {d.cache.mode})")
     p.add_argument("--json", action="store_true", help="print JSON with the drafts and timings")
     _add_model_flags(p)
     p.set_defaults(func=_cmd_complete)

@@ -20,7 +20,8 @@ def _positive(text: str) -> int:
 
 
 def _add_replay(sub) -> None:
-    from inkling.completion.options import CACHE_MODES, DECODERS, DRAFT_MODES, MONITOR_MODES
+    from inkling.completion.options import (CACHE_MODES, DECODERS, DRAFT_MODES, MONITOR_MODES,
+                                            InklingOptions)
 
     from .cli import _add_model_flags
     p = sub.add_parser(
@@ -29,17 +30,22 @@ def _add_replay(sub) -> None:
         "same engine the language server drives; verify every check and report metrics.")
     p.add_argument("traces", nargs="+", metavar="TRACE")
     _add_model_flags(p)
+    d = InklingOptions()                   # flags not given: the options tree decides
     p.add_argument("--cache", default=None, choices=CACHE_MODES,
-                   help="KV cache mode (default: the options' default, pie)")
-    p.add_argument("--draft", default="none", choices=DRAFT_MODES, help="drafting mode")
+                   help=f"KV cache mode (default: the options' default, {d.cache.mode})")
+    p.add_argument("--draft", default=None, choices=DRAFT_MODES,
+                   help=f"drafting mode (default: {d.completion.draft})")
     p.add_argument("--datastore", metavar="SPEC", help="fixed code the suffix drafter also "
                    "searches: none, corpus (the bundled model's training files; the default) or "
                    "a folder")
-    p.add_argument("--monitor", default="off", choices=MONITOR_MODES,
-                   help="monitor-guided decoding")
-    p.add_argument("--decoder", default="greedy", choices=DECODERS)
-    p.add_argument("--drafts", type=_positive, default=1, metavar="K",
-                   help="drafts per completion (default: 1)")
+    p.add_argument("--monitor", default=None, choices=MONITOR_MODES,
+                   help=f"monitor-guided decoding (default: {d.completion.monitor})")
+    p.add_argument("--decoder", default=None, choices=DECODERS,
+                   help=f"how k > 1 drafts are decoded (default: {d.completion.decoder})")
+    p.add_argument("--drafts", type=_positive, default=None, metavar="K",
+                   help="drafts per completion, invoked and automatic alike (default: the "
+                   f"options', {d.completion.drafts} invoked and {d.completion.automatic_drafts} "
+                   "automatic)")
     p.add_argument("--max-new-tokens", type=_positive, metavar="N",
                    help="token budget of a line completion")
     p.add_argument("--json", metavar="OUT", help="write the metrics as JSON ('-': standard "
@@ -111,11 +117,12 @@ def add_commands(sub) -> None:
 
 # ----------------------------------------------------------------------- replay
 def replay_options(args):
-    """The InklingOptions the flags ask for; options not implemented yet raise
-    NotImplementedYet (never a silent fallback)."""
+    """The InklingOptions the flags ask for; a flag not given keeps the options tree's
+    default. Options not implemented yet raise NotImplementedYet (never a silent fallback)."""
     from inkling.completion.options import InklingOptions
-    completion = {"decoder": args.decoder, "draft": args.draft, "monitor": args.monitor,
-                  "drafts": args.drafts, "automatic_drafts": args.drafts}
+    completion = {key: value for key, value in (
+        ("decoder", args.decoder), ("draft", args.draft), ("monitor", args.monitor),
+        ("drafts", args.drafts), ("automatic_drafts", args.drafts)) if value is not None}
     if args.max_new_tokens:
         completion["max_new_tokens"] = args.max_new_tokens
     if args.datastore:

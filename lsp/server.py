@@ -65,7 +65,8 @@ class InklingServer(LanguageServer):
     def status(self, state: str, message: str = "", progress: int | None = None) -> None:
         self.state = state
         self.protocol.notify(STATUS, {"state": state, "message": message, "progress": progress,
-                                      "latencyMs": self.last_latency_ms})
+                                      "latencyMs": self.last_latency_ms,
+                                      "mechanisms": self.engine.options.mechanisms_text()})
 
     def log(self, message: str, kind: lsp.MessageType = lsp.MessageType.Info) -> None:
         self.window_log_message(lsp.LogMessageParams(type=kind, message=message))
@@ -178,7 +179,8 @@ class InklingServer(LanguageServer):
         self._end_progress(progress, token, "ready")
         self.log(f"model {runtime.path} loaded on {runtime.device} ({runtime.dtype})")
         await self.prepare_drafting()
-        self.status("ready", f"model {runtime.path.name} ready")
+        self.status("ready", f"model {runtime.path.name} ready: "
+                    f"{self.engine.options.mechanisms_text()}")
 
     async def prepare_drafting(self) -> None:
         """What suffix drafting and superposed decoding search besides the document: the
@@ -433,6 +435,7 @@ def build_server(engine: Engine) -> InklingServer:
                     "refreshes": ls.engine.stats.refreshes, "learnt": ls.engine.stats.learnt}
         return {**ls.stats.as_dict(), "state": ls.state, **await ls.worker.run(engine_stats),
                 "cache_mode": ls.engine.options.cache.mode,
+                "mechanisms": ls.engine.options.mechanisms(),     # which of inkling's ideas run
                 "options": ls.engine.options.as_dict()}      # the options in force
 
     @server.feature(DOCUMENT)
