@@ -181,8 +181,9 @@ def replay(options, runtime, checker, datastore, trace, rec: Recorder) -> list[d
         result = Replayer(options, runtime, checker, datastore).replay(trace)
     finally:
         Engine._decode = decode
-    return [{"line": c.line, "drafts": list(c.drafts), "tokens": t, "margins": [m for _, m in d]}
-            for c, (t, d) in zip(result.completions, outs)]
+    return [{"line": c.line, "n": n, "drafts": list(c.drafts), "tokens": t,
+             "margins": [m for _, m in d]}
+            for n, (c, (t, d)) in enumerate(zip(result.completions, outs))]
 
 
 def first_difference(a: list[int], b: list[int]) -> int:
@@ -198,7 +199,7 @@ def main() -> int:
     ap.add_argument("--modes", default="none,prompt-lookup,suffix")
     ap.add_argument("--model", default="")
     ap.add_argument("--cache", default="pie", choices=("full", "pie", "naive"))
-    ap.add_argument("--monitor", default="off", choices=("off", "on"))
+    ap.add_argument("--monitor", choices=("off", "on"), help="default: the options' default")
     ap.add_argument("--no-redecide", action="store_true",
                     help="turn the near-tie rule off (bound 0), to measure what it changes")
     ap.add_argument("--noise", action="store_true",
@@ -218,12 +219,17 @@ def main() -> int:
     modes = args.modes.split(",")
     if args.no_redecide:
         speculative.NEAR_TIE = {dtype: 0.0 for dtype in speculative.NEAR_TIE}
+    monitor = args.monitor or InklingOptions().completion.monitor
+    if args.noise and monitor == "on":
+        ap.error("--noise compares single rows: run it with --monitor off (forced names are "
+                 "fed as chains)")
     print(f"replaying {describe(traces)} with drafting {', '.join(modes)}, cache {args.cache}, "
-          f"monitor {args.monitor}, near-tie rule {'off' if args.no_redecide else 'on'}, "
+          f"monitor {monitor}, near-tie rule {'off' if args.no_redecide else 'on'}, "
           f"{torch.get_num_threads()} threads")
     base = InklingOptions().merged({"model": {"path": args.model},
-                                    "cache": {"mode": args.cache},
-                                    "completion": {"monitor": args.monitor}})
+                                    "cache": {"mode": args.cache}})
+    if args.monitor:
+        base = base.merged({"completion": {"monitor": args.monitor}})
     engine = Engine(base.merged({"completion": {"draft": "suffix"}}))
     runtime = engine.load_model()
     datastore = engine.build_datastore()
@@ -239,7 +245,7 @@ def main() -> int:
             before = len(rec.redecided)
             opts = base.merged({"completion": {"draft": mode}})
             got = replay(opts, runtime, checker, datastore, trace, rec)
-            runs.setdefault(trace.name, {})[mode] = got
+            runs.setdefault(f"{trace.name} ({i + 1})", {})[mode] = got
             counts[mode][0] += sum(len(c["margins"]) for c in got)
             counts[mode][1] += len(rec.redecided) - before
         print(f"  [{i + 1}/{len(traces)}] {trace.name} ({time.perf_counter() - t0:.0f} s)",
@@ -264,12 +270,12 @@ def report(runs: dict, modes: list[str], counts: dict, rec: Recorder, bound: flo
                                      b["tokens"][0] if b["tokens"] else [])
                 ma = a["margins"][j] if j < len(a["margins"]) else None
                 mb = b["margins"][j] if j < len(b["margins"]) else None
-                differ.append((name, a["line"], j, ma, mb, a["drafts"][:1], b["drafts"][:1]))
+                differ.append((name, a["n"], j, ma, mb, a["drafts"][:1], b["drafts"][:1]))
         print(f"{mode} against {ref}: {n} completions, {len(differ)} differ")
-        for name, line, j, ma, mb, da, db in differ:
+        for name, n, j, ma, mb, da, db in differ:
             fa = f"{ma:.2e}" if ma is not None else "-"
             fb = f"{mb:.2e}" if mb is not None else "-"
-            print(f"  {name} line {line}: token {j}, margin {ref} {fa} / {mode} {fb}"
+            print(f"  {name} completion {n + 1}: token {j}, margin {ref} {fa} / {mode} {fb}"
                   f"{' (under the bound)' if mb is not None and mb < bound else ''}")
             print(f"    {ref}: {da[0][:60] if da else ''!r}\n    {mode}: {db[0][:60] if db else ''!r}")
     for mode in modes:

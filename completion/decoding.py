@@ -64,17 +64,18 @@ def greedy_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule, max_
     it allows only one name, the rest of that name is taken in the same forward pass
     as the step's token instead of one token per pass."""
     ids: list[int] = []
-    logprob, forwards = 0.0, 0
+    logprob, forwards, prompt = 0.0, 0, len(cache.ids)
     while True:
         tok, lp = pick(masked(logits, monitor))
         monitor = advance(monitor, tok)
         if tok in stop_ids:
-            return finish(ids, logprob, forwards, stop, decode, "end-of-text")
+            return settled(cache, prompt, finish(ids, logprob, forwards, stop, decode,
+                                                 "end-of-text"))
         ids.append(tok)
         logprob += lp
         done = stopped(ids, logprob, forwards, stop, decode, max_new_tokens)
         if done is not None:
-            return done
+            return settled(cache, prompt, done)
         if cancelled():
             raise Cancelled()
         jump = forced_ids(monitor, cache.runtime.encode)[:max_new_tokens - len(ids)]
@@ -86,8 +87,17 @@ def greedy_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule, max_
             ids.append(t)
             done = stopped(ids, logprob, forwards, stop, decode, max_new_tokens)
             if done is not None:                             # stop rules token by token
-                return done
+                return settled(cache, prompt, done)
         logits = out[-1]                                     # [vocab]
+
+
+def settled(cache: PromptCache, prompt: int, done: Decoded) -> Decoded:
+    """``done``, with the cache holding the prompt's ``prompt`` entries and the output's
+    tokens but its last: what greedy decoding fed, and what every decoder leaves, so the
+    next completion starts from the same cache whichever decoder ran (a tree may have
+    cached tokens past the stop, a forced name tokens past it)."""
+    cache.truncate(prompt + max(0, len(done.token_ids) - 1))
+    return done
 
 
 def stopped(ids, logprob, forwards, stop: StopRule, decode, max_new_tokens) -> Decoded | None:

@@ -27,7 +27,7 @@ import torch
 from inkling.cache.prompt_cache import PromptCache
 
 from .decoding import (Cancelled, Decoded, advance, finish, forced_ids, masked, pick,
-                       stopped)
+                       settled, stopped)
 from .draft_tree import EMPTY, DraftTree
 from .stop_rules import StopRule
 
@@ -101,7 +101,7 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
     tree = first if first is not None and first_logits is not None else EMPTY
     out = logits[None] if tree is EMPTY else torch.cat((logits[None], first_logits))
     at = len(cache.ids) - 1 - len(tree)                 # the cache row of the prompt's last
-    step = _Step([cache.ids[at]], tree, out, at, (first_rows, True))
+    step, prompt = _Step([cache.ids[at]], tree, out, at, (first_rows, True)), at + 1
     bound, encode = near_tie_bound(cache.runtime.dtype), cache.runtime.encode
     while True:
         try:
@@ -113,12 +113,13 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
         monitor = advance(monitor, tok)
         for t, lp in taken:
             if t in stop_ids:
-                return finish(ids, logprob, forwards, stop, decode, "end-of-text")
+                return settled(cache, prompt, finish(ids, logprob, forwards, stop, decode,
+                                                     "end-of-text"))
             ids.append(t)
             logprob += lp
             done = stopped(ids, logprob, forwards, stop, decode, max_new_tokens)
             if done is not None:
-                return done
+                return settled(cache, prompt, done)
         if cancelled():
             raise Cancelled()
         chain = [tok] + forced_ids(monitor, encode)[:max_new_tokens - len(ids)]
