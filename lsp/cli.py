@@ -142,16 +142,25 @@ def _cmd_evaluate(args) -> int:
 
     from inkling.completion.engine import Engine, resolve_model_path
     from inkling.completion.options import InklingOptions
-    from inkling.models.evaluation import evaluate_next_line
-    engine = Engine(InklingOptions().merged({"model": {"path": args.model or "",
-                                                       "device": args.device,
-                                                       "dtype": args.dtype}}))
-    engine.load_model(_load_progress())
+    from inkling.lsp.evaluation import evaluate_next_line
+    base = InklingOptions().merged({"model": {"path": args.model or "", "device": args.device,
+                                              "dtype": args.dtype}})
     orders = ["spm", "psm"] if args.fim_order == "both" else [args.fim_order]
     sets = ["stdlib", "package"] if args.held_out == "both" else [args.held_out]
-    results = [evaluate_next_line(args.model or "", order, args.lines_per_file, args.seed,
-                                  engine, held_out).summary()
-               for held_out in sets for order in orders]
+    if args.ray:
+        from .cli_flags import ray_options
+        from .ray_evaluate import evaluate_on_ray
+        results, _ = evaluate_on_ray(args.model or "", base, [(h, o) for h in sets
+                                                             for o in orders],
+                                     args.lines_per_file, args.seed, ray_options(args),
+                                     sys.stderr)
+        results = [r.summary() for r in results]
+    else:
+        engine = Engine(base)
+        engine.load_model(_load_progress())
+        results = [evaluate_next_line(args.model or "", order, args.lines_per_file, args.seed,
+                                      engine, held_out).summary()
+                   for held_out in sets for order in orders]
     for r in results:
         print(f"next-line exact match ({r['held_out']}, {r['fim_order']}): "
               f"{100 * r['exact_match']:.1f}% ({r['exact']}/{r['lines']} lines), "
@@ -244,6 +253,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--write-card", action="store_true",
                    help="write the model card (README.md) into the model folder")
     _add_model_flags(p)
+    from .cli_flags import add_ray_flags
+    add_ray_flags(p, "the evaluation (every held-out file a task)")
     p.set_defaults(func=_cmd_evaluate)
 
     p = sub.add_parser("train", help="train the bundled model from the standard library",

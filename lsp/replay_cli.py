@@ -58,21 +58,8 @@ def _add_replay(sub) -> None:
                    "are the options tree's, e.g. completion.draft=none,suffix or "
                    "cache.mode=full,pie), interleaved trace by trace; the JSON gets a "
                    "'runs' list and the report a side-by-side comparison")
-    r = p.add_argument_group("sharding over Ray (pip install -e '.[ray]')")
-    r.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
-                   help="replay the traces as tasks on Ray actors: on a local Ray instance "
-                   "(no ADDRESS), or on the cluster at ADDRESS (e.g. ray://head:10001, or auto)")
-    r.add_argument("--ray-actors", type=_positive, default=2, metavar="N",
-                   help="actors, each loading the model once (default 2)")
-    r.add_argument("--ray-cpus", type=float, default=1.0, metavar="C",
-                   help="CPUs per actor (default 1)")
-    r.add_argument("--ray-gpus", type=float, default=None, metavar="G",
-                   help="GPUs per actor (default: 1 when the cluster has GPUs, else 0)")
-    r.add_argument("--ray-model-path", metavar="PATH", help="the model folder as the workers "
-                   "see it (a shared path); default: the driver's model folder is shipped to "
-                   "them through Ray's object store")
-    r.add_argument("--ray-retries", type=int, default=2, metavar="N",
-                   help="times a trace is run again when its actor dies (default 2)")
+    from .cli_flags import add_ray_flags
+    add_ray_flags(p, "the replay (every trace, or trace x combination, a task)")
     p.set_defaults(func=_cmd_replay)
 
 
@@ -211,16 +198,12 @@ def _replay_all(combos, traces, progress_file, via_lsp: bool = False):
 def _replay_on_ray(args, combos, traces):
     """(runtime block, results per combination, ray config, interrupted) of a replay
     sharded over Ray: every trace x combination pair is a task."""
-    from .ray_replay import RayOptions, replay_on_ray
+    from .cli_flags import ray_options
+    from .ray_replay import replay_on_ray
     if args.via_lsp:
         raise OptionError("--ray and --via-lsp cannot be combined (each actor replays "
                           "in process)")
-    if args.ray_retries < 0:
-        raise OptionError(f"--ray-retries must be 0 or more, got {args.ray_retries}")
-    run = replay_on_ray([c.options for c in combos], traces, RayOptions(
-        address=None if args.ray == "local" else args.ray, actors=args.ray_actors,
-        cpus_per_actor=args.ray_cpus, gpus_per_actor=args.ray_gpus,
-        model_path=args.ray_model_path, retries=args.ray_retries), sys.stderr)
+    run = replay_on_ray([c.options for c in combos], traces, ray_options(args), sys.stderr)
     results = [[r for r in per_combo if r is not None] for per_combo in run.results]
     return run.runtime, results, run.config, run.interrupted
 

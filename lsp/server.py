@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 import uuid
 
 from lsprotocol import types as lsp

@@ -31,8 +31,11 @@ def local_ray():
 
 
 def _options(model_dir) -> InklingOptions:
+    # no suffix drafting: which sources it searches follows measured times, so its tokens
+    # per forward (not its suggestions) vary from run to run, in process or not
     return InklingOptions().merged({"model": {"path": str(model_dir), "device": "cpu"},
-                                    "completion": {"max_new_tokens": 6, "max_block_tokens": 8}})
+                                    "completion": {"max_new_tokens": 6, "max_block_tokens": 8,
+                                                   "draft": "prompt-lookup"}})
 
 
 def _in_process(options, traces):
@@ -104,9 +107,27 @@ def test_an_actor_that_always_dies_fails_only_its_trace(local_ray, tiny_model_di
     assert all(r.sync_ok and r.completions for r in rest)
 
 
+def test_the_evaluation_sharded_by_file_gives_the_in_process_figures(local_ray, tiny_model_dir):
+    from inkling.completion.engine import Engine
+    from inkling.lsp.evaluation import evaluate_next_line, evaluation_options
+    from inkling.lsp.ray_evaluate import evaluate_on_ray
+    base = InklingOptions().merged({"model": {"path": str(tiny_model_dir), "device": "cpu"},
+                                    "completion": {"max_new_tokens": 4}})
+    jobs = [("stdlib", "spm"), ("stdlib", "psm")]
+    sharded, run = evaluate_on_ray(str(tiny_model_dir), base, jobs, 2, 0, RayOptions(actors=2))
+    engine = Engine(base)
+    for (held_out, order), got in zip(jobs, sharded):
+        local = evaluate_next_line(str(tiny_model_dir), order, 2, 0, engine, held_out)
+        assert (got.order, got.lines, got.exact, got.per_file, got.suggestions) == \
+            (local.order, local.lines, local.exact, local.per_file, local.suggestions)
+        assert got.lines == 2 * len(got.per_file) and any(got.suggestions)
+    assert len(run.config["workers"]) == 2
+    assert evaluation_options("", "spm", base).model.device == "cpu"
+
+
 def test_the_command_line_report_has_the_local_keys(tiny_model_dir, tmp_path):
     common = [sys.executable, "-m", "inkling.lsp.cli", "replay", TRACES[0], "--model",
-              str(tiny_model_dir), "--max-new-tokens", "4"]
+              str(tiny_model_dir), "--max-new-tokens", "4", "--draft", "prompt-lookup"]
     local = subprocess.run(common + ["--json", str(tmp_path / "local.json")],
                            capture_output=True, text=True, timeout=600)
     sharded = subprocess.run(common + ["--json", str(tmp_path / "ray.json"), "--ray",

@@ -1,0 +1,47 @@
+"""Flags shared by several `inkling` commands (no command's private helpers imported
+across modules)."""
+from __future__ import annotations
+
+import argparse
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def add_ray_flags(p: argparse.ArgumentParser, what: str) -> None:
+    """``--ray [ADDRESS]`` and its options: ``what`` is sharded into tasks on Ray actors."""
+    r = p.add_argument_group("sharding over Ray (pip install -e '.[ray]')")
+    r.add_argument("--ray", nargs="?", const="local", metavar="ADDRESS",
+                   help=f"run {what} as tasks on Ray actors: on a local Ray instance "
+                   "(no ADDRESS), or on the cluster at ADDRESS (e.g. ray://head:10001, or auto)")
+    r.add_argument("--ray-actors", type=positive, default=2, metavar="N",
+                   help="actors, each loading the model once (default 2)")
+    r.add_argument("--ray-cpus", type=float, default=1.0, metavar="C",
+                   help="CPUs per actor (default 1)")
+    r.add_argument("--ray-gpus", type=float, default=None, metavar="G",
+                   help="GPUs per actor (default: 1 when the cluster has GPUs, else 0)")
+    r.add_argument("--ray-model-path", metavar="PATH", help="the model folder as the workers "
+                   "see it (a shared path); default: the driver's model folder is shipped to "
+                   "them through Ray's object store")
+    r.add_argument("--ray-retries", type=int, default=2, metavar="N",
+                   help="times a task is run again when its actor dies (default 2)")
+
+
+def ray_options(args):
+    """The RayOptions the ``--ray*`` flags ask for."""
+    from inkling.completion.errors import OptionError
+
+    from .ray_pool import RayOptions
+    if args.ray_retries < 0:
+        raise OptionError(f"--ray-retries must be 0 or more, got {args.ray_retries}")
+    return RayOptions(address=None if args.ray == "local" else args.ray,
+                      actors=args.ray_actors, cpus_per_actor=args.ray_cpus,
+                      gpus_per_actor=args.ray_gpus, model_path=args.ray_model_path,
+                      retries=args.ray_retries)
