@@ -40,6 +40,7 @@ def test_crlf_document_gets_crlf_suggestion(engine):
 
 
 def test_greedy_gives_one_draft_whatever_k(engine):
+    engine.configure({"completion": {"decoder": "greedy"}})    # the default is superposed
     engine.open(URI, "x = 1\n")
     assert len(engine.complete(URI, Position(0, 5), k=3).drafts) == 1
     with pytest.raises(OptionError, match="between 1 and 16"):
