@@ -359,7 +359,7 @@ class Engine:
             outs, forwards = superposed_decode(cache, logits, k, stop, budget, *args,
                                                sources, list(prompt.prefix_ids),
                                                cancelled, monitor)
-        return rank_drafts(outs), forwards
+        return rank_drafts(outs)[:k], forwards          # a decoder may end more than k
 
     def settle(self) -> None:
         """Run the work the last completion left for after its answer: the drafting
