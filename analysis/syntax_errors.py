@@ -85,7 +85,9 @@ class InsertionChecker:
         new_root = self._reparse(insertion, after).root_node
         stmt = enclosing_statement(new_root, ins.start, ins.start + ins.size)
         lo, hi = stmt.start_byte, stmt.end_byte
-        old_lo, old_hi = ins.back(lo), ins.back(hi)
+        # the statement may start or end inside the insertion: there, the old text has
+        # the insertion point
+        old_lo, old_hi = (ins.start if b is None else b for b in (ins.back(lo), ins.back(hi)))
         old = Counter(_key(n, n.start_byte) for n in error_nodes(self._tree.root_node,
                                                                   old_lo, old_hi))
         new = Counter(_key(n, ins.back(n.start_byte)) for n in error_nodes(new_root, lo, hi))

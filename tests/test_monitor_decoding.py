@@ -32,7 +32,8 @@ def test_members_after_self_dot_are_real(tiny_runtime, decoder, draft):
 
 
 def test_without_the_monitor_a_random_model_writes_anything(tiny_runtime):
-    engine = Engine(InklingOptions().merged({"completion": {"max_new_tokens": 6}}),
+    engine = Engine(InklingOptions().merged({"completion": {"max_new_tokens": 6,
+                                                            "monitor": "off"}}),
                     runtime=tiny_runtime)
     engine.open("file:///w/box.py", TEXT)
     text = engine.complete("file:///w/box.py", Position(6, 20)).drafts[0].text

@@ -62,7 +62,9 @@ test("contributed defaults are the server's own (tests/test_vscode_extension.py 
   assert.deepEqual(tree.model, { path: "", device: "auto", dtype: "auto" });
   assert.equal(tree.cache.mode, "pie");
   assert.equal(tree.cache.staleThreshold, 0.95);
-  assert.equal(tree.completion.decoder, "greedy");
+  assert.equal(tree.completion.decoder, "superposed");
+  assert.equal(tree.completion.draft, "suffix");
+  assert.equal(tree.completion.monitor, "on");
 });
 
 test("only the values the user set are sent: folder over workspace over user settings", () => {
