@@ -5,9 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
-.venv/bin/python -m pip install -q --upgrade pip
+# pip, quiet; a machine whose pip configuration names local package folders that do not
+# exist makes pip warn about each one on every install: those lines are not shown
+pip_install() {
+    .venv/bin/python -m pip install -q "$@" 2>&1 | { grep -v "^WARNING: Location 'file://" || true; }
+}
+pip_install --upgrade pip
 if [ "${INKLING_KEEP_TORCH:-0}" != "1" ]; then
-    .venv/bin/python -m pip install -q torch==2.13.0
+    pip_install torch==2.13.0
 fi
-.venv/bin/python -m pip install -q -e '.[dev]'
+pip_install -e '.[dev]'
 echo "inkling is installed in .venv (run .venv/bin/inkling --help)"
