@@ -5,10 +5,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv
-# pip, quiet; a machine whose pip configuration names local package folders that do not
-# exist makes pip warn about each one on every install: those lines are not shown
+# pip, quiet: no Python warnings from the build backend (setuptools' notes on editable
+# installs), and a machine whose pip configuration names local package folders that do
+# not exist makes pip warn about each one on every install: those lines are not shown
 pip_install() {
-    .venv/bin/python -m pip install -q "$@" 2>&1 | { grep -v "^WARNING: Location 'file://" || true; }
+    PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q "$@" 2>&1 \
+        | { grep -v "^WARNING: Location 'file://" || true; }
 }
 pip_install --upgrade pip
 if [ "${INKLING_KEEP_TORCH:-0}" != "1" ]; then
