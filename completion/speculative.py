@@ -9,12 +9,13 @@ one bonus token; the cache keeps only the accepted path.
 Near-ties. A row of a tree's forward is the same arithmetic as the one-row forward
 greedy decoding runs, but not the same float32 sums: the matrix products and the
 attention of several rows take other kernels and other orders of summation, so a
-logit moves by a few 1e-6 (measured: ``benchmarks/lossless.py``). Where the top two
-logits of a walked row are closer than ``NEAR_TIE`` that could change the argmax, so
-the row is re-decided in greedy's own shape (``PromptCache.rerun``: the row's token
-run again alone, or the prompt's new tokens without the draft for the prompt's last
-position) and the walk ends there. It is rare (about 1 walked row in 1,000 on the
-bundled model), so it costs little, and it makes drafting choose what greedy chooses.
+logit moves by up to about 2e-5 on the bundled model (``benchmarks/lossless.py
+--noise``). Where the top two logits of a walked row are closer than ``NEAR_TIE`` that
+could change the argmax, so the row is re-decided in greedy's own shape
+(``PromptCache.rerun``: the row's token run again alone, or the prompt's new tokens
+without the draft for the prompt's last position) and the walk ends there. It is rare
+(0.07% of the decided tokens of 1,178 replayed completions), so it costs little, and
+it makes drafting choose what greedy chooses.
 """
 from __future__ import annotations
 
@@ -34,11 +35,12 @@ from .stop_rules import StopRule
 Drafter = Callable[[list[int], int], DraftTree]   # (context ids, token budget) -> tree
 
 # the top-2 logit margin under which a drafted row is re-decided in greedy's shape, by
-# dtype: float32 measured on the CPU (the largest logit difference between a tree's
-# row and greedy's one-row forward over the same cache is 100 times smaller, see
-# benchmarks/README.md); the half-precision ones are not measured (no GPU was lent):
-# their rounding is 2^13 to 2^16 times coarser, and these bounds re-decide a few rows
-# in a hundred rather than all of them
+# dtype. float32, measured on the CPU (benchmarks/README.md, "Lossless drafting"): a
+# tree's row against greedy's one-row forward over the same cache differs by at most
+# 2.1e-5 in a logit and 1.1e-5 in its top-2 margin (41,270 rows), 2.1e-5 between whole
+# replays; 1e-3 is 50 to 90 times that. The half-precision bounds are guesses, not
+# measured (no GPU was lent): their rounding is 2^13 to 2^16 times coarser; measure
+# them with benchmarks/lossless.py --noise on the device
 NEAR_TIE = {torch.float32: 1e-3, torch.float64: 1e-3, torch.float16: 0.05,
             torch.bfloat16: 0.25}
 
