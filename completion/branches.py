@@ -174,8 +174,9 @@ def advance_branches(cache: PromptCache, shared: int, branches: list[Branch], st
         out = cache.extend_masked(tokens, positions, visible, shared)   # [len(tokens), vocab]
         forwards += 1
         for b, chain, tree, base in zip(live, chains, trees, rows):
-            _take(cache, shared, b, chain, tree, out[base:base + len(chain) + len(tree)],
-                  start + base, forwards, stop, limit[id(b)], stop_ids, decode)
+            forwards += _take(cache, shared, b, chain, tree,
+                              out[base:base + len(chain) + len(tree)], start + base, forwards,
+                              stop, limit[id(b)], stop_ids, decode)
     for b in branches[1:]:
         cut_to_lead(b.done, limit[id(b)], max_new_tokens)
     return forwards
@@ -208,7 +209,7 @@ def at_word_end(text: str) -> str:
 
 def _take(cache: PromptCache, shared: int, b: Branch, chain: list[int], tree: DraftTree,
           out: torch.Tensor, root_entry: int, forwards: int, stop: StopRule,
-          max_new_tokens: int, stop_ids: frozenset[int], decode) -> None:
+          max_new_tokens: int, stop_ids: frozenset[int], decode) -> bool:
     """Advance branch ``b`` by its forced ``chain`` (its newest token first, already in
     ``b.ids``) and by what greedy decoding keeps of its verified tree.
     out: [len(chain) + len(tree), vocab], the chain's rows first; ``root_entry``: the
@@ -216,7 +217,8 @@ def _take(cache: PromptCache, shared: int, b: Branch, chain: list[int], tree: Dr
 
     A walked row whose top two logits are closer than ``NEAR_TIE`` is re-decided as
     greedy decoding computes it (the branch's own sequence in a cache of its own, the
-    row's token run alone; see ``speculative``), and the walk ends there."""
+    row's token run alone; see ``speculative``), and the walk ends there. Returns
+    whether it was (a forward more)."""
     c = len(chain)
     b.cached.append(root_entry)
     for i, tok in enumerate(chain[1:]):               # the forced name, as greedy takes it
@@ -225,7 +227,7 @@ def _take(cache: PromptCache, shared: int, b: Branch, chain: list[int], tree: Dr
         b.monitor = advance(b.monitor, tok)
         check_branch(b, forwards, stop, decode, max_new_tokens)
         if b.done is not None:
-            return
+            return False
     out = out[c - 1:]                                 # [1 + len(tree), vocab], root first
     states = node_states(b.monitor, tree)
     if b.monitor is not None:                         # each row masked by its path's state
@@ -237,12 +239,12 @@ def _take(cache: PromptCache, shared: int, b: Branch, chain: list[int], tree: Dr
         tok = tree.tokens[node]
         if tok in stop_ids:
             b.done = finish(b.ids, b.logprob, forwards, stop, decode, "end-of-text")
-            return
+            return False
         b.add(tok, float(torch.log_softmax(out[tree.parents[node] + 1], -1)[tok]))
         b.cached.append(root_entry + c + node)
         check_branch(b, forwards, stop, decode, max_new_tokens)
         if b.done is not None:
-            return
+            return False
     path = path[:tie]
     row = path[-1] + 1 if path else 0
     b.monitor = states[row]
@@ -254,9 +256,10 @@ def _take(cache: PromptCache, shared: int, b: Branch, chain: list[int], tree: Dr
     b.monitor = advance(b.monitor, tok)
     if tok in stop_ids:
         b.done = finish(b.ids, b.logprob, forwards, stop, decode, "end-of-text")
-        return
+        return tie is not None
     b.add(tok, float(torch.log_softmax(nxt, -1)[tok]))
     check_branch(b, forwards, stop, decode, max_new_tokens)
+    return tie is not None
 
 
 def sequential_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRule,

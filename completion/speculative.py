@@ -107,12 +107,12 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
     bound, encode = near_tie_bound(cache.runtime.dtype), cache.runtime.encode
     while True:
         try:
-            taken, monitor = _accepted(cache, step, monitor, meter, bound)
+            taken, monitor, reran = _accepted(cache, step, monitor, meter, bound)
         except BaseException:                       # no unverified node stays cached
             cache.truncate(step.start + 1)
             raise
         tok = taken[-1][0]
-        monitor = advance(monitor, tok)
+        monitor, forwards = advance(monitor, tok), forwards + reran
         for t, lp in taken:
             if t in stop_ids:
                 return settled(cache, prompt, finish(ids, logprob, forwards, stop, decode,
@@ -145,11 +145,12 @@ def near_tie_bound(dtype: torch.dtype) -> float:
 
 
 def _accepted(cache: PromptCache, step: _Step, monitor, meter, bound: float
-              ) -> tuple[list[tuple[int, float]], object]:
+              ) -> tuple[list[tuple[int, float]], object, bool]:
     """Take the step's forced chain, walk its verified tree and keep what was taken in
     the cache; returns the (token, log-probability) pairs taken (the chain's forced
-    tokens, the accepted path, then the next token) and the monitor state before that
-    next token. ``monitor``: the state after the chain's first token.
+    tokens, the accepted path, then the next token), the monitor state before that
+    next token and whether a forward re-decided a row. ``monitor``: the state after the
+    chain's first token.
 
     A walked row of a drafted forward whose top two logits are closer than ``bound`` is
     re-decided in the shape greedy decoding computes it (``PromptCache.rerun``: one row,
@@ -175,7 +176,7 @@ def _accepted(cache: PromptCache, step: _Step, monitor, meter, bound: float
     if tie is not None:
         n, last_only = step.ref if tie == 0 else (1, True)
         nxt = masked(cache.rerun(n, last_only), states[row])                # [vocab]
-    return taken + _path_logprobs(tree, path, rows) + [pick(nxt)], states[row]
+    return taken + _path_logprobs(tree, path, rows) + [pick(nxt)], states[row], tie is not None
 
 
 def until_forced(path: list[int], states: list) -> list[int]:
