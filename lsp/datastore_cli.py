@@ -11,7 +11,7 @@ def add_commands(sub) -> None:
     from inkling.completion.model_datastore import SampleOptions
 
     from .cli import _add_model_flags
-    from .replay_cli import _positive
+    from .cli_flags import positive
     p = sub.add_parser("datastore", help="build drafting datastores",
                        description="Build the datastores retrieval drafting searches.")
     kinds = p.add_subparsers(dest="datastore_kind", metavar="KIND", required=True)
@@ -25,9 +25,9 @@ def add_commands(sub) -> None:
     d = SampleOptions()
     m.add_argument("--from", dest="source", default="corpus", metavar="SOURCE",
                    help="corpus (the bundled model's training files; the default) or a folder")
-    m.add_argument("--items", type=_positive, default=d.items, metavar="N",
+    m.add_argument("--items", type=positive, default=d.items, metavar="N",
                    help=f"positions sampled (default: {d.items})")
-    m.add_argument("--batch", type=_positive, default=d.batch, metavar="N",
+    m.add_argument("--batch", type=positive, default=d.batch, metavar="N",
                    help=f"prompts per forward pass (default: {d.batch})")
     m.add_argument("--seed", type=int, default=d.seed)
     m.add_argument("--out", metavar="PATH", help="where to write it (default: "

@@ -5,15 +5,13 @@ from __future__ import annotations
 
 import os
 import socket
-import tempfile
-from pathlib import Path
 
 from inkling.completion.engine import resolve_model_path
 from inkling.completion.errors import InklingError
 
 from .evaluation import FileScore, NextLineResult, evaluation_options, held_out_files, \
     merge_scores
-from .ray_pool import RayOptions, RayRun, ray_session, run_tasks, ship_model
+from .ray_pool import RayOptions, RayRun, ray_session, run_tasks, ship_model, unpack_model
 
 
 class EvaluateWorker:
@@ -22,12 +20,7 @@ class EvaluateWorker:
     def __init__(self, model_blob: dict[str, bytes] | None):
         import torch
         torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
-        self._model_dir = None
-        if model_blob is not None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="inkling-ray-model-")
-            for name, data in model_blob.items():
-                (Path(self._tmp.name) / name).write_bytes(data)
-            self._model_dir = self._tmp.name
+        self._tmp, self._model_dir = unpack_model(model_blob)   # shipped: written here
         self._engines: dict = {}
         self._files: dict = {}
 

@@ -79,6 +79,18 @@ def model_files(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
 
 
+def unpack_model(blob: dict[str, bytes] | None):
+    """(a temporary folder holding a shipped model's files, its path), or (None, None)
+    when nothing was shipped; the folder lives as long as the first item is kept."""
+    if blob is None:
+        return None, None
+    import tempfile
+    tmp = tempfile.TemporaryDirectory(prefix="inkling-ray-model-")
+    for name, data in blob.items():
+        (Path(tmp.name) / name).write_bytes(data)
+    return tmp, tmp.name
+
+
 def ship_model(ray, option_sets: list, options: RayOptions) -> tuple:
     """(object ref of the model folder's files, or None when the workers read
     ``options.model_path``; each option set as a dict, the model path as workers see it)."""

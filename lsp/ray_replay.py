@@ -18,13 +18,11 @@ from __future__ import annotations
 
 import os
 import socket
-import tempfile
-from pathlib import Path
 
 from inkling.completion.engine import resolve_model_path
 
 from .ray_pool import (INSTALL_HINT, RayOptions, RayRun, import_ray, ray_session, run_tasks,
-                       ship_model)
+                       ship_model, unpack_model)
 
 __all__ = ["INSTALL_HINT", "RayOptions", "RayRun", "ReplayWorker", "import_ray",
            "replay_on_ray"]
@@ -37,12 +35,7 @@ class ReplayWorker:
     def __init__(self, model_blob: dict[str, bytes] | None):
         import torch
         torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
-        self._model_dir = None
-        if model_blob is not None:                      # shipped: written next to the worker
-            self._tmp = tempfile.TemporaryDirectory(prefix="inkling-ray-model-")
-            for name, data in model_blob.items():
-                (Path(self._tmp.name) / name).write_bytes(data)
-            self._model_dir = self._tmp.name
+        self._tmp, self._model_dir = unpack_model(model_blob)   # shipped: written here
         self._runtimes: dict = {}
         self._datastores: dict = {}
         self._replayers: dict = {}

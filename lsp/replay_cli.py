@@ -4,20 +4,11 @@ Only argparse wiring lives at the top; each command imports what it needs.
 """
 from __future__ import annotations
 
-import argparse
 import sys
 
 from inkling.completion.errors import OptionError
 
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
-
+from .cli_flags import positive
 
 def _add_replay(sub) -> None:
     from inkling.completion.options import (CACHE_MODES, DECODERS, DRAFT_MODES, MONITOR_MODES,
@@ -42,11 +33,11 @@ def _add_replay(sub) -> None:
                    help=f"monitor-guided decoding (default: {d.completion.monitor})")
     p.add_argument("--decoder", default=None, choices=DECODERS,
                    help=f"how k > 1 drafts are decoded (default: {d.completion.decoder})")
-    p.add_argument("--drafts", type=_positive, default=None, metavar="K",
+    p.add_argument("--drafts", type=positive, default=None, metavar="K",
                    help="drafts per completion, invoked and automatic alike (default: the "
                    f"options', {d.completion.drafts} invoked and {d.completion.automatic_drafts} "
                    "automatic)")
-    p.add_argument("--max-new-tokens", type=_positive, metavar="N",
+    p.add_argument("--max-new-tokens", type=positive, metavar="N",
                    help="token budget of a line completion")
     p.add_argument("--json", metavar="OUT", help="write the metrics as JSON ('-': standard "
                    "output)")
