@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlparse
 from .analysis_options import AnalysisOptions
 from .cursor_scope import cursor_scope
 from .document_tree import DocumentTree
-from .draft_names import DraftNames
+from .draft_names import DraftNames, readable_names
 from .grammars import Grammars
 from .monitor import MonitorContext, MonitorState
 from .python_scanner import ScanState
@@ -60,6 +60,8 @@ class OpenDocument:
     tree: DocumentTree | None          # None: no grammar for the language
     symbols: FileSymbols | None = None
     symbols_version: int = -1
+    free_names: frozenset | None = None     # what a free read may name (``readable_names``)
+    free_version: int = -1
 
 
 @dataclass
@@ -233,8 +235,18 @@ class CodeAnalysis:
         scan = ScanState().advance(text[start:offset])
         masks = self.masks_for(vocab) if vocab is not None else None
         context = MonitorContext(scope, Resolver(self.index), self.index, masks,
-                                 self.options.statement_start_self)
+                                 self.options.statement_start_self,
+                                 readable=lambda: self._readable(doc, symbols))
         return MonitorState(context, scan)
+
+    def _readable(self, doc: OpenDocument, symbols: FileSymbols) -> frozenset | None:
+        """The names a free read in ``doc`` may name (cached per tree version)."""
+        tree = doc.tree
+        if doc.free_version != tree.version:
+            bound = self.index.extractor().bound_names(tree.root)
+            doc.free_names = readable_names(symbols, bound, self.index, Resolver(self.index))
+            doc.free_version = tree.version
+        return doc.free_names
 
     def guard(self, uri: str, offset: int) -> SyntaxGuard | None:
         """Syntax guard and stop rules at ``offset`` of ``uri``; None without a grammar."""

@@ -9,6 +9,7 @@ loop variable, ``self.x = ...``) count as defined.
 from __future__ import annotations
 
 import builtins
+import keyword
 import re
 from dataclasses import dataclass
 
@@ -21,6 +22,9 @@ from .symbol_index import SymbolIndex
 from .text_edit import byte_offset
 
 _BUILTINS = frozenset(dir(builtins)) | MODULE_DUNDERS
+_STRING_PREFIXES = frozenset(p for a in ("", "r", "R") for b in ("", "b", "B", "f", "F", "u", "U")
+                             for p in (a + b, b + a) if p and p.lower() not in ("ur", "ru"))
+_WORDS = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | _STRING_PREFIXES
 _SOFT_KEYWORDS = frozenset({"match", "case", "type", "_", "print", "exec"})
 _USED_AFTER = re.compile(r"\s*[(.\[]")
 _BINDS_NEXT = re.compile(rb"(?:\b(?:def|class|as|for|global|nonlocal|import|lambda)|\*\*?)\s*$")
@@ -78,17 +82,7 @@ class DraftNames:
         return out
 
     def _known(self, symbols, bound: set[str], resolver: Resolver) -> frozenset[str] | None:
-        """Names defined for free reads; None when a star import makes any name possible."""
-        known = set(bound) | set(symbols.names) | _BUILTINS | self.index.workspace_names()
-        for star in symbols.star_imports:
-            target = resolver.absolute(symbols, star.module, star.level)
-            if resolver.unavailable(target):
-                continue
-            exported = resolver.exported(target)
-            if exported is None:
-                return None
-            known |= exported
-        return frozenset(known)
+        return readable_names(symbols, bound, self.index, resolver)
 
     def _attribute_missing(self, node, name: str, scope, resolver: Resolver) -> bool:
         chain = dotted(node.parent.child_by_field_name("object"))
@@ -118,6 +112,23 @@ class DraftNames:
             tail = source[node.end_byte:node.end_byte + 16].decode("utf-8", "ignore")
             return bool(_USED_AFTER.match(tail)) and not _BINDS_NEXT.search(head)
         return True
+
+
+def readable_names(symbols, bound, index: SymbolIndex, resolver: Resolver
+                   ) -> frozenset[str] | None:
+    """Names a free read may name: bound in the document (``bound``: any scope) or at its
+    top level, defined anywhere in the workspace, builtins, keywords and string prefixes;
+    None when a star import makes any name possible."""
+    known = set(bound) | set(symbols.names) | _BUILTINS | _WORDS | index.workspace_names()
+    for star in symbols.star_imports:
+        target = resolver.absolute(symbols, star.module, star.level)
+        if resolver.unavailable(target):
+            continue
+        exported = resolver.exported(target)
+        if exported is None:
+            return None
+        known |= exported
+    return frozenset(known)
 
 
 def _draft_lexicon(root, text: str, offset: int, draft: str) -> tuple[int, list[bool]]:

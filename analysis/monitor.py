@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Callable
 from functools import cached_property
 
 from .cursor_scope import CursorScope
@@ -17,7 +18,8 @@ from .python_scanner import ScanState
 from .resolver import Resolver
 from .symbol_index import SymbolIndex
 from .token_masks import MaskCache
-from .trigger_site import NONE, TriggerSite, pending_chain, trigger_site
+from .trigger_site import (NONE, TriggerSite, pending_chain, read_site, statement_receiver,
+                           statement_target, trigger_site)
 
 
 @dataclass
@@ -29,8 +31,10 @@ class MonitorContext:
     index: SymbolIndex
     masks: MaskCache | None = None
     statement_start_self: bool = False
+    readable: Callable[[], frozenset | None] | None = None   # names a free read may name
     _allowed: dict = field(default_factory=dict, repr=False)
     _members: dict = field(default_factory=dict, repr=False)
+    _both: dict = field(default_factory=dict, repr=False)
 
     def allowed(self, site: TriggerSite) -> frozenset[str] | None:
         """The names that may come at ``site``; None when not known for certain."""
@@ -41,6 +45,24 @@ class MonitorContext:
             except Exception:          # noqa: BLE001 - analysis never breaks decoding
                 self._allowed[key] = None
         return self._allowed[key]
+
+    def both(self, a, b):
+        """``a & b`` of two cached masks, itself kept (a few per completion)."""
+        key = (id(a), id(b))
+        found = self._both.get(key)
+        if found is None or found[0] is not a or found[1] is not b:
+            found = self._both[key] = (a, b, a & b)
+        return found[2]
+
+    @cached_property
+    def free_names(self) -> frozenset | None:
+        """What a free read may name (None: not known, e.g. a star import)."""
+        if self.readable is None:
+            return None
+        try:
+            return self.readable()
+        except Exception:          # noqa: BLE001 - analysis never breaks decoding
+            return None
 
     def members_of(self, chain: str) -> frozenset[str] | None:
         if chain not in self._members:
@@ -76,6 +98,25 @@ class MonitorContext:
         return None
 
 
+_BINDS = re.compile(r"[=:,()]|\b(?:in|as|import|global|nonlocal)\b|\w\s")
+_BINDINGS = (re.compile(r"\bfor\s+(.+?)\s+in\b"), re.compile(r"\blambda\b([^:]*):"),
+             re.compile(r"\bas\s+(\w+)"), re.compile(r"(\w+)\s*:="),
+             re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(.*)"),
+             re.compile(r"^\s*(?:from\s+\S+\s+)?import\s+(.*)"),
+             re.compile(r"^\s*(?:global|nonlocal)\s+(.*)"),
+             re.compile(r"^\s*([\w\s,*()\[\]]+?)\s*(?::[^=]*)?(?<![=!<>+\-*/%&|^@:])=(?!=)"))
+_WORD = re.compile(r"(?<![\w.])[A-Za-z_]\w*")
+
+
+def _bound_on(line: str, bound: frozenset) -> frozenset:
+    """``bound`` and the names ``line`` binds (over-inclusive: a word in a target counts)."""
+    found = set()
+    for pattern in _BINDINGS:
+        for m in pattern.finditer(line):
+            found.update(_WORD.findall(m.group(1)))
+    return bound | found if found - bound else bound
+
+
 _SELF_TARGETS = re.compile(r"\s*(\w+)\.\w+(?:\s*,\s*\1\.\w+)*\s*(?::[^=]*)?=(?!=)")
 _SELF_NAME = re.compile(r"\b(\w+)\.(\w+)")
 
@@ -86,23 +127,25 @@ class MonitorState:
     ``mask()`` is None (no constraint) or a shared ``torch.bool`` tensor ``[vocab]``.
 
     ``assigned``: attributes this path has assigned to ``self``/``cls`` so far (a draft
-    that sets ``self.x = ...`` may read ``self.x`` later)."""
+    that sets ``self.x = ...`` may read ``self.x`` later); ``bound``: the names it has
+    bound, which its free reads may name."""
     context: MonitorContext
     scan: ScanState
     assigned: frozenset = frozenset()
+    bound: frozenset = frozenset()       # names this path has bound (``x = ``, ``for x in``)
 
     def advance(self, text: str) -> "MonitorState":
         """The state after ``text`` (an emitted token's text) is appended."""
         if not text:
             return self
-        if "=" not in text:
-            return MonitorState(self.context, self.scan.advance(text), self.assigned)
-        scan, assigned = self.scan, self.assigned
+        scan, assigned, bound = self.scan, self.assigned, self.bound
         for i, piece in enumerate(text.split("\n")):        # each line's end is checked
             scan = scan.advance(piece if i == 0 else "\n" + piece)
             if "=" in piece and not scan.frames and scan.in_code:
                 assigned = self._assigned_on(scan.line, assigned)
-        return MonitorState(self.context, scan, assigned)
+            if scan.in_code and _BINDS.search(piece):
+                bound = _bound_on(scan.line, bound)
+        return MonitorState(self.context, scan, assigned, bound)
 
     def _assigned_on(self, line: str, assigned: frozenset) -> frozenset:
         m = _SELF_TARGETS.match(line)
@@ -171,6 +214,10 @@ class MonitorState:
             if not masks.has_prefix(allowed, site.typed) and not site.escape:
                 return None                  # the path already left the names: no guess
             return masks.names_mask(allowed, site.typed, site.lead, site.escape, device)
+        target = self._target_mask(site, device)
+        if target is not False:
+            return target
+        dotted = None
         if site is None and masks.vocab.dotted:
             chain = pending_chain(self.scan)
             members = self.context.members_of(chain) if chain else None
@@ -178,5 +225,47 @@ class MonitorState:
                     chain in (self.context.scope.self_name, self.context.scope.cls_name):
                 members = members | self.assigned
             if members is not None:
-                return masks.dotted_mask(members, device)
-        return None
+                dotted = masks.dotted_mask(members, device)
+        read = self._read_mask(device) if site is None else None
+        if read is None or dotted is None:
+            return dotted if read is None else read
+        return self.context.both(read, dotted)
+
+    def _read_mask(self, device):
+        """Where only a bound name may be read: the names the completion knows and those
+        this path bound."""
+        found = read_site(self.scan)
+        names = self.context.free_names if found is not None else None
+        if names is None:
+            return None
+        return self.context.masks.read_mask(names, self.bound - names, found.typed,
+                                            found.after_keyword, found.keyword_arg, device)
+
+    def _target_mask(self, site, device):
+        """At a statement that starts ``self.`` (or ``cls.``): a member, or a new attribute
+        that an assignment follows. False when the text is not there."""
+        ctx, masks = self.context, self.context.masks
+        if ctx.statement_start_self:
+            return False                     # then ``self.`` takes members only (allowed)
+        owners = (ctx.scope.self_name, ctx.scope.cls_name)
+        if site is not None:
+            if site.kind != "attribute" or not site.statement_start or \
+                    site.target not in owners or not site.target:
+                return False
+            members = self._members(site.target)
+            return None if members is None else masks.target_mask(members, site.typed, device)
+        ended = statement_target(self.scan)
+        if ended is not None and ended[0] and ended[0] in owners:
+            members = self._members(ended[0])
+            if members is None or ended[1] in members:
+                return None
+            return masks.ended_target_mask(device)
+        receiver = statement_receiver(self.scan)
+        if receiver and receiver in owners and masks.vocab.dotted:
+            members = self._members(receiver)
+            return None if members is None else masks.dotted_target_mask(members, device)
+        return False
+
+    def _members(self, owner: str) -> frozenset | None:
+        members = self.context.members_of(owner)
+        return None if members is None else members | self.assigned

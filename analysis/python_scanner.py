@@ -19,6 +19,9 @@ _FROM_IMPORT = re.compile(r"^\s*from\s+(\.*[\w.]*)\s+import\s*$")
 _NOT_CALLEES = frozenset({"if", "elif", "while", "for", "in", "not", "and", "or", "return",
                           "yield", "assert", "del", "print", "with", "as", "else", "lambda",
                           "await", "is", "import", "from", "raise", "except", "case", "match"})
+_SUBSCRIPTED = re.compile(r"[\w)\]}'\"][ \t]*$")
+_KEYWORD_END = re.compile(r"(?<![\w.])(?:in|is|not|and|or|return|yield|if|elif|else|while|"
+                          r"assert|await|del|lambda|with|for|from|print)[ \t]*$")
 _STRING_PREFIX = re.compile(r"(?<![\w])([rRbBuUfF]{1,2})$")
 
 
@@ -31,6 +34,9 @@ class Frame:
     keyword_seen: bool = False          # a keyword argument or ** was given
     arg: str = ""                       # the current argument's text so far (capped)
     import_from: str | None = None      # module of ``from m import (``
+    kind: str = "group"                 # call | params (def, class) | import | subscript |
+                                        # display ([ or {) | group (other parentheses)
+    commas: int = 0                     # commas at this bracket's top level so far
 
 
 @dataclass(frozen=True)
@@ -145,8 +151,11 @@ def _code_char(s: ScanState, ch: str) -> ScanState:
         return replace(s, line=s.line + ch, frames=_push(s, ch))
     if ch in ")]}":
         return replace(s, line=s.line + ch, frames=_pop(s.frames))
-    if ch == "," and s.frames and s.frames[-1].opener == "(":
-        return replace(s, line=s.line + ch, frames=s.frames[:-1] + (_next_arg(s.frames[-1]),))
+    if ch == "," and s.frames:
+        top = replace(s.frames[-1], commas=s.frames[-1].commas + 1)
+        if top.opener == "(":
+            top = _next_arg(top)
+        return replace(s, line=s.line + ch, frames=s.frames[:-1] + (top,))
     frames = s.frames
     if frames and frames[-1].opener == "(" and len(frames[-1].arg) < MAX_ARG:
         frames = frames[:-1] + (replace(frames[-1], arg=frames[-1].arg + ch),)
@@ -159,16 +168,19 @@ def _push(s: ScanState, ch: str) -> tuple[Frame, ...]:
     frames = s.frames
     if frames and frames[-1].opener == "(" and len(frames[-1].arg) < MAX_ARG:
         frames = frames[:-1] + (replace(frames[-1], arg=frames[-1].arg + ch),)
-    if ch != "(":
-        return frames + (Frame(ch),)
+    if ch == "{":
+        return frames + (Frame(ch, kind="display"),)
+    if ch == "[":
+        indexed = _SUBSCRIPTED.search(s.line) and not _KEYWORD_END.search(s.line)
+        return frames + (Frame(ch, kind="subscript" if indexed else "display"),)
     imported = _FROM_IMPORT.match(s.line)
     if imported and not s.frames:
-        return frames + (Frame(ch, import_from=imported.group(1)),)
+        return frames + (Frame(ch, import_from=imported.group(1), kind="import"),)
+    if s.line.lstrip().startswith(("def ", "async def ", "class ")) and not s.frames:
+        return frames + (Frame(ch, kind="params"),)
     m = _CALLEE.search(s.line)
     callee = m.group(1) if m and m.group(1).split(".")[0] not in _NOT_CALLEES else ""
-    if s.line.lstrip().startswith(("def ", "async def ", "class ")) and not s.frames:
-        callee = ""
-    return frames + (Frame(ch, callee=callee),)
+    return frames + (Frame(ch, callee=callee, kind="call" if callee else "group"),)
 
 
 def _pop(frames: tuple[Frame, ...]) -> tuple[Frame, ...]:

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .trigger_site import NONE, REQUIRED
-from .vocabulary import TokenVocabulary
+from .vocabulary import TokenVocabulary, ends_target
 
 _BASES = ("ends_identifier", "escape_plain", "escape_lead")
 
@@ -74,6 +74,41 @@ class MaskCache:
             return None
         return self._cached(("dotted", names), device, lambda: self._dotted_recipe(names))
 
+    def target_mask(self, names: frozenset, typed: str, device=None):
+        """The mask after ``self.`` at a statement's start (``typed`` typed of the name):
+        a member's name, or any name that an assignment then follows (a new attribute);
+        a name that is no member ends only with ``=``, ``,`` or ``:``."""
+        key = ("target", names, typed)
+        return self._cached(key, device, lambda: self._target_recipe(names, typed))
+
+    def ended_target_mask(self, device=None):
+        """The mask after ``self.name`` and blanks, ``name`` being no member: blanks, or
+        what ends an assignment target."""
+        return self._cached(("ended-target",), device,
+                            lambda: MaskRecipe(("target_end", "blank"), np.zeros(0, np.int32)))
+
+    def dotted_target_mask(self, names: frozenset, device=None):
+        """``dotted_mask`` where the receiver starts a statement: a ``.name`` token may
+        also start a new attribute (no text after the name, or what ends a target)."""
+        if not self.vocab.dotted:
+            return None
+        return self._cached(("dotted-target", names), device,
+                            lambda: self._dotted_recipe(names, targets=True))
+
+    def read_mask(self, names: frozenset, extra: frozenset, typed: str, after_keyword: bool,
+                  keyword_arg: bool, device=None):
+        """The mask where only a bound name may be read (``return |``): ``names`` (the
+        completion's) and ``extra`` (those its path bound) are the names that may come;
+        ``typed`` what is typed of it; ``after_keyword``: a blank comes first
+        (``return|``); ``keyword_arg``: a name that is none of them may be a keyword
+        argument's, followed by ``=``. None when ``typed`` already left the names."""
+        if typed and not self.has_prefix(names, typed) and not self.has_prefix(extra, typed) \
+                and not keyword_arg:
+            return None
+        key = ("read", names, extra, typed, after_keyword, keyword_arg)
+        return self._cached(key, device, lambda: self._read_recipe(
+            names, extra, typed, after_keyword, keyword_arg))
+
     def has_prefix(self, names: frozenset, typed: str) -> bool:
         """Some allowed name starts with ``typed``."""
         return bool(self._remaining(names, typed, limit=1))
@@ -117,10 +152,57 @@ class MaskCache:
                 if found:
                     ids.extend(found)
 
-    def _dotted_recipe(self, names) -> MaskRecipe:
-        """Every token, less the ``.name`` tokens whose name part fits no member."""
+    def _target_recipe(self, names, typed) -> MaskRecipe:
+        inner = self._names_recipe(names, typed, NONE, False)
+        bases = set(inner.bases) | {"name_only", "name_target_end"}
+        if typed and typed not in names:
+            bases |= {"target_end", "blank"}
+        elif typed:
+            bases.add("ends_identifier")
+        return MaskRecipe(tuple(sorted(bases)), inner.ids)
+
+    def _read_recipe(self, names, extra, typed, after_keyword, keyword_arg) -> MaskRecipe:
+        base = self._read_ids(names, typed, after_keyword)
+        ids = np.union1d(base, self._read_ids(extra, typed, after_keyword)) if extra else base
+        if after_keyword:
+            return MaskRecipe(("not_blank_name",), ids)
+        bases = set()
+        if not typed:
+            bases.add("not_name_start")
+        elif typed in names or typed in extra:
+            bases.add("ends_identifier")
+        if keyword_arg:
+            bases |= {"name_only", "name_assign_end", "assign_end"}
+            if not typed:
+                bases |= {"blank_name_only", "blank_name_assign_end"}
+        return MaskRecipe(tuple(sorted(bases)), ids)
+
+    def _read_ids(self, names, typed, after_keyword) -> np.ndarray:
+        """Tokens that go on to one of ``names`` (cached per names: the completion's set
+        is large, its path's few)."""
+        key = ("read-ids", names, typed, after_keyword)
+        with self._lock:
+            found = self._recipes.get(key)
+        if found is not None:
+            return found.ids
+        v, ids = self.vocab, []
+        rests = self._remaining(names, typed)
+        if after_keyword or not typed:
+            self._collect(ids, rests, v.lead_exact, v.lead_ends_with, v.lead_prefixes)
+        if not after_keyword:
+            self._collect(ids, rests, v.exact, v.ends_with, v.prefixes)
+        recipe = MaskRecipe((), np.unique(np.asarray(ids, dtype=np.int32)))
+        self._keep_recipe(key, recipe)
+        return recipe.ids
+
+    def _dotted_recipe(self, names, targets: bool = False) -> MaskRecipe:
+        """Every token, less the ``.name`` tokens whose name part fits no member (with
+        ``targets``: unless the token ends with the name, or with what ends a target)."""
         v = self.vocab
         allowed: list[int] = []
+        if targets:
+            allowed.extend(tid for tid, head, rest in v.dotted
+                           if not rest or ends_target(v.texts[tid][1 + len(head):]))
         for n in names:
             for i in range(1, len(n) + 1):
                 p = n[:i]

@@ -83,6 +83,28 @@ def pending_chain(scan: ScanState) -> str | None:
     return m.group(1)
 
 
+_FIRST_NAME = re.compile(r"^\s*([A-Za-z_]\w*)$")
+_TARGET_BLANK = re.compile(r"^\s*([A-Za-z_]\w*)\.([A-Za-z_]\w*)[ \t]+$")
+
+
+def statement_receiver(scan: ScanState) -> str | None:
+    """The name a statement starts with, when the text ends right after it (``self`` in
+    ``    self``): a ``.name`` token next may start an assignment target."""
+    if not scan.in_code or scan.frames:
+        return None
+    m = _FIRST_NAME.match(scan.line)
+    return m.group(1) if m else None
+
+
+def statement_target(scan: ScanState) -> tuple[str, str] | None:
+    """(receiver, name) when a statement starts ``receiver.name`` and blanks follow, so
+    the name has ended: only what ends an assignment target may come if it is a new one."""
+    if not scan.in_code or scan.frames:
+        return None
+    m = _TARGET_BLANK.match(scan.line)
+    return (m.group(1), m.group(2)) if m else None
+
+
 def _statement_site(line: str) -> TriggerSite | None:
     m = _FROM_IMPORT.match(line)
     if m:
@@ -116,3 +138,86 @@ def _statement_site(line: str) -> TriggerSite | None:
         return TriggerSite("from_module", parent, typed, lead, bool(dots) and not dotted,
                            len(dots))
     return None
+
+
+# ---------------------------------------------------------------- free name reads
+_READ_KEYWORDS = frozenset({"return", "if", "elif", "while", "not", "and", "or", "in", "is",
+                            "assert", "yield", "await", "del", "raise", "else", "with",
+                            "except", "from"})
+_TYPED = re.compile(r"(?<![\w.])([A-Za-z_]\w*)?$")
+_LAST_WORD = re.compile(r"(?<![\w.])([A-Za-z_]\w*)$")
+_BINDING_LINE = re.compile(
+    r"^\s*(?:async\s+)?(?:def|class|import|from|global|nonlocal|case|match|type)\b")
+_BINDING_END = re.compile(r"\b(?:as|global|nonlocal|import|lambda|for|def|class)$")
+_LAMBDA_OPEN = re.compile(r"\blambda\b[^:]*$")
+_FOR_OPEN = re.compile(r"\bfor\b(?:(?!\bin\b).)*$")
+_ASSIGNED = re.compile(r"(?<![=!<>:])=(?!=)")
+_OPERATOR_END = re.compile(r"(?:[-+*/%@&|^~<>!=]|:=)$")
+# Callees that may take one generator expression: their first argument may read a
+# comprehension's variable before its ``for`` binds it.
+GENERATOR_TAKERS = frozenset({
+    "sum", "any", "all", "join", "list", "tuple", "set", "frozenset", "dict", "sorted",
+    "min", "max", "next", "extend", "update", "Counter", "deque", "iter", "enumerate", "zip",
+    "map", "filter", "reversed", "OrderedDict", "defaultdict", "array", "bytes", "bytearray",
+    "str", "print", "write", "writelines", "append", "add", "format", "fromkeys"})
+
+
+@dataclass(frozen=True)
+class ReadSite:
+    """Where the text ends at a name that can only be read (``return |``, ``x = f(a, |``):
+    the name must be bound somewhere, unless ``keyword_arg`` (a call's argument, which
+    may be a keyword's name: then ``=`` follows). ``after_keyword``: the text ends with
+    the keyword itself (``return|``), so a name comes after a blank."""
+    typed: str                 # identifier characters typed of the name so far
+    after_keyword: bool = False
+    keyword_arg: bool = False
+
+
+def read_site(scan: ScanState) -> ReadSite | None:
+    """The free-name read the end of the scanned text sits at, if it certainly is one."""
+    if not scan.in_code:
+        return None
+    line = scan.line
+    m = _TYPED.search(line)
+    if m is None:
+        return None
+    typed, before = m.group(1) or "", line[:m.start()]
+    if typed in _READ_KEYWORDS and _read_context(scan, before + typed + " ") is not None:
+        return ReadSite("", after_keyword=True)
+    context = _read_context(scan, before)
+    return None if context is None else ReadSite(typed, keyword_arg=context)
+
+
+def _read_context(scan: ScanState, before: str) -> bool | None:
+    """None when a name after ``before`` may be a binding (or anything but a plain read);
+    else whether it may be a keyword argument's name."""
+    stripped = before.rstrip(" \t")
+    if not stripped.strip() or _BINDING_LINE.match(before) or _BINDING_END.search(stripped) \
+            or _LAMBDA_OPEN.search(before) or _FOR_OPEN.search(before):
+        return None
+    operator = bool(_OPERATOR_END.search(stripped)) or _keyword_end(stripped)
+    if not scan.frames:
+        if stripped.endswith(","):
+            return False if _ASSIGNED.search(before) else None      # a target list?
+        if operator and not stripped.lstrip().startswith(("*", "@")):
+            return False
+        return None
+    top = scan.top
+    if top.kind in ("params", "import") or any(
+            f.commas == 0 and (f.kind in ("display", "group") or
+                               f.kind == "call" and f.callee.rsplit(".", 1)[-1] in
+                               GENERATOR_TAKERS) for f in scan.frames):
+        return None                  # parameters, or a comprehension's element maybe
+    if top.kind == "call" and stripped.endswith(("(", ",")):
+        return True                  # a new argument: maybe ``name=``
+    if operator or stripped.endswith((",", ":")) or \
+            top.kind == "subscript" and stripped.endswith("["):
+        return False
+    return None
+
+
+def _keyword_end(stripped: str) -> bool:
+    w = _LAST_WORD.search(stripped)
+    if w is None or w.group(1) not in _READ_KEYWORDS:
+        return False
+    return w.group(1) != "from" or not stripped.lstrip().startswith("from")

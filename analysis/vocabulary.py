@@ -26,6 +26,28 @@ def ident_head(text: str) -> str:
     return text[:i]
 
 
+def ends_target(rest: str) -> bool:
+    """``rest`` (a token, or what follows the name a token starts with) may end an
+    assignment target (``x =``, ``x: int``, ``x, y =``): spaces or tabs, then ``=`` (not
+    ``==``), ``,`` or ``:``."""
+    body = rest.lstrip(" \t")
+    if not body:
+        return False
+    if body[0] == "=":
+        return body[1:2] != "="
+    return body[0] in ",:"
+
+
+def ends_assign(rest: str) -> bool:
+    """``rest`` is blanks, then ``=`` not followed by ``=`` (a keyword argument's)."""
+    body = rest.lstrip(" \t")
+    return body[:1] == "=" and body[1:2] != "="
+
+
+def _starts_name(body: str) -> bool:
+    return is_ident_char(body[0]) and not body[0].isdigit()
+
+
 @dataclass
 class TokenVocabulary:
     size: int                                     # mask length (the model's vocab size)
@@ -46,6 +68,18 @@ class TokenVocabulary:
     ends_identifier: np.ndarray = None            # bool [size]: first char ends a name
     escape_plain: np.ndarray = None               # bool [size]: first char neither name nor ws
     escape_lead: np.ndarray = None                # bool [size]: ws, then not a name char
+    name_only: np.ndarray = None                  # bool [size]: name characters only
+    target_end: np.ndarray = None                 # bool [size]: what may end an assignment
+                                                  #   target (``=``, ``,``, ``:``; spaces first)
+    name_target_end: np.ndarray = None            # bool [size]: name characters, then that
+    blank: np.ndarray = None                      # bool [size]: spaces or tabs only
+    # free-name reads (``return |``): a token that starts a name, after blanks or not
+    not_name_start: np.ndarray = None             # bool [size]: starts no name
+    not_blank_name: np.ndarray = None             # bool [size]: is not blanks then a name
+    blank_name_only: np.ndarray = None            # bool [size]: blanks, then name chars only
+    assign_end: np.ndarray = None                 # bool [size]: blanks, ``=`` (not ``==``)
+    name_assign_end: np.ndarray = None            # bool [size]: name chars, then that
+    blank_name_assign_end: np.ndarray = None      # bool [size]: blanks, name chars, then that
 
     @staticmethod
     def from_tokenizer(tokenizer, size: int | None = None) -> "TokenVocabulary":
@@ -70,6 +104,9 @@ class TokenVocabulary:
 
     def _index(self) -> None:
         ws_only, ends, esc_plain, esc_lead = [], [], [], []
+        name_only, target_end, name_target_end, blank = [], [], [], []
+        reads = {k: [] for k in ("name_start", "blank_name", "blank_name_only", "assign_end",
+                                 "name_assign_end", "blank_name_assign_end")}
         for tid, text in enumerate(self.texts):
             if not text or self.special[tid]:
                 continue
@@ -79,6 +116,8 @@ class TokenVocabulary:
             if not body:
                 ws_only.append(tid)
                 ends.append(tid)
+                if "\n" not in text and "\r" not in text:
+                    blank.append(tid)
                 continue
             self._add(self.lead_exact if lead else self.exact, body if lead else text, tid)
             head = ident_head(body)
@@ -91,13 +130,49 @@ class TokenVocabulary:
                 ends.append(tid)
             if not head:
                 (esc_lead if lead else esc_plain).append(tid)
+            if not lead and len(head) == len(body):
+                name_only.append(tid)
+            elif not lead and head and ends_target(text[len(head):]):
+                name_target_end.append(tid)
+            elif ends_target(text):
+                target_end.append(tid)
             if text[0] == "." and len(text) > 1 and is_ident_char(text[1]):
                 self._add_dotted(tid, text)
+            self._classify_read(tid, text, reads)
         self.ws_only = np.array(ws_only, dtype=np.int64)
         self.dotted_ids = np.array([d[0] for d in self.dotted], dtype=np.int64)
         self.ends_identifier = self._dense(ends) | self.special
         self.escape_plain = self._dense(esc_plain)
         self.escape_lead = self._dense(esc_lead)
+        self.name_only = self._dense(name_only)
+        self.target_end = self._dense(target_end)
+        self.name_target_end = self._dense(name_target_end)
+        self.blank = self._dense(blank)
+        real = np.array([bool(t) for t in self.texts], dtype=bool)   # not padding
+        self.not_name_start = ~self._dense(reads["name_start"]) & real
+        self.not_blank_name = ~self._dense(reads["blank_name"]) & real
+        for key in ("blank_name_only", "assign_end", "name_assign_end",
+                    "blank_name_assign_end"):
+            setattr(self, key, self._dense(reads[key]))
+
+    @staticmethod
+    def _classify_read(tid: int, text: str, reads: dict) -> None:
+        body = text.lstrip(" \t")
+        blanks = len(body) < len(text)
+        if not body:
+            return
+        if _starts_name(body):
+            reads["name_start"].append(tid)
+            head = ident_head(body)
+            if blanks:
+                reads["blank_name"].append(tid)
+            if len(head) == len(body):
+                if blanks:
+                    reads["blank_name_only"].append(tid)
+            elif ends_assign(body[len(head):]):
+                reads["blank_name_assign_end" if blanks else "name_assign_end"].append(tid)
+        elif ends_assign(text):
+            reads["assign_end"].append(tid)
 
     def _add_dotted(self, tid: int, text: str) -> None:
         h = ident_head(text[1:])
