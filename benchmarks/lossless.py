@@ -27,55 +27,25 @@ from __future__ import annotations
 import argparse
 import copy
 import json
-import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 
-from bench_traces import describe, held_out_traces, sample_traces  # noqa: E402
+from bench_traces import describe, held_out_traces, sample_traces, toolz_traces  # noqa: E402
 
 from inkling.cache.prompt_cache import PromptCache  # noqa: E402
 from inkling.completion import decoding, speculative  # noqa: E402
 from inkling.completion.engine import Engine  # noqa: E402
 from inkling.completion.options import InklingOptions  # noqa: E402
 from inkling.lsp.replay import Replayer  # noqa: E402
-from inkling.lsp.retype_trace import RetypeError, RetypeOptions, retype_trace  # noqa: E402
 from inkling.lsp.syntax_check import SyntaxChecker  # noqa: E402
 from inkling.lsp.trace_file import read_trace  # noqa: E402
 
-TOOLZ = "toolz==1.0.0"
-TOOLZ_MODULES = ("dicttoolz.py", "functoolz.py", "itertoolz.py", "recipes.py")
-
-
-def toolz_traces(tmp: Path) -> tuple[list, str]:
-    """Retype traces of toolz's modules (``inkling trace retype`` defaults: seed 0, 8
-    functions a file, the four modules as the workspace), or ([], why not)."""
-    try:
-        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
-                        TOOLZ, "-d", str(tmp)], check=True, capture_output=True, text=True,
-                       timeout=300)
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired, OSError) as exc:
-        why = getattr(exc, "stderr", "") or str(exc)
-        return [], f"pip download {TOOLZ} failed: {why.strip().splitlines()[-1:]}"
-    wheel = next(tmp.glob("toolz-*.whl"), None)
-    if wheel is None:
-        return [], f"pip download {TOOLZ} gave no wheel"
-    with zipfile.ZipFile(wheel) as z:
-        workspace = {f"toolz/{m}": z.read(f"toolz/{m}").decode("utf-8") for m in TOOLZ_MODULES}
-    out = []
-    for path, text in workspace.items():
-        try:
-            out.append(retype_trace(path, text, workspace, RetypeOptions()).trace(
-                f"retype:{path}"))
-        except RetypeError:
-            continue
-    return out, ""
 
 
 def margin(row: torch.Tensor) -> float:

@@ -1,0 +1,104 @@
+"""What the defaults buy, on held-out code (issue 23): one ``inkling replay --compare``
+run over retype traces of toolz 1.0.0 (a package the bundled model was not trained on),
+drafting ``suffix`` / ``none`` crossed with the monitor ``on`` / ``off``, the four
+combinations interleaved trace by trace. The first combination is the defaults.
+
+    python benchmarks/defaults.py [--json OUT] [--report OUT.html] [--traces DIR]
+
+Prints every metric per combination and the issue's checks against ``draft=none,
+monitor=off`` (tokens per forward, syntax_valid, undefined_names against monitor off,
+exact_line, latency p50), each with its figure.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_traces import toolz_builders  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[1]
+KEYS = ("completions", "exact_line", "exact_line_any", "edit_similarity", "syntax_valid",
+        "undefined_names", "identifier_match", "tokens_per_forward")
+
+
+def _write_traces(folder: Path) -> list[Path]:
+    builders, why = toolz_builders(folder)
+    if not builders:
+        sys.exit(f"no held-out traces: {why}")
+    return [b.write(folder / f"retype-{Path(path).stem}.jsonl") for path, b in builders]
+
+
+def _run(traces: list[Path], out: Path, report: str | None) -> float:
+    cmd = [str(REPO / ".venv" / "bin" / "inkling"), "replay", *map(str, traces),
+           "--compare", "completion.draft=suffix,none", "--compare", "completion.monitor=on,off",
+           "--json", str(out)]
+    if report:
+        cmd += ["--report", report]
+    print("$ inkling replay", " ".join(cmd[2:]).replace(str(traces[0].parent) + "/", ""),
+          flush=True)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, check=True)
+    return time.perf_counter() - t0
+
+
+def _table(runs: list[dict]) -> None:
+    names = [", ".join(f"{k.split('.')[-1]}={v}" for k, v in r["settings"].items()) for r in runs]
+    width = max(len(n) for n in names) + 2
+    print(f"{'':22}" + "".join(f"{n:>{width}}" for n in names))
+    for key in KEYS:
+        print(f"{key:22}" + "".join(f"{r[key]:>{width}}" for r in runs))
+    for key in ("latency_ms", "first_token_ms"):
+        for q in ("p50", "p95"):
+            print(f"{key + ' ' + q:22}" + "".join(f"{r[key][q]:>{width}.1f}" for r in runs))
+
+
+def _checks(runs: list[dict]) -> list[tuple[str, bool]]:
+    by = {(r["settings"]["completion.draft"], r["settings"]["completion.monitor"]): r
+          for r in runs}
+    d, base, off = by["suffix", "on"], by["none", "off"], by["suffix", "off"]
+    return [
+        (f"tokens per forward {d['tokens_per_forward']} >= 2.5",
+         d["tokens_per_forward"] >= 2.5),
+        (f"syntax_valid {d['syntax_valid']} >= 0.98", d["syntax_valid"] >= 0.98),
+        (f"undefined_names {d['undefined_names']} <= half of monitor off "
+         f"({off['undefined_names']})", d["undefined_names"] <= off["undefined_names"] / 2),
+        (f"exact_line {d['exact_line']} >= draft=none, monitor=off's {base['exact_line']}",
+         d["exact_line"] >= base["exact_line"]),
+        (f"latency p50 {d['latency_ms']['p50']:.1f} ms <= draft=none, monitor=off's "
+         f"{base['latency_ms']['p50']:.1f} ms", d["latency_ms"]["p50"] <= base["latency_ms"]["p50"]),
+    ]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--json", help="also keep the replay's JSON here")
+    ap.add_argument("--report", help="write the replay's HTML report here")
+    ap.add_argument("--traces", help="keep the retype traces in this folder")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="inkling-defaults-") as tmp:
+        folder = Path(args.traces) if args.traces else Path(tmp)
+        folder.mkdir(parents=True, exist_ok=True)
+        traces = _write_traces(folder)
+        out = Path(args.json) if args.json else Path(tmp) / "compare.json"
+        seconds = _run(traces, out, args.report)
+        report = json.loads(out.read_text())
+    runs = report["runs"]
+    print(f"\n{len(traces)} held-out retype traces (toolz 1.0.0), {runs[0]['completions']} "
+          f"completions a combination, {seconds / 60:.1f} min for the four\n")
+    _table(runs)
+    print()
+    checks = _checks(runs)
+    for text, ok in checks:
+        print(("pass  " if ok else "FAIL  ") + text)
+    return 0 if all(ok for _, ok in checks) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
