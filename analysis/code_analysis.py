@@ -34,7 +34,7 @@ from urllib.parse import unquote, urlparse
 from .analysis_options import AnalysisOptions
 from .cursor_scope import cursor_scope
 from .document_tree import DocumentTree
-from .draft_names import DraftNames, readable_names
+from .draft_names import DraftNames, readable_parts
 from .grammars import Grammars
 from .monitor import MonitorContext, MonitorState
 from .python_scanner import ScanState
@@ -60,7 +60,7 @@ class OpenDocument:
     tree: DocumentTree | None          # None: no grammar for the language
     symbols: FileSymbols | None = None
     symbols_version: int = -1
-    free_names: frozenset | None = None     # what a free read may name (``readable_names``)
+    free_names: tuple | None = None         # what a free read may name (``readable_parts``)
     free_version: int = -1
 
 
@@ -239,12 +239,17 @@ class CodeAnalysis:
                                  readable=lambda: self._readable(doc, symbols))
         return MonitorState(context, scan)
 
-    def _readable(self, doc: OpenDocument, symbols: FileSymbols) -> frozenset | None:
-        """The names a free read in ``doc`` may name (cached per tree version)."""
+    def _readable(self, doc: OpenDocument, symbols: FileSymbols) -> tuple | None:
+        """The names a free read in ``doc`` may name, as (workspace's, document's); cached
+        per tree version, and the workspace's part is the same set while it is unchanged,
+        so its masks are kept from one keystroke to the next."""
         tree = doc.tree
         if doc.free_version != tree.version:
             bound = self.index.extractor().bound_names(tree.root)
-            doc.free_names = readable_names(symbols, bound, self.index, Resolver(self.index))
+            parts = readable_parts(symbols, bound, self.index, Resolver(self.index))
+            if parts is not None and doc.free_names is not None and parts[0] == doc.free_names[0]:
+                parts = (doc.free_names[0], parts[1])        # the same object: masks kept
+            doc.free_names = parts
             doc.free_version = tree.version
         return doc.free_names
 

@@ -116,10 +116,18 @@ class DraftNames:
 
 def readable_names(symbols, bound, index: SymbolIndex, resolver: Resolver
                    ) -> frozenset[str] | None:
-    """Names a free read may name: bound in the document (``bound``: any scope) or at its
-    top level, defined anywhere in the workspace, builtins, keywords and string prefixes;
-    None when a star import makes any name possible."""
-    known = set(bound) | set(symbols.names) | _BUILTINS | _WORDS | index.workspace_names()
+    """Names a free read may name (``readable_parts`` together)."""
+    parts = readable_parts(symbols, bound, index, resolver)
+    return None if parts is None else parts[0] | parts[1]
+
+
+def readable_parts(symbols, bound, index: SymbolIndex, resolver: Resolver
+                   ) -> tuple[frozenset[str], frozenset[str]] | None:
+    """Names a free read may name, in two parts: those of the workspace (defined anywhere
+    in it, builtins, keywords, string prefixes, what star imports bring: the same from one
+    keystroke to the next) and the document's own (bound in it, any scope, or at its top
+    level). None when a star import makes any name possible."""
+    shared = set(_BUILTINS | _WORDS | index.workspace_names())
     for star in symbols.star_imports:
         target = resolver.absolute(symbols, star.module, star.level)
         if resolver.unavailable(target):
@@ -127,8 +135,8 @@ def readable_names(symbols, bound, index: SymbolIndex, resolver: Resolver
         exported = resolver.exported(target)
         if exported is None:
             return None
-        known |= exported
-    return frozenset(known)
+        shared |= exported
+    return frozenset(shared), frozenset(set(bound) | set(symbols.names)) - shared
 
 
 def _draft_lexicon(root, text: str, offset: int, draft: str) -> tuple[int, list[bool]]:

@@ -31,7 +31,7 @@ class MonitorContext:
     index: SymbolIndex
     masks: MaskCache | None = None
     statement_start_self: bool = False
-    readable: Callable[[], frozenset | None] | None = None   # names a free read may name
+    readable: Callable[[], tuple | None] | None = None   # names a free read may name
     _allowed: dict = field(default_factory=dict, repr=False)
     _members: dict = field(default_factory=dict, repr=False)
     _both: dict = field(default_factory=dict, repr=False)
@@ -55,8 +55,8 @@ class MonitorContext:
         return found[2]
 
     @cached_property
-    def free_names(self) -> frozenset | None:
-        """What a free read may name (None: not known, e.g. a star import)."""
+    def free_names(self) -> tuple[frozenset, ...] | None:
+        """What a free read may name, in parts (None: not known, e.g. a star import)."""
         if self.readable is None:
             return None
         try:
@@ -238,7 +238,8 @@ class MonitorState:
         names = self.context.free_names if found is not None else None
         if names is None:
             return None
-        return self.context.masks.read_mask(names, self.bound - names, found.typed,
+        extra = self.bound.difference(*names)
+        return self.context.masks.read_mask(names + (extra,) if extra else names, found.typed,
                                             found.after_keyword, found.keyword_arg, device)
 
     def _target_mask(self, site, device):

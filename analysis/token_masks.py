@@ -95,19 +95,19 @@ class MaskCache:
         return self._cached(("dotted-target", names), device,
                             lambda: self._dotted_recipe(names, targets=True))
 
-    def read_mask(self, names: frozenset, extra: frozenset, typed: str, after_keyword: bool,
+    def read_mask(self, parts: tuple[frozenset, ...], typed: str, after_keyword: bool,
                   keyword_arg: bool, device=None):
-        """The mask where only a bound name may be read (``return |``): ``names`` (the
-        completion's) and ``extra`` (those its path bound) are the names that may come;
-        ``typed`` what is typed of it; ``after_keyword``: a blank comes first
-        (``return|``); ``keyword_arg``: a name that is none of them may be a keyword
-        argument's, followed by ``=``. None when ``typed`` already left the names."""
-        if typed and not self.has_prefix(names, typed) and not self.has_prefix(extra, typed) \
-                and not keyword_arg:
+        """The mask where only a bound name may be read (``return |``): the names in
+        ``parts`` (the workspace's, the document's, those the path bound: each part's
+        tokens are kept, so a large part that does not change costs once); ``typed``: what
+        is typed of the name; ``after_keyword``: a blank comes first (``return|``);
+        ``keyword_arg``: a name in no part may be a keyword argument's, then ``=``
+        follows. None when ``typed`` already left the names."""
+        if typed and not keyword_arg and not any(self.has_prefix(p, typed) for p in parts):
             return None
-        key = ("read", names, extra, typed, after_keyword, keyword_arg)
+        key = ("read", parts, typed, after_keyword, keyword_arg)
         return self._cached(key, device, lambda: self._read_recipe(
-            names, extra, typed, after_keyword, keyword_arg))
+            parts, typed, after_keyword, keyword_arg))
 
     def has_prefix(self, names: frozenset, typed: str) -> bool:
         """Some allowed name starts with ``typed``."""
@@ -161,21 +161,21 @@ class MaskCache:
             bases.add("ends_identifier")
         return MaskRecipe(tuple(sorted(bases)), inner.ids)
 
-    def _read_recipe(self, names, extra, typed, after_keyword, keyword_arg) -> MaskRecipe:
-        base = self._read_ids(names, typed, after_keyword)
-        ids = np.union1d(base, self._read_ids(extra, typed, after_keyword)) if extra else base
+    def _read_recipe(self, parts, typed, after_keyword, keyword_arg) -> MaskRecipe:
+        ids = np.unique(np.concatenate([self._read_ids(p, typed, after_keyword)
+                                        for p in parts]))
         if after_keyword:
             return MaskRecipe(("not_blank_name",), ids)
         bases = set()
         if not typed:
             bases.add("not_name_start")
-        elif typed in names or typed in extra:
+        elif any(typed in p for p in parts):
             bases.add("ends_identifier")
         if keyword_arg:
             bases |= {"name_only", "name_assign_end", "assign_end"}
             if not typed:
                 bases |= {"blank_name_only", "blank_name_assign_end"}
-        return MaskRecipe(tuple(sorted(bases)), ids)
+        return MaskRecipe(tuple(sorted(bases)), ids.astype(np.int32))
 
     def _read_ids(self, names, typed, after_keyword) -> np.ndarray:
         """Tokens that go on to one of ``names`` (cached per names: the completion's set
@@ -186,6 +186,10 @@ class MaskCache:
         if found is not None:
             return found.ids
         v, ids = self.vocab, []
+        if not typed and len(names) * 4 > len(v.name_starts):
+            recipe = MaskRecipe((), self._scan_name_starts(names, after_keyword))
+            self._keep_recipe(key, recipe)
+            return recipe.ids
         rests = self._remaining(names, typed)
         if after_keyword or not typed:
             self._collect(ids, rests, v.lead_exact, v.lead_ends_with, v.lead_prefixes)
@@ -194,6 +198,26 @@ class MaskCache:
         recipe = MaskRecipe((), np.unique(np.asarray(ids, dtype=np.int32)))
         self._keep_recipe(key, recipe)
         return recipe.ids
+
+    def _scan_name_starts(self, names, after_keyword: bool) -> np.ndarray:
+        """``_read_ids`` with nothing typed, for many names: each token that starts a name
+        is looked up among them (a bisection), instead of each name's prefixes among the
+        tokens (many times the work for a large workspace's names)."""
+        ordered = self._sorted.get(names)
+        if ordered is None:
+            ordered = self._sorted[names] = sorted(names)
+        ids = []
+        for tid, head, rest, blanks in self.vocab.name_starts:
+            if after_keyword and not blanks:
+                continue
+            if rest:
+                ok = head in names
+            else:
+                i = bisect.bisect_left(ordered, head)
+                ok = i < len(ordered) and ordered[i].startswith(head)
+            if ok:
+                ids.append(tid)
+        return np.asarray(ids, dtype=np.int32)
 
     def _dotted_recipe(self, names, targets: bool = False) -> MaskRecipe:
         """Every token, less the ``.name`` tokens whose name part fits no member (with

@@ -80,6 +80,8 @@ class TokenVocabulary:
     assign_end: np.ndarray = None                 # bool [size]: blanks, ``=`` (not ``==``)
     name_assign_end: np.ndarray = None            # bool [size]: name chars, then that
     blank_name_assign_end: np.ndarray = None      # bool [size]: blanks, name chars, then that
+    name_starts: list = field(default_factory=list)   # (id, head, has_rest, blanks) of
+                                                      # the tokens that start a name
 
     @staticmethod
     def from_tokenizer(tokenizer, size: int | None = None) -> "TokenVocabulary":
@@ -151,6 +153,7 @@ class TokenVocabulary:
         real = np.array([bool(t) for t in self.texts], dtype=bool)   # not padding
         self.not_name_start = ~self._dense(reads["name_start"]) & real
         self.not_blank_name = ~self._dense(reads["blank_name"]) & real
+        self.name_starts = reads.get("starts", [])
         for key in ("blank_name_only", "assign_end", "name_assign_end",
                     "blank_name_assign_end"):
             setattr(self, key, self._dense(reads[key]))
@@ -164,6 +167,7 @@ class TokenVocabulary:
         if _starts_name(body):
             reads["name_start"].append(tid)
             head = ident_head(body)
+            reads.setdefault("starts", []).append((tid, head, len(head) < len(body), blanks))
             if blanks:
                 reads["blank_name"].append(tid)
             if len(head) == len(body):

@@ -103,7 +103,7 @@ def test_read_mask_allows_only_bound_names():
     vocab = TokenVocabulary.from_texts(TEXTS)
     masks = MaskCache(vocab)
     names = frozenset({"result", "item", "x", "LIMIT", "os", "print", "None", "not", "f"})
-    after_blank = _allowed(masks.read_mask(names, frozenset(), "", False, False), vocab)
+    after_blank = _allowed(masks.read_mask((names,), "", False, False), vocab)
     starts_name = {t for t in TEXTS if t.lstrip(" \t")[:1].isalpha() or t.lstrip(" \t")[:1] == "_"}
     for t in TEXTS:
         body = t.lstrip(" \t")
@@ -114,13 +114,13 @@ def test_read_mask_allows_only_bound_names():
             assert (t in after_blank) == ok, t
         else:
             assert t in after_blank, t                      # digits, brackets, newlines
-    keyword = _allowed(masks.read_mask(names, frozenset(), "", True, False), vocab)
+    keyword = _allowed(masks.read_mask((names,), "", True, False), vocab)
     assert {" result", " res", " x", " 0", " (", "(", "\n", "ult", "missing"} <= keyword
     assert not {" missing", " miss", " ult", " wide", " missing("} & keyword
-    typed = _allowed(masks.read_mask(names, frozenset(), "res", False, False), vocab)
+    typed = _allowed(masks.read_mask((names,), "res", False, False), vocab)
     assert "ult" in typed and "ing" not in typed and "(" not in typed
-    assert masks.read_mask(names, frozenset(), "miss", False, False) is None   # left them
-    bound = _allowed(masks.read_mask(names, frozenset({"missing"}), "", False, False), vocab)
+    assert masks.read_mask((names,), "miss", False, False) is None   # left them
+    bound = _allowed(masks.read_mask((names, frozenset({"missing"})), "", False, False), vocab)
     assert {"missing", " missing", "missing("} <= bound
 
 
@@ -128,9 +128,9 @@ def test_keyword_argument_names_end_with_an_equals_sign():
     vocab = TokenVocabulary.from_texts(TEXTS)
     masks = MaskCache(vocab)
     names = frozenset({"result"})
-    first = _allowed(masks.read_mask(names, frozenset(), "", False, True), vocab)
+    first = _allowed(masks.read_mask((names,), "", False, True), vocab)
     assert {"missing", "wide =", " wide", "res"} <= first and "missing(" not in first
-    typed = _allowed(masks.read_mask(names, frozenset(), "wide", False, True), vocab)
+    typed = _allowed(masks.read_mask((names,), "wide", False, True), vocab)
     assert {"=", " =", "ing"} <= typed and not {"(", ",", "==", " =="} & typed
 
 
@@ -157,9 +157,10 @@ def test_monitor_through_the_analysis(tmp_path: Path, bundled_model_dir: Path):
     a = analysis_for(tmp_path, {"m.py": MODULE.replace("|", "pass")})
     vocab = a.vocabulary(tiny_tokenizer)
     state = open_at(a, tmp_path / "m.py", MODULE, vocab)
-    names = state.context.free_names
-    assert {"total", "result", "item", "LIMIT", "os", "Box", "len", "return"} <= names
-    assert "undefined_thing" not in names
+    shared, own = state.context.free_names
+    assert {"len", "return", "f"} <= shared and {"total", "result", "item", "LIMIT", "os",
+                                                  "Box", "by"} <= shared | own
+    assert "undefined_thing" not in shared | own
 
     def ok(s, text):                    # every token of ``text`` allowed where it comes
         for tid in tiny_tokenizer.encode(text).ids:
