@@ -83,6 +83,17 @@ def _inkling_meta(path: Path) -> dict:
     return json.loads(meta.read_text()) if meta.is_file() else {}
 
 
+def _compact_forward(model, path: Path):
+    """(the compact forward over ``model``'s weights, "") or (None, why not): models
+    outside the Llama family run transformers' forward only."""
+    from .compact_llama import CompactLlama, refusal
+    why = refusal(model)
+    if why is not None:
+        log.info("%s: transformers' forward only (no compact forward: %s)", path, why)
+        return None, why
+    return CompactLlama(model), ""
+
+
 def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
                  progress: Progress | None = None):
     """Load a model folder into a :class:`ModelRuntime`; raises ModelError with the reason."""
@@ -116,6 +127,7 @@ def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
         lay_out_for_cpu(model)
     from .gqa_attention import use_packed_gqa
     use_packed_gqa(model)
+    compact, refused = _compact_forward(model, path)
     tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
     meta = _inkling_meta(path)
     fim = detect_format(tokenizer.get_vocab(with_added_tokens=True), meta.get("fim_family"))
@@ -128,7 +140,8 @@ def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
     report("ready", 1.0)
     runtime = ModelRuntime(path=path, model=model, tokenizer=tokenizer, fim=fim,
                            fim_order=order, stop_ids=frozenset(stop_ids),
-                           context_limit=min(context, 8192), device=dev, dtype=dt)
+                           context_limit=min(context, 8192), device=dev, dtype=dt,
+                           compact=compact, compact_refusal=refused)
     if runtime.encoder.rule == "whole":
         log.info("%s: its pre-tokenizer has no known safe line cuts; prompt windows are "
                  "tokenized whole at every completion", path)

@@ -60,10 +60,13 @@ def common_prefix(a: list[int], b: list[int]) -> int:
 
 class PromptCache:
     def __init__(self, runtime: ModelRuntime, mode: str = "full", stale_threshold: float = 0.5,
-                 prefill_chunk: int = 512):
+                 prefill_chunk: int = 512, forward: str = "auto"):
         if mode not in MODES:
             raise ValueError(f"cache mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.runtime = runtime
+        # compact | reference: the store ``past`` is of that forward's kind (kv_buffers.py
+        # or dynamic_kv.py), and the runtime runs the forward the store belongs to
+        self.forward = runtime.forward_kind(forward)
         self.ids: list[int] = []
         self.stale: list[bool] = []
         self.past = None
@@ -87,10 +90,13 @@ class PromptCache:
         return sum(self.stale)
 
     def nbytes(self) -> int:
+        return 0 if self.past is None else self.past.nbytes()
+
+    def _store(self):
+        """The key/value store, made on first use."""
         if self.past is None:
-            return 0
-        return sum(t.numel() * t.element_size() for layer in self.past.layers
-                   for t in (layer.keys, layer.values) if t is not None)
+            self.past = self.runtime.new_kv(self.forward)
+        return self.past
 
     def reset(self) -> None:
         self.ids, self.stale, self.past = [], [], None
@@ -103,9 +109,7 @@ class PromptCache:
         if n == 0:
             self.past = None
             return
-        for layer in self.past.layers:                       # keys, values: [b, kv_heads, seq, d]
-            layer.keys = layer.keys[..., :n, :]
-            layer.values = layer.values[..., :n, :]
+        self.past.truncate(n)
 
     # ------------------------------------------------------------------ sync
     def sync(self, prompt_ids: list[int], edges: tuple[tuple[int, int], ...] = (),
@@ -220,21 +224,17 @@ class PromptCache:
         """The cache in the new prompt's order: kept runs copied from their old place
         (keys re-rotated in ``pie``), zeros at new positions (masked out until
         ``_run_new`` fills them)."""
-        rotate = self.rotator is not None and self.mode == "pie"
-        for layer in self.past.layers:                       # keys, values: [b, kv_heads, seq, d]
-            keys, values = [], []
-            for seg in segs:
-                if not seg.kept:
-                    hole = layer.keys.new_zeros(*layer.keys.shape[:-2], len(seg),
-                                                layer.keys.shape[-1])
-                    keys.append(hole)
-                    values.append(hole)
-                    continue
-                a, b = seg.old_start, seg.old_start + len(seg)
-                k = layer.keys[..., a:b, :]
-                keys.append(self.rotator.rotate(k, seg.shift) if rotate else k)
-                values.append(layer.values[..., a:b, :])
-            layer.keys, layer.values = torch.cat(keys, dim=-2), torch.cat(values, dim=-2)
+        old = torch.arange(self.past.length)
+        index = torch.cat([old[seg.old_start:seg.old_start + len(seg)] if seg.kept
+                           else old.new_zeros(len(seg)) for seg in segs])        # [n]
+        holes = torch.cat([torch.arange(seg.start, seg.end) for seg in segs if not seg.kept])
+        device = self.runtime.device
+        self.past.gather(index.to(device), holes.to(device))
+        if self.rotator is None or self.mode != "pie":
+            return
+        for seg in segs:
+            if seg.kept and seg.shift:
+                self.past.rotate(seg.start, seg.end, seg.shift, self.rotator.rotate)
 
     def _run_new(self, tokens: list[int], positions: list[int], kept: torch.Tensor
                  ) -> torch.Tensor:
@@ -257,17 +257,13 @@ class PromptCache:
     @torch.inference_mode()
     def _fill_holes(self, holes: torch.Tensor, n: int) -> None:
         """Move the entries appended after the ``n`` gathered ones into ``holes`` [m]."""
-        for layer in self.past.layers:         # [b, kv_heads, n + m, d] -> [b, kv_heads, n, d]
-            layer.keys = layer.keys.index_copy_(-2, holes, layer.keys[..., n:, :])[..., :n, :]
-            layer.values = layer.values.index_copy_(-2, holes,
-                                                    layer.values[..., n:, :])[..., :n, :]
+        self.past.fill_holes(holes, n)
 
     def _splice_in_order(self, prompt_ids: list[int], segs: list[Segment],
                          edges: tuple[tuple[int, int], ...]) -> SyncResult:
         """The splice span by span (for changes too large for one masked forward)."""
-        old_ids, old_stale, old_past = self.ids, self.stale, self.past
-        old_kv = [(layer.keys, layer.values) for layer in old_past.layers]
-        self._start_empty(old_kv)
+        old_ids, old_stale, old_kv = self.ids, self.stale, self.past
+        self.past, self.ids, self.stale = old_kv.empty_like(), [], []
         changed, old_end, reused, prefilled, logits = False, 0, 0, 0, None
         for seg in segs:
             changed = changed or _edit_before(seg, old_end, edges)
@@ -286,22 +282,10 @@ class PromptCache:
             return self._sync_full(prompt_ids, refreshed=False)
         return SyncResult(logits[-1], reused, prefilled, self.stale_count, False, self.mode)
 
-    def _start_empty(self, old_kv) -> None:
-        from transformers import DynamicCache
-        self.past = DynamicCache(config=self.runtime.model.config)
-        for layer, (k, v) in zip(self.past.layers, old_kv):
-            layer.lazy_initialization(k, v)
-            layer.keys, layer.values = k[..., :0, :], v[..., :0, :]
-        self.ids, self.stale = [], []
-
+    @torch.inference_mode()
     def _append_kept(self, old_kv, seg: Segment) -> None:
-        a, b = seg.old_start, seg.old_start + len(seg)
-        for layer, (k, v) in zip(self.past.layers, old_kv):
-            keys = k[..., a:b, :]                                       # [1, kv_heads, n, d]
-            if self.rotator is not None and self.mode == "pie":
-                keys = self.rotator.rotate(keys, seg.shift)
-            layer.keys = torch.cat((layer.keys, keys), dim=-2)
-            layer.values = torch.cat((layer.values, v[..., a:b, :]), dim=-2)
+        rotate = self.rotator.rotate if self.rotator is not None and self.mode == "pie" else None
+        self.past.append_from(old_kv, seg.old_start, seg.old_start + len(seg), seg.shift, rotate)
 
     def _cached_len(self) -> int:
         return 0 if self.past is None else self.past.get_seq_length()
@@ -319,13 +303,9 @@ class PromptCache:
         ``past + depth``. Returns logits [n, vocab] (or of the last ``keep_last`` nodes);
         the cache then holds every node (``keep_new`` keeps the accepted path).
         """
-        past = len(self.ids)
-        depth, seen = [], []
-        for i, p in enumerate(parents):
-            depth.append(0 if p < 0 else depth[p] + 1)
-            seen.append(([] if p < 0 else seen[p]) + [past + i])
-        return self.extend_masked(tokens, [past + d for d in depth], seen, shared=past,
-                                  keep_last=keep_last)
+        from .tree_mask import tree_mask
+        positions, mask = tree_mask(parents, len(self.ids), self.runtime.dtype)  # [n], [n, L]
+        return self._run_masked(tokens, positions[None], mask, keep_last)
 
     def extend_masked(self, tokens: list[int], positions: list[int], visible: list[list[int]],
                       shared: int, keep_last: int = 0) -> torch.Tensor:
@@ -342,29 +322,28 @@ class PromptCache:
         mask[:, shared:] = torch.finfo(dtype).min
         mask[[i for i, cols in enumerate(visible) for _ in cols],             # one indexed write
              [c for cols in visible for c in cols]] = 0
-        if self.past is None:
-            from transformers import DynamicCache
-            self.past = DynamicCache(config=self.runtime.model.config)
+        return self._run_masked(tokens, torch.tensor([positions]), mask, keep_last)
+
+    def _run_masked(self, tokens: list[int], positions: torch.Tensor, mask: torch.Tensor,
+                    keep_last: int) -> torch.Tensor:
+        """tokens at ``positions`` [1, n] under the additive ``mask`` [n, past + n]: logits
+        [n or keep_last, vocab]; the entries are appended to the cache."""
         device = self.runtime.device
-        pos = torch.tensor([positions], device=device)                           # [1, n]
         x = torch.tensor([tokens], dtype=torch.long)                             # [1, n]
-        logits = self.runtime.forward(x, self.past, position_ids=pos,
+        logits = self.runtime.forward(x, self._store(), position_ids=positions.to(device),
                                       attention_mask=mask[None, None].to(device),
                                       keep_last=keep_last)
         self.ids.extend(tokens)
-        self.stale.extend([False] * n)
+        self.stale.extend([False] * len(tokens))
         return logits[0]
 
     def extend_embeds(self, embeds: torch.Tensor) -> torch.Tensor:
         """Run input embeddings [n, hidden] after the cached tokens (superposed decoding):
         returns logits [n, vocab]. Their cache entries hold no token (id -1), so the next
         sync recomputes from them; truncate them away when done."""
-        if self.past is None:
-            from transformers import DynamicCache
-            self.past = DynamicCache(config=self.runtime.model.config)
         start, n = len(self.ids), embeds.shape[0]
         pos = torch.arange(start, start + n, device=self.runtime.device)[None]     # [1, n]
-        logits = self.runtime.forward_embeds(embeds[None], self.past, pos)
+        logits = self.runtime.forward_embeds(embeds[None], self._store(), pos)
         self.ids.extend([-1] * n)
         self.stale.extend([False] * n)
         return logits[0]
@@ -380,14 +359,11 @@ class PromptCache:
             if start + len(keep) < len(self.ids):
                 self.truncate(start + len(keep))
             return
-        index = torch.tensor([start + i for i in keep], device=self.runtime.device)
         end = start + len(keep)
-        for layer in self.past.layers:                       # keys, values: [b, kv_heads, seq, d]
-            layer.keys[..., start:end, :] = layer.keys.index_select(-2, index)
-            layer.values[..., start:end, :] = layer.values.index_select(-2, index)
+        self.past.keep(start, torch.tensor(keep, device=self.runtime.device))
         self.ids[start:end] = [self.ids[start + i] for i in keep]
         self.stale[start:end] = [self.stale[start + i] for i in keep]
-        self.truncate(end)
+        del self.ids[end:], self.stale[end:]
 
     def rerun(self, n: int, last_only: bool = True) -> torch.Tensor:
         """Recompute the last ``n`` cached entries in one plain forward (causal, no tree
@@ -406,14 +382,10 @@ class PromptCache:
         """A new cache (``full``) holding this cache's ``entries`` (indices, in order) one
         after another: one branch's own sequence out of a cache that several branches
         share, for a forward in the shape decoding that sequence alone would run."""
-        from transformers import DynamicCache
-        out = PromptCache(self.runtime, "full", self.stale_threshold, self.prefill_chunk)
+        out = PromptCache(self.runtime, "full", self.stale_threshold, self.prefill_chunk,
+                          self.forward)
         index = torch.tensor(entries, dtype=torch.long, device=self.runtime.device)
-        out.past = DynamicCache(config=self.runtime.model.config)
-        for layer, src in zip(out.past.layers, self.past.layers):   # [b, kv_heads, seq, d]
-            keys, values = src.keys.index_select(-2, index), src.values.index_select(-2, index)
-            layer.lazy_initialization(keys, values)
-            layer.keys, layer.values = keys, values
+        out.past = self.past.select(index)
         out.ids = [self.ids[e] for e in entries]
         out.stale = [self.stale[e] for e in entries]
         return out
@@ -422,9 +394,7 @@ class PromptCache:
     def extend(self, ids: list[int], last_only: bool = False) -> torch.Tensor:
         """Run ``ids`` after the cached tokens: returns logits [len(ids), vocab], or
         [1, vocab] for the last one with ``last_only`` (a prompt's prefill)."""
-        if self.past is None:
-            from transformers import DynamicCache
-            self.past = DynamicCache(config=self.runtime.model.config)
+        self._store()
         outs = []
         for i in range(0, len(ids), self.prefill_chunk):
             chunk = ids[i:i + self.prefill_chunk]

@@ -11,6 +11,8 @@ from tokenizers import Tokenizer
 from .chunked_encoder import ChunkedEncoder
 from .fim import FimFormat
 
+FORWARDS = ("auto", "compact", "reference")
+
 
 @dataclass
 class ForwardStats:
@@ -38,6 +40,10 @@ class ModelRuntime:
     # what is derived from this model and loaded once for every Engine that shares it
     # (its model datastore, by file)
     attached: dict = field(default_factory=dict, repr=False)
+    # the compact forward over the same weights (cache/compact_llama.py), or None with
+    # the reason in ``compact_refusal``: the model then runs transformers' forward only
+    compact: object | None = field(default=None, repr=False)
+    compact_refusal: str = ""
 
     def __post_init__(self) -> None:
         if self.encoder is None:
@@ -75,16 +81,49 @@ class ModelRuntime:
                              "the superposed decoder needs them (use branches)")
         return emb
 
+    def forward_kind(self, forward: str = "auto") -> str:
+        """``compact`` or ``reference``: which forward a cache asking for ``forward``
+        (auto | compact | reference) runs; asking for ``compact`` on a model without one
+        is an error naming the reason."""
+        if forward not in FORWARDS:
+            raise ValueError(f"model.forward must be one of {', '.join(FORWARDS)}, "
+                             f"got {forward!r}")
+        # a model swapped in after loading (benchmarks, tests) has no compact twin
+        usable = self.compact is not None and self.compact.model is self.model
+        if forward == "compact" and not usable:
+            from .errors import ModelError
+            why = self.compact_refusal or "the model was replaced after loading"
+            raise ModelError(f"model {self.path} has no compact forward ({why}); "
+                             "use model.forward auto or reference")
+        return "compact" if usable and forward != "reference" else "reference"
+
+    def new_kv(self, forward: str = "auto"):
+        """An empty key/value store for one document: preallocated buffers for the
+        compact forward, a transformers ``DynamicCache`` for the reference one. The
+        store's type decides which forward ``forward`` runs."""
+        if self.forward_kind(forward) == "compact":
+            return self.compact.new_buffers(self.dtype, self.device)
+        from .dynamic_kv import DynamicKV
+        return DynamicKV(self.model.config)
+
     @torch.inference_mode()
     def forward_embeds(self, embeds: torch.Tensor, past, position_ids: torch.Tensor) -> torch.Tensor:
         """embeds: [1, n, hidden] -> logits [1, n, vocab] (float32); ``past`` is updated."""
         t0 = time.perf_counter()
-        out = self.model(inputs_embeds=embeds.to(self.device, self.dtype), past_key_values=past,
-                         position_ids=position_ids, use_cache=True)
+        embeds = embeds.to(self.device, self.dtype)
+        if self._is_compact(past):
+            logits = self.compact.forward(past, embeds, position_ids)
+        else:
+            logits = self.model(inputs_embeds=embeds, past_key_values=past,
+                                position_ids=position_ids, use_cache=True).logits
         self.stats.forwards += 1
         self.stats.tokens += embeds.shape[1]
         self.stats.seconds += time.perf_counter() - t0
-        return out.logits.float()
+        return logits.float()
+
+    def _is_compact(self, past) -> bool:
+        from .kv_buffers import KVBuffers
+        return isinstance(past, KVBuffers)
 
     @torch.inference_mode()
     def forward(self, input_ids: torch.Tensor, past, position_ids: torch.Tensor | None = None,
@@ -95,10 +134,19 @@ class ModelRuntime:
         [1, keep_last, vocab] for the last ``keep_last`` positions; ``past`` is updated
         in place."""
         t0 = time.perf_counter()
-        out = self.model(input_ids=input_ids.to(self.device), past_key_values=past,
-                         position_ids=position_ids, attention_mask=attention_mask, use_cache=True,
-                         logits_to_keep=1 if last_only else keep_last)
-        logits = out.logits.float()
+        keep = 1 if last_only else keep_last
+        if self._is_compact(past):
+            ids = input_ids.to(self.device)
+            if position_ids is None:
+                position_ids = torch.arange(past.length, past.length + ids.shape[1],
+                                            device=self.device)[None]
+            logits = self.compact.forward(past, self.compact.embed(ids), position_ids,
+                                          attention_mask, keep).float()
+        else:
+            out = self.model(input_ids=input_ids.to(self.device), past_key_values=past,
+                             position_ids=position_ids, attention_mask=attention_mask,
+                             use_cache=True, logits_to_keep=keep)
+            logits = out.logits.float()
         self.stats.forwards += 1
         self.stats.tokens += input_ids.shape[1]
         self.stats.seconds += time.perf_counter() - t0

@@ -232,7 +232,8 @@ class Engine:
         stop = stop_rule_for(prompt.line_prefix, prompt.prefix, prompt.line_suffix, prompt.suffix)
         prompt, healed = self._heal(prompt, runtime, order)
         o = self.options.cache
-        cache = self._caches.get(uri, lambda: PromptCache(runtime, o.mode, o.stale_threshold))
+        cache = self._caches.get(uri, lambda: PromptCache(runtime, o.mode, o.stale_threshold,
+                                                          forward=self.options.model.forward))
         budget = c.max_block_tokens if stop.block else c.max_new_tokens
         drafting, first = (None, []), None
         if c.draft != "none":

@@ -11,6 +11,7 @@ from .errors import NotImplementedYet, OptionError
 
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
+FORWARDS = ("auto", "compact", "reference")
 FIM_ORDERS = ("auto", "psm", "spm")
 DECODERS = ("greedy", "branches", "superposed", "sequential")
 CACHE_MODES = ("full", "pie", "naive")
@@ -28,6 +29,9 @@ class ModelOptions:
     path: str = ""              # empty: the bundled model
     device: str = "auto"        # auto | cpu | cuda | cuda:N
     dtype: str = "auto"         # auto | float32 | float16 | bfloat16
+    # auto: the compact forward (cache/compact_llama.py) for the Llama family, transformers'
+    # own for other models; reference: transformers' always (what compact is tested against)
+    forward: str = "auto"       # auto | compact | reference
 
 
 @dataclass
@@ -79,6 +83,7 @@ class InklingOptions:
     def validate(self) -> None:
         _choice("model.device", self.model.device.split(":")[0], DEVICES)
         _choice("model.dtype", self.model.dtype, DTYPES)
+        _choice("model.forward", self.model.forward, FORWARDS)
         c = self.completion
         _choice("completion.fim_order", c.fim_order, FIM_ORDERS)
         for name, value, low in (("completion.drafts", c.drafts, 1),

@@ -1,0 +1,87 @@
+"""transformers' ``DynamicCache`` with the operations the edit-consistent cache needs.
+
+The reference forward (transformers' own model) appends to a ``DynamicCache``; this
+subclass gives it the same operations as :class:`~.kv_buffers.KVBuffers` (the compact
+forward's store), layer by layer, so ``PromptCache`` reads the same whichever forward
+runs. Keys and values are ``[1, kv_heads, seq, head_dim]`` per layer.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+from transformers import DynamicCache
+
+Rotate = Callable[[torch.Tensor, int], torch.Tensor]
+
+
+class DynamicKV(DynamicCache):
+    def __init__(self, config):
+        super().__init__(config=config)
+        self.model_config = config
+
+    @property
+    def length(self) -> int:
+        return self.get_seq_length()
+
+    def nbytes(self) -> int:
+        return sum(t.numel() * t.element_size() for layer in self.layers
+                   for t in (layer.keys, layer.values) if t is not None)
+
+    def empty_like(self) -> "DynamicKV":
+        out = DynamicKV(self.model_config)
+        for layer, src in zip(out.layers, self.layers):
+            layer.lazy_initialization(src.keys, src.values)
+            layer.keys, layer.values = src.keys[..., :0, :], src.values[..., :0, :]
+        return out
+
+    def reserve(self, extra: int) -> None:
+        """Nothing to do: transformers concatenates on every forward."""
+
+    def truncate(self, n: int) -> None:
+        if n >= self.length:
+            return
+        for layer in self.layers:                          # [1, kv_heads, seq, d]
+            layer.keys = layer.keys[..., :n, :]
+            layer.values = layer.values[..., :n, :]
+
+    def gather(self, index: torch.Tensor, holes: torch.Tensor) -> None:
+        for layer in self.layers:
+            layer.keys = layer.keys.index_select(-2, index).index_fill_(-2, holes, 0)
+            layer.values = layer.values.index_select(-2, index).index_fill_(-2, holes, 0)
+
+    def rotate(self, start: int, end: int, delta: int, rotate: Rotate) -> None:
+        for layer in self.layers:
+            keys = layer.keys[..., start:end, :]
+            keys.copy_(rotate(keys, delta))
+
+    def fill_holes(self, holes: torch.Tensor, n: int) -> None:
+        for layer in self.layers:          # [b, kv_heads, n + m, d] -> [b, kv_heads, n, d]
+            layer.keys = layer.keys.index_copy_(-2, holes, layer.keys[..., n:, :])[..., :n, :]
+            layer.values = layer.values.index_copy_(-2, holes,
+                                                    layer.values[..., n:, :])[..., :n, :]
+
+    def keep(self, start: int, offsets: torch.Tensor) -> None:
+        end = start + len(offsets)
+        index = offsets + start
+        for layer in self.layers:
+            layer.keys[..., start:end, :] = layer.keys.index_select(-2, index)
+            layer.values[..., start:end, :] = layer.values.index_select(-2, index)
+        self.truncate(end)
+
+    def select(self, entries: torch.Tensor) -> "DynamicKV":
+        out = DynamicKV(self.model_config)
+        for layer, src in zip(out.layers, self.layers):
+            keys, values = src.keys.index_select(-2, entries), src.values.index_select(-2, entries)
+            layer.lazy_initialization(keys, values)
+            layer.keys, layer.values = keys, values
+        return out
+
+    def append_from(self, other: "DynamicKV", start: int, end: int, delta: int,
+                    rotate: Rotate | None) -> None:
+        for layer, src in zip(self.layers, other.layers):
+            keys = src.keys[..., start:end, :]
+            if rotate is not None and delta:
+                keys = rotate(keys, delta)
+            layer.keys = torch.cat((layer.keys, keys), dim=-2)
+            layer.values = torch.cat((layer.values, src.values[..., start:end, :]), dim=-2)
