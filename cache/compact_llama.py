@@ -21,11 +21,15 @@ reference forward: :func:`refusal` says why.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import torch
 from torch.nn import functional as F
 
+from .cpu_layout import InputMajorLinear
 from .kv_buffers import KVBuffers
+
+Projection = Callable[[torch.Tensor], torch.Tensor]
 
 FAMILIES = ("llama", "mistral", "qwen2")
 
@@ -55,16 +59,36 @@ def refusal(model: torch.nn.Module) -> str | None:
 
 @dataclass(frozen=True)
 class _Layer:
-    """One decoder layer's modules (their weights are the model's)."""
+    """One decoder layer: its norms and its linear layers as functions [n, in] -> [n, out]
+    (the weights are the model's)."""
     in_norm: torch.nn.Module
-    q: torch.nn.Module
-    k: torch.nn.Module
-    v: torch.nn.Module
-    o: torch.nn.Module
+    q: Projection
+    k: Projection
+    v: Projection
+    o: Projection
     post_norm: torch.nn.Module
-    gate: torch.nn.Module
-    up: torch.nn.Module
-    down: torch.nn.Module
+    gate: Projection
+    up: Projection
+    down: Projection
+
+    @classmethod
+    def of(cls, block: torch.nn.Module) -> "_Layer":
+        a, m = block.self_attn, block.mlp
+        return cls(block.input_layernorm, *map(_projection, (a.q_proj, a.k_proj, a.v_proj,
+                                                             a.o_proj)),
+                   block.post_attention_layernorm,
+                   *map(_projection, (m.gate_proj, m.up_proj, m.down_proj)))
+
+
+def _projection(linear: torch.nn.Module) -> Projection:
+    """``linear``'s forward on 2D rows, as one ``mm`` (and a bias add) where the CPU layout
+    holds the weight [in, out]: what ``x @ weight_t`` runs, without its reshapes."""
+    if not isinstance(linear, InputMajorLinear):
+        return linear.forward
+    weight_t, bias = linear.weight_t, linear.bias
+    if bias is None:
+        return lambda x: torch.mm(x, weight_t)
+    return lambda x: torch.mm(x, weight_t) + bias
 
 
 class CompactLlama:
@@ -85,11 +109,8 @@ class CompactLlama:
         self.embed = body.embed_tokens
         self.rotary = body.rotary_emb
         self.norm = body.norm
-        self.head = model.lm_head
-        self.layers = [_Layer(b.input_layernorm, b.self_attn.q_proj, b.self_attn.k_proj,
-                              b.self_attn.v_proj, b.self_attn.o_proj,
-                              b.post_attention_layernorm, b.mlp.gate_proj, b.mlp.up_proj,
-                              b.mlp.down_proj) for b in body.layers]
+        self.head = _projection(model.lm_head)
+        self.layers = [_Layer.of(block) for block in body.layers]
 
     def new_buffers(self, dtype: torch.dtype, device: torch.device) -> KVBuffers:
         return KVBuffers.for_config(self.config, dtype, device)
@@ -103,17 +124,18 @@ class CompactLlama:
         (the model's dtype); the new entries are appended to ``kv``."""
         n, past = embeds.shape[1], kv.length
         kv.reserve(n)
-        cos, sin = self.rotary(embeds, position_ids=positions)           # [1, n, d]
-        rope = (cos.unsqueeze(1), sin.unsqueeze(1))                       # [1, 1, n, d]
+        rope = _rope(*self.rotary(embeds, position_ids=positions))       # [1, 1, n, d] each
         attend = self._attention_mask(mask, n, past, embeds.device)
-        x = embeds
+        stores = (kv.keys.unbind(0), kv.values.unbind(0))                # [1, kv, cap, d] each
+        x = embeds[0]                                                     # [n, hidden]
         for i, layer in enumerate(self.layers):
-            x = x + self._attention(i, layer, _rms(layer.in_norm, x), rope, attend, kv, past)
+            store = (stores[0][i], stores[1][i])
+            x = x + self._attention(layer, _rms(layer.in_norm, x), rope, attend, store, past)
             h = _rms(layer.post_norm, x)
-            x = x + layer.down.forward(F.silu(layer.gate.forward(h)) * layer.up.forward(h))
+            x = x + layer.down(F.silu(layer.gate(h)) * layer.up(h))
         kv.length = past + n
-        x = _rms(self.norm, x if keep == 0 else x[:, -keep:, :])
-        return self.head.forward(x)                                       # [1, keep, vocab]
+        x = _rms(self.norm, x if keep == 0 else x[-keep:])
+        return self.head(x)[None]                                         # [1, keep, vocab]
 
     def _attention_mask(self, mask: torch.Tensor | None, n: int, past: int,
                         device: torch.device) -> torch.Tensor | None:
@@ -130,21 +152,22 @@ class CompactLlama:
             return mask
         return torch.cat([mask] * self.groups, dim=2)                     # [1, 1, g * n, L]
 
-    def _attention(self, i: int, layer: _Layer, x: torch.Tensor, rope, attend, kv: KVBuffers,
+    def _attention(self, layer: _Layer, x: torch.Tensor, rope, attend, store,
                    past: int) -> torch.Tensor:
-        """x [1, n, hidden] -> the attention block's output [1, n, hidden]; writes the
-        layer's new keys and values at ``past``."""
-        b, n, _ = x.shape
-        cos, sin = rope
-        q = layer.q.forward(x).view(b, n, -1, self.head_dim).transpose(1, 2)    # [1, H, n, d]
-        k = layer.k.forward(x).view(b, n, -1, self.head_dim).transpose(1, 2)    # [1, kv, n, d]
-        v = layer.v.forward(x).view(b, n, -1, self.head_dim).transpose(1, 2)
-        q = q * cos + _rotate_half(q) * sin
-        k = k * cos + _rotate_half(k) * sin
+        """x [n, hidden] -> the attention block's output [n, hidden]; writes the layer's
+        new keys and values into ``store`` (its [1, kv, cap, d] buffers) at ``past``."""
+        b, n = 1, x.shape[0]
+        cos, sin = rope                                                    # [1, 1, n, d]
+        q = layer.q(x).view(b, n, -1, self.head_dim).transpose(1, 2)      # [1, H, n, d]
+        k = layer.k(x).view(b, n, -1, self.head_dim).transpose(1, 2)      # [1, kv, n, d]
+        v = layer.v(x).view(b, n, -1, self.head_dim).transpose(1, 2)
+        half = self.head_dim // 2
+        q = q * cos + q.roll(half, -1) * sin
+        k = k * cos + k.roll(half, -1) * sin
         end = past + n
-        kv.keys[i, :, :, past:end] = k
-        kv.values[i, :, :, past:end] = v
-        keys, values = kv.keys[i, :, :, :end], kv.values[i, :, :, :end]         # [1, kv, L, d]
+        store[0][:, :, past:end].copy_(k)
+        store[1][:, :, past:end].copy_(v)
+        keys, values = store[0][:, :, :end], store[1][:, :, :end]         # [1, kv, L, d]
         if attend is None:
             out = F.scaled_dot_product_attention(q, keys, values, is_causal=n > 1,
                                                  scale=self.scaling,
@@ -154,7 +177,7 @@ class CompactLlama:
             out = F.scaled_dot_product_attention(packed, keys, values, attn_mask=attend,
                                                  scale=self.scaling)  # [1, kv, g * n, d]
         out = out.reshape(b, self.heads, n, self.head_dim).transpose(1, 2).contiguous()
-        return layer.o.forward(out.reshape(b, n, -1))
+        return layer.o(out.view(n, -1))
 
 
 def _rms(norm: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -165,6 +188,9 @@ def _rms(norm: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
     return norm.weight * (h if dtype == torch.float32 else h.to(dtype))
 
 
-def _rotate_half(x: torch.Tensor) -> torch.Tensor:
-    half = x.shape[-1] // 2
-    return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
+def _rope(cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin [1, n, d] -> [1, 1, n, d] each, sin with its first half negated:
+    ``x * cos + x.roll(d / 2) * sin'`` is ``x * cos + rotate_half(x) * sin`` to the bit
+    ((-a) * b == a * (-b)), in one op instead of four."""
+    half = sin.shape[-1] // 2
+    return cos.unsqueeze(1), torch.cat((-sin[..., :half], sin[..., half:]), -1).unsqueeze(1)
