@@ -50,6 +50,8 @@ class Completion:
     asked: int = 1                  # drafts asked for (k)
     dropped: tuple = ()             # draft_ranking.Dropped: decoded drafts not worth showing
     shortfall: str = ""             # why fewer than ``asked`` drafts are shown ("" if none)
+    context_tokens: int = 0         # tokens of the repository-context block in the prompt
+    context_text: str = ""          # that block as the model read it
 
 
 @dataclass
@@ -98,6 +100,8 @@ class Engine:
         self._warned: set = set()                  # problems logged once
         # work a completion leaves for after its answer (learning from its output)
         self._after: list[Callable[[], None]] = []
+        from .repo_context import RepoContext
+        self.repo_context = RepoContext()          # recent files, the last context blocks
 
     # ----------------------------------------------------------- configuration
     def configure(self, changes: dict) -> InklingOptions:
@@ -158,14 +162,29 @@ class Engine:
     def open(self, uri: str, text: str, version: int = 0, language_id: str = "python") -> None:
         self._documents[uri] = Document(uri, text, version, language_id)
         self._extents[uri] = EditExtent(0, 0)      # a new text: nothing in a cache is current
-        if self._analysis is not None or self.options.completion.monitor == "on":
+        c = self.options.completion
+        if self._analysis is not None or c.monitor == "on" or c.context in ("imports", "both"):
             self.analysis.open(uri, text, language_id)
+        self._touched(uri)
 
     def apply_change(self, uri: str, changes: list[TextChange], version: int | None = None) -> None:
         doc = self.document(uri)
         doc.apply(changes, version, self._extents.setdefault(uri, EditExtent()))
         if self._analysis is not None:             # tree.edit and an incremental reparse
             self._analysis.change(uri, doc.text)
+        self._touched(uri)
+
+    def _touched(self, uri: str) -> None:
+        """``uri`` was opened or edited: a recent file for the context block."""
+        from .repo_context import relative, uri_path
+        path = uri_path(uri)
+        doc = self._documents[uri]
+        self.repo_context.recent.touch(uri, relative(path, self._roots()) if path else uri,
+                                       lambda: doc.text)
+
+    def _roots(self) -> list[Path]:
+        from .repo_context import uri_path
+        return [p.resolve() for p in (uri_path(u) for u in self._folders) if p is not None]
 
     def close(self, uri: str) -> None:
         self.document(uri)
@@ -173,6 +192,7 @@ class Engine:
         self._doc_indexes.pop(uri, None)
         self._extents.pop(uri, None)
         self._suggestions.pop(uri, None)
+        self.repo_context.forget(uri)
         if self._analysis is not None:
             self._analysis.close(uri)
 
@@ -225,10 +245,11 @@ class Engine:
         model_s0 = runtime.stats.seconds
         text = doc.text
         order = c.fim_order if c.fim_order != "auto" else runtime.fim_order
+        block = self._context_block(uri, text, offset, runtime)
         pre_budget, suf_budget = budgets(runtime, c.prefix_tokens, c.suffix_tokens,
-                                         c.max_block_tokens)
+                                         c.max_block_tokens, -(-len(block) // 32) * 32)
         prompt = build_prompt(runtime, text[:offset], text[offset:], pre_budget, suf_budget, order,
-                              c.window_step)
+                              c.window_step, block.ids)
         stop = stop_rule_for(prompt.line_prefix, prompt.prefix, prompt.line_suffix, prompt.suffix)
         prompt, healed = self._heal(prompt, runtime, order)
         o = self.options.cache
@@ -291,7 +312,29 @@ class Engine:
                           draft_ms=tuple(getattr(drafting[0], "times", ())), asked=k,
                           dropped=tuple(dropped),
                           shortfall=shortfall(k, len(outs), len(drafts), dropped,
-                                              "greedy" if k == 1 else c.decoder))
+                                              "greedy" if k == 1 else c.decoder),
+                          context_tokens=len(block), context_text=block.text)
+
+    def _context_block(self, uri: str, text: str, offset: int, runtime):
+        """The repository-context block at the cursor (``completion.context``), within its
+        share of the prompt window; empty when off."""
+        from .context_block import EMPTY
+        from .prompt import prompt_room
+        c = self.options.completion
+        if c.context == "off":
+            return EMPTY
+        budget = int(prompt_room(runtime, c.max_block_tokens) * c.context_share)
+        analysis = self.analysis if c.context in ("imports", "both") else None
+        return self.repo_context.block(c.context, uri, text, offset, runtime, budget,
+                                       self._roots(), analysis, self._open_text)
+
+    def _open_text(self, path: Path) -> str | None:
+        """The text of the open document at ``path``, or None."""
+        from .repo_context import uri_path
+        for uri, doc in self._documents.items():
+            if uri_path(uri) == path:
+                return doc.text
+        return None
 
     def _monitor(self, uri: str, offset: int, doc: Document, runtime):
         """(monitor state, syntax guard) at the cursor when the monitor is on, else Nones.
@@ -305,19 +348,12 @@ class Engine:
     def _heal(self, prompt, runtime, order: str):
         """(prompt without its last token before the cursor, that token's text) when token
         healing is on; else (prompt, "")."""
-        import dataclasses
         if not self.options.completion.token_healing or len(prompt.prefix_ids) < 2:
             return prompt, ""
         healed = runtime.decode(prompt.prefix_ids[-1:])
         if not healed or "\ufffd" in healed:
             return prompt, ""
-        prefix_ids = prompt.prefix_ids[:-1]
-        if runtime.fim is None:
-            ids = prefix_ids
-        else:
-            from .prompt import _TokenIds
-            ids = runtime.fim.build(order, prefix_ids, prompt.suffix_ids, _TokenIds(runtime))
-        return dataclasses.replace(prompt, ids=ids, prefix_ids=prefix_ids), healed
+        return prompt.with_fim(runtime, order, prompt.prefix_ids[:-1]), healed
 
     def _texts(self, runtime):
         if getattr(self, "_token_texts", None) is None or self._token_texts[0] is not runtime:
@@ -458,6 +494,20 @@ class Engine:
         """A file on disk changed (the replay's `file` events; watchdog does it in the server)."""
         if self.workspace is not None:
             self.workspace.update_file(path)
+        if self._analysis is not None:             # indexed now, not when watchdog sees it
+            self._analysis.index_file(path)
+        if self.options.completion.context in ("similar", "both"):
+            self._recent_file(Path(path))
+
+    def _recent_file(self, path: Path) -> None:
+        """A file changed on disk: a recent file for the context block (its text as read)."""
+        from .repo_context import relative
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return
+        self.repo_context.recent.touch(path.resolve().as_uri(),
+                                       relative(path.resolve(), self._roots()), lambda: text)
 
     def _drafter(self, mode: str, uri: str, doc: Document, offset: int, prompt, block: bool):
         """(drafter, context) for speculative decoding in ``mode`` at ``offset``."""

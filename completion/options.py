@@ -17,6 +17,7 @@ DECODERS = ("greedy", "branches", "superposed", "sequential")
 CACHE_MODES = ("full", "pie", "naive")
 DRAFT_MODES = ("none", "prompt-lookup", "suffix")
 MONITOR_MODES = ("off", "on")
+CONTEXT_MODES = ("off", "imports", "similar", "both")
 
 # What this build implements; anything else in the choices above is refused clearly.
 IMPLEMENTED = {"decoder": ("greedy", "branches", "superposed", "sequential"), "cache": ("full", "pie", "naive"),
@@ -56,6 +57,11 @@ class CompletionOptions:
     datastore: str = "corpus"   # none | corpus | a folder: fixed code the suffix drafter also searches
     model_datastore: str = "auto"  # auto | none | a file: the model's own continuations, also searched
     monitor: str = "on"         # off | on
+    # repository context before the prompt (issue 26): what the file imports from the
+    # workspace and/or chunks of recent files like the cursor's text, within a share of the
+    # window; off by default: the bundled model does no better with it (benchmarks/README.md)
+    context: str = "off"        # off | imports | similar | both
+    context_share: float = 0.3  # share of the prompt window the context block may take
 
 
 @dataclass
@@ -98,6 +104,10 @@ class InklingOptions:
         validate_spec(c.datastore)
         from .model_datastore import validate_spec as validate_model_spec
         validate_model_spec(c.model_datastore)
+        _choice("completion.context", c.context, CONTEXT_MODES)
+        if not 0.05 <= c.context_share <= 0.75:
+            raise OptionError(f"completion.context_share must be between 0.05 and 0.75, "
+                              f"got {c.context_share}")
         if not 0.0 <= c.window_step <= 0.5:
             raise OptionError(f"completion.window_step must be between 0 and 0.5, got {c.window_step}")
         if not 0.0 <= self.cache.stale_threshold <= 1.0:

@@ -8,6 +8,9 @@ from the document's end) are multiples of the grid, so the windows move in jumps
 grid's lines rather than on every new line: between jumps, typing at the cursor leaves
 the rest of the prompt as it was. Text is normalised to ``\\n`` line ends; the Engine
 converts suggestions back to the document's.
+
+A repository-context block (``context_block``), when there is one, goes before the
+fill-in-the-middle prompt: ``ids`` starts with its ``context`` tokens.
 """
 from __future__ import annotations
 
@@ -28,6 +31,7 @@ class Prompt:
     suffix_ids: list[int]
     first_line: int = 0       # the document line where the prefix window starts
     lines_below: int = 0      # document lines after the suffix window's end
+    context: int = 0          # ids of the repository-context block at the start of ``ids``
 
     def edge_zones(self, runtime: ModelRuntime, order: str
                    ) -> tuple[tuple[int, int], tuple[int, int] | None]:
@@ -36,12 +40,23 @@ class Prompt:
         window to the next although the text is the same."""
         first = self.prefix[:self.prefix.find("\n") + 1] if "\n" in self.prefix else self.prefix
         front_len = len(runtime.encode(first)) + 1
+        at = self.context
         if runtime.fim is None:
-            return (0, front_len), None
+            return (at, at + front_len), None
         front, end = runtime.fim.edges(order, len(self.prefix_ids), len(self.suffix_ids))
         body = self.suffix[:-1] if self.suffix.endswith("\n") else self.suffix
         last = self.suffix[body.rfind("\n") + 1:]
-        return (front, front + front_len), (end - len(runtime.encode(last)) - 1, end)
+        return (at + front, at + front + front_len), (at + end - len(runtime.encode(last)) - 1,
+                                                      at + end)
+
+    def with_fim(self, runtime: ModelRuntime, order: str, prefix_ids: list[int]) -> "Prompt":
+        """This prompt with ``prefix_ids`` before the cursor (token healing takes its last
+        token out), the context block kept in front."""
+        import dataclasses
+        ids = prefix_ids if runtime.fim is None else \
+            runtime.fim.build(order, prefix_ids, self.suffix_ids, _TokenIds(runtime))
+        return dataclasses.replace(self, ids=self.ids[:self.context] + ids,
+                                   prefix_ids=prefix_ids)
 
     @property
     def line_prefix(self) -> str:
@@ -135,10 +150,16 @@ def _snap_back(text: str, window: str, grid: int, lines_after: int) -> str:
     return text[:end]
 
 
+def prompt_room(runtime: ModelRuntime, max_new_tokens: int) -> int:
+    """The prompt's tokens at most: what the context leaves after the new tokens."""
+    return max(64, runtime.context_limit - max_new_tokens - 4)
+
+
 def budgets(runtime: ModelRuntime, prefix_tokens: int, suffix_tokens: int,
-            max_new_tokens: int) -> tuple[int, int]:
-    """Prompt budgets; zeros mean three quarters / one quarter of what the context leaves."""
-    room = max(64, runtime.context_limit - max_new_tokens - 4)
+            max_new_tokens: int, reserved: int = 0) -> tuple[int, int]:
+    """Prompt budgets; zeros mean three quarters / one quarter of what the context leaves
+    (after ``reserved`` tokens of a context block)."""
+    room = max(64, runtime.context_limit - max_new_tokens - 4 - reserved)
     if not prefix_tokens and not suffix_tokens:
         return room * 3 // 4, room // 4
     prefix_tokens = prefix_tokens or max(16, room - suffix_tokens)
@@ -153,9 +174,11 @@ def grid_lines(budget: int, step: float) -> int:
 
 
 def build_prompt(runtime: ModelRuntime, before: str, after: str, prefix_budget: int,
-                 suffix_budget: int, order: str, step: float = 0.0) -> Prompt:
+                 suffix_budget: int, order: str, step: float = 0.0,
+                 context_ids: tuple[int, ...] = ()) -> Prompt:
     """``before`` / ``after``: the document's text on each side of the cursor; ``step``:
-    the windows move in steps of about this share of their budget (0: line by line)."""
+    the windows move in steps of about this share of their budget (0: line by line);
+    ``context_ids``: a repository-context block, put first."""
     grid = grid_lines(prefix_budget, step)
     cut = max(0, len(before) - prefix_budget * 24)
     head = normalise_eol(before[cut:])
@@ -166,8 +189,10 @@ def build_prompt(runtime: ModelRuntime, before: str, after: str, prefix_budget: 
         if snapped != prefix:
             prefix, prefix_ids = snapped, runtime.encode(snapped)
     first_line = lines_cut + head.count("\n", 0, len(head) - len(prefix))
+    block = list(context_ids)
     if runtime.fim is None:
-        return Prompt(prefix_ids, prefix, "", prefix_ids, [], first_line)
+        return Prompt(block + prefix_ids, prefix, "", prefix_ids, [], first_line,
+                      context=len(block))
     keep = suffix_budget * 24
     grid = grid_lines(suffix_budget, step)
     tail = normalise_eol(after[:keep])
@@ -178,8 +203,9 @@ def build_prompt(runtime: ModelRuntime, before: str, after: str, prefix_budget: 
         if snapped != suffix:
             suffix, suffix_ids = snapped, runtime.encode(snapped)
     lines_below = lines_kept_out + tail.count("\n", len(suffix))
-    ids = runtime.fim.build(order, prefix_ids, suffix_ids, _TokenIds(runtime))
-    return Prompt(ids, prefix, suffix, prefix_ids, suffix_ids, first_line, lines_below)
+    ids = block + runtime.fim.build(order, prefix_ids, suffix_ids, _TokenIds(runtime))
+    return Prompt(ids, prefix, suffix, prefix_ids, suffix_ids, first_line, lines_below,
+                  len(block))
 
 
 class _TokenIds(dict):

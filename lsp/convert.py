@@ -63,6 +63,7 @@ def completion_metrics(result: Completion) -> dict:
             "prefillTokens": result.prefill_tokens, "reusedTokens": result.reused_tokens,
             "staleTokens": result.stale_tokens, "refreshed": result.refreshed,
             "draftMs": list(result.draft_ms), "drafts": [d.text for d in result.drafts],
+            "contextTokens": result.context_tokens, "contextText": result.context_text,
             # several drafts asked for: the ones not worth showing and why fewer came back
             "asked": result.asked, "shortfall": result.shortfall,
             "dropped": [{"rank": d.rank, "text": d.text, "reason": d.reason, "like": d.like}

@@ -152,7 +152,9 @@ class LspEngine:
                           model_ms=m.modelMs, forwards=m.forwards, tokens=m.tokens,
                           prefill_tokens=m.prefillTokens, reused_tokens=m.reusedTokens,
                           stale_tokens=m.staleTokens, refreshed=m.refreshed,
-                          draft_ms=tuple(m.draftMs))
+                          draft_ms=tuple(m.draftMs),
+                          context_tokens=getattr(m, "contextTokens", 0),
+                          context_text=getattr(m, "contextText", ""))
 
     def index_workspace(self, progress=None):
         return None                                       # the server indexes at start

@@ -89,7 +89,8 @@ class _Session:
         self.result.completions.append(CompletionRecord(
             e.line, e.path, e.expected, drafts, out.latency_ms, out.first_token_ms, out.model_ms,
             out.forwards, out.tokens, out.prefill_tokens, out.reused_tokens, valid,
-            out.stale_tokens, out.refreshed, undefined, matched, out.draft_ms))
+            out.stale_tokens, out.refreshed, undefined, matched, out.draft_ms,
+            out.context_tokens, out.context_text))
         self.engine.settle()             # after the answer, as the server does
 
     def _names(self, uri: str, text: str, offset: int, expected: str, draft: str

@@ -70,6 +70,12 @@ def _add_trace(sub) -> None:
     r.add_argument("--no-mid-line", dest="mid_line", action="store_false",
                    help="ask for completions only at line starts, not also just after "
                    "triggers such as `obj.` and `import ` inside a line")
+    r.add_argument("--workspace", action="extend", nargs="+", default=[], metavar="FILE",
+                   help="more files of the workspace, not retyped (a `file` event in every "
+                   "trace), e.g. the rest of a package")
+    r.add_argument("--root", metavar="DIR", help="paths in the traces are relative to DIR "
+                   "(default: the deepest folder holding every file), e.g. the folder above a "
+                   "package, so that its absolute imports resolve")
     r.set_defaults(func=_cmd_trace_retype)
     g = kinds.add_parser("git", help="a git history, commit by commit, hunk by hunk",
                          description="One trace per commit after REV (first parents): each "
@@ -265,27 +271,36 @@ def _read_python(arg: str) -> str:
         raise RetypeError(f"{arg}: not UTF-8 text (byte {exc.start})") from None
 
 
-def _retype_inputs(files: list[str]) -> dict[str, str]:
-    """Workspace-relative path -> text; the root is the deepest folder holding every FILE."""
+def _retype_inputs(files: list[str], root: str | None = None
+                   ) -> tuple[dict[str, str], list[str]]:
+    """(workspace-relative path -> text, each FILE's path); the root is ``root`` or the
+    deepest folder holding every FILE."""
     import os
     from pathlib import Path
+
+    from .retype_trace import RetypeError
     resolved = [Path(f).resolve() for f in files]
     texts = [_read_python(f) for f in files]
-    root = Path(os.path.commonpath([r.parent for r in resolved]))
-    rel = [r.relative_to(root).as_posix() for r in resolved]
-    return dict(zip(rel, texts))
+    top = Path(root).resolve() if root else Path(os.path.commonpath([r.parent for r in resolved]))
+    outside = [f for f, r in zip(files, resolved) if top not in r.parents]
+    if outside:
+        raise RetypeError(f"{outside[0]}: not inside --root {root}")
+    rel = [r.relative_to(top).as_posix() for r in resolved]
+    return dict(zip(rel, texts)), rel
 
 
 def _cmd_trace_retype(args) -> int:
     from pathlib import Path
 
     from .retype_trace import RetypeError, RetypeOptions, retype_trace
-    workspace = _retype_inputs(args.files)
+    workspace, paths = _retype_inputs(args.files + args.workspace, args.root)
+    retyped = list(dict.fromkeys(paths[:len(args.files)]))
     out = Path(args.out)
     options = RetypeOptions(seed=args.seed, max_functions=max(0, args.max_functions),
                             mid_line=args.mid_line)
     written = 0
-    for path, text in workspace.items():
+    for path in retyped:
+        text = workspace[path]
         try:
             builder = retype_trace(path, text, workspace, options)
         except RetypeError as exc:

@@ -26,6 +26,8 @@ class CompletionRecord:
                                                # right (None: not measured, e.g. no grammar)
     identifier_match: bool | None = None       # None: no identifier after a trigger expected
     draft_ms: tuple[float, ...] = ()           # each retrieval drafting step, in ms
+    context_tokens: int = 0                    # tokens of the repository-context block
+    context_text: str = ""                     # that block as the model read it
 
     @property
     def undefined_names(self) -> bool | None:
@@ -108,6 +110,9 @@ def _cost(recs: list[CompletionRecord], edit_ms: list[float]) -> dict:
         if forwards else None,
         "prefill_tokens": _sum_and_mean([r.prefill_tokens for r in recs]),
         "reused_tokens": _sum_and_mean([r.reused_tokens for r in recs]),
+        "context_tokens": {**_sum_and_mean([r.context_tokens for r in recs]),
+                           "with_block": _round(m.fraction([r.context_tokens > 0
+                                                            for r in recs]))},
         "stale_tokens": {"mean": _round(m.mean([r.stale_tokens for r in recs])),
                          "max": max((r.stale_tokens for r in recs), default=None)},
         "refreshes": sum(r.refreshed for r in recs),
@@ -121,6 +126,11 @@ def summarise(results: list[TraceResult]) -> dict:
     return {
         **_quality(recs),
         **_cost(recs, edit_ms),
+        # while typing: every completion but each trace's first (whose cache is cold)
+        "prefill_tokens_typing": _round(m.mean([r.prefill_tokens for t in results
+                                                for r in t.completions[1:]])),
+        "first_token_ms_typing": m.distribution([r.first_token_ms for t in results
+                                                 for r in t.completions[1:]]),
         "sync_ok": all(t.sync_ok for t in results),
         "checks": sum(t.checks for t in results),
         "checks_failed": sum(1 for t in results for f in t.failures if f.kind == "check"),

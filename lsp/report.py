@@ -23,7 +23,9 @@ pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; }
 
 _METRICS = ("exact_line", "exact_line_any", "edit_similarity", "accepted_chars",
             "latency_ms", "first_token_ms", "edit_latency_ms", "forwards",
-            "tokens_per_forward", "prefill_tokens", "reused_tokens", "syntax_valid",
+            "tokens_per_forward", "prefill_tokens", "prefill_tokens_typing", "first_token_ms_typing",
+            "reused_tokens", "context_tokens",
+            "syntax_valid",
             "undefined_names", "identifier_match", "identifier_triggers", "sync_ok", "checks",
             "checks_failed", "model_ms", "total_ms", "completions", "edits")
 
@@ -205,6 +207,23 @@ def _comparison(report: dict, all_results) -> str:
             f'<img alt="per trace" src="{_comparison_per_trace_plot(runs)}">')
 
 
+def _context_sample(all_results: list[list[TraceResult]]) -> str:
+    """The repository-context block of one completion (the largest of the first run that
+    has any), with where it was asked and what came back."""
+    for results in all_results:
+        recs = [(t, r) for t in results for r in t.completions if r.context_tokens]
+        if not recs:
+            continue
+        t, r = max(recs, key=lambda tr: tr[1].context_tokens)
+        return ("<h2>Context block (a sample completion)</h2>"
+                f"<p>{html.escape(t.name or t.source)}, trace line {r.line}, {html.escape(r.path)}:"
+                f" {r.context_tokens} context tokens before the fill-in-the-middle prompt. "
+                f"Expected <code>{html.escape(m.first_line(r.expected))}</code>, first draft "
+                f"<code>{html.escape(m.first_line(r.first))}</code>.</p>"
+                f"<pre>{html.escape(r.context_text)}</pre>")
+    return ""
+
+
 def render_report(results: list[TraceResult], report: dict,
                   all_results: list[list[TraceResult]] | None = None) -> str:
     """The HTML page for ``report`` (the replay's JSON object) and the traces behind it;
@@ -224,5 +243,6 @@ def render_report(results: list[TraceResult], report: dict,
             f"<p>{report['traces']} traces, {report['completions']} completions, "
             f"{report['edits']} edits.</p>{_comparison(report, all_results)}"
             f"<h2>Metrics{_first(report)}</h2>{_metrics_table(report)}<h2>Problems</h2>{_errors(report)}"
-            f"{figures}<h2>Traces</h2>{_per_trace_table(results, summaries)}"
+            f"{figures}{_context_sample(all_results or [results])}"
+            f"<h2>Traces</h2>{_per_trace_table(results, summaries)}"
             f"<h2>Configuration</h2><pre>{config}</pre></body></html>\n")

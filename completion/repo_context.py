@@ -1,0 +1,151 @@
+"""What the rest of the repository says, as a context block for one cursor.
+
+``completion.context`` picks the sources: ``imports`` (the workspace definitions the
+cursor's file imports, from the analysis layer's symbol index), ``similar`` (chunks of
+recently opened or edited files most like the text around the cursor), ``both``. The
+block is written in the model family's repository format (``repo_format``) and fits a
+share of the prompt window (``completion.context_share``).
+
+Imported definitions come first (the nearest used first); chunks of recent files fill
+what the budget leaves.
+
+Stability, so that the cache keeps what follows the block: a block is kept while the
+imported definitions are the same and the cursor stays within ``KEEP_LINES`` lines of where
+it was chosen; distances to the cursor are measured from its band of ``LINE_GRID`` lines;
+chunks are matched with the lines above that band, and a chunk chosen last time keeps a
+bonus (``recent_files.STICKY``).
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+from urllib.parse import unquote, urlparse
+
+from inkling.cache.runtime import ModelRuntime
+
+from .context_block import EMPTY, ContextBlock, Snippet, assemble
+from .recent_files import RecentFiles
+from .repo_format import repo_format
+
+log = logging.getLogger("inkling.context")
+LINE_GRID = 8            # the cursor's line, for distances, moves in steps of this many lines
+KEEP_LINES = 32          # a block is chosen again when the cursor moves this far (or imports change)
+QUERY_LINES = 24         # lines above the cursor's band of LINE_GRID lines that chunks match
+MAX_CHUNKS = 4           # chunks of recent files offered to the block at most
+# ranks: imported definitions first, the nearest used first (distance / 1000), then those
+# the file does not use yet; chunks of recent files fill what is left, the most similar first
+UNUSED_RANK = 1.5
+SIMILAR_RANK = 2.0
+
+
+def uri_path(uri: str) -> Path | None:
+    if not uri.startswith("file:"):
+        return None
+    return Path(unquote(urlparse(uri).path))
+
+
+def relative(path: Path, roots: list[Path]) -> str:
+    """``path`` relative to the deepest workspace root holding it (POSIX), else its name."""
+    for root in sorted(roots, key=lambda r: len(r.parts), reverse=True):
+        try:
+            return path.relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return path.name
+
+
+@dataclass(frozen=True)
+class _Choice:
+    key: tuple               # what the block was chosen from, besides the cursor's place
+    band: int                # the cursor's band then
+    block: ContextBlock
+
+
+class RepoContext:
+    """The context blocks of one Engine: the recent files and what was chosen last."""
+
+    def __init__(self):
+        self.recent = RecentFiles()
+        self._imports = None                        # ImportedDefinitions, once asked for
+        self._last: dict[str, _Choice] = {}         # uri -> the block chosen last
+        self._warned = False
+
+    def forget(self, uri: str) -> None:
+        self.recent.forget(uri)
+        self._last.pop(uri, None)
+
+    def block(self, mode: str, uri: str, text: str, offset: int, runtime: ModelRuntime,
+              budget: int, roots: list[Path], analysis=None,
+              open_text: Callable[[Path], str | None] = lambda p: None) -> ContextBlock:
+        """The context block at ``offset`` of document ``uri`` (``text``) within ``budget``
+        tokens; EMPTY when nothing is found or the model family has no repository format.
+        The last block is kept while the imported definitions are the same and the cursor
+        stays within KEEP_LINES lines of where it was chosen."""
+        fmt = repo_format(runtime)
+        if fmt is None:
+            if not self._warned:
+                self._warned = True
+                log.warning("model family %s has no repository format: no context block",
+                            runtime.fim.family if runtime.fim else "(no fill-in-the-middle)")
+            return EMPTY
+        path = uri_path(uri)
+        imported = self._imported(analysis, uri, text, offset, roots, open_text) \
+            if mode in ("imports", "both") and analysis is not None else []
+        target = relative(path, roots) if path is not None else uri.rsplit("/", 1)[-1]
+        repo = roots[0].name if roots else ""
+        key = (mode, tuple((s.path, s.text, s.order) for s in imported), budget, target, repo,
+               id(runtime))
+        band, last = _band(text, offset), self._last.get(uri)
+        if last is not None and last.key == key and abs(band - last.band) < KEEP_LINES:
+            return last.block
+        similar = self._similar(uri, text, offset) if mode in ("similar", "both") else []
+        block = assemble(imported + similar, fmt, target, repo, runtime, budget)
+        self._last[uri] = _Choice(key, band, block)
+        return block
+
+    def _imported(self, analysis, uri: str, text: str, offset: int, roots: list[Path],
+                  open_text) -> list[Snippet]:
+        """Snippets of the workspace definitions the document imports, the nearest used
+        ranked first; each file's in the order the document first imports from it."""
+        from inkling.analysis.imported_definitions import UNUSED, ImportedDefinitions
+        if self._imports is None or self._imports.index is not analysis.index:
+            self._imports = ImportedDefinitions(analysis.index, open_text)
+        symbols = analysis.symbols(uri)
+        if symbols is None or not symbols.parsed:
+            return []
+        line = _band(text, offset) + LINE_GRID // 2
+        try:
+            found = self._imports.find(symbols, text, line)
+        except Exception:            # noqa: BLE001 - analysis never breaks a completion
+            log.exception("imported definitions of %s", uri)
+            return []
+        here = uri_path(uri)
+        here = here.resolve() if here is not None else None
+        first: dict[Path, int] = {}
+        for d in found:
+            first[d.path] = min(first.get(d.path, d.order), d.order)
+        return [Snippet(relative(d.path, roots), d.text, "imports",
+                        UNUSED_RANK if d.distance >= UNUSED else min(d.distance, 999) / 1000,
+                        (first[d.path], relative(d.path, roots), d.line))
+                for d in found if d.path != here]
+
+    def _similar(self, uri: str, text: str, offset: int) -> list[Snippet]:
+        """Snippets of the recent files' chunks most like the lines above the cursor's
+        band (all lines up to the cursor's in the first band)."""
+        band = _band(text, offset)
+        lines = text.split("\n")
+        query = "\n".join(lines[max(0, band - QUERY_LINES):band] if band else
+                          lines[:text.count("\n", 0, offset) + 1])
+        last = self._last.get(uri)
+        sticky = frozenset() if last is None else frozenset(
+            (s.path, s.order[1]) for s in last.block.snippets if s.kind == "similar")
+        chunks = self.recent.similar(query, uri, MAX_CHUNKS, sticky=sticky)
+        return [Snippet(c.path, c.text, "similar", SIMILAR_RANK + 1 - c.score, (c.path, c.start))
+                for c in chunks]
+
+
+def _band(text: str, offset: int) -> int:
+    """The first line of the cursor's band of LINE_GRID lines."""
+    return text.count("\n", 0, offset) // LINE_GRID * LINE_GRID
