@@ -27,6 +27,8 @@ export const SERVER_SETTINGS: readonly string[] = [
   "completion.windowStep",
   "completion.tokenHealing",
   "completion.monitor",
+  "completion.context",
+  "completion.contextShare",
   "cache.mode",
   "cache.staleThreshold",
   "cache.budgetMb",
