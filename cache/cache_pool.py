@@ -31,9 +31,6 @@ class CachePool(Generic[T]):
     def nbytes(self) -> int:
         return sum(self._size_of(item) for item in self._items.values())
 
-    def peek(self, key: str) -> T | None:
-        return self._items.get(key)
-
     def most_recent(self) -> T | None:
         return next(reversed(self._items.values()), None)
 

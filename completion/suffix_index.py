@@ -164,9 +164,6 @@ class StreamIndex:
     def __len__(self) -> int:
         return len(self.toks)
 
-    def tag_at(self, position: int):
-        return self.tags[int(np.searchsorted(self.starts, position, "right")) - 1]
-
     def tags_at(self, positions: np.ndarray) -> list:
         return [self.tags[i] for i in np.searchsorted(self.starts, positions, "right") - 1]
 

@@ -12,9 +12,6 @@ class SyntaxChecker:
     def __init__(self):
         self._parsers: dict[str, object] = {}
 
-    def supports(self, language: str) -> bool:
-        return self._parser(language) is not None
-
     def _parser(self, language: str):
         if language not in self._parsers:
             from inkling.analysis.grammars import Grammars
