@@ -4,6 +4,8 @@ from __future__ import annotations
 import math
 import re
 
+from inkling.analysis.text_edit import common_prefix_length
+
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
 
@@ -47,11 +49,7 @@ def edit_similarity(draft: str, expected: str) -> float:
 
 def accepted_chars(draft: str, expected: str) -> int:
     """Length of the common prefix of the draft and the expected text."""
-    n = min(len(draft), len(expected))
-    i = 0
-    while i < n and draft[i] == expected[i]:
-        i += 1
-    return i
+    return common_prefix_length(draft, expected)
 
 
 def percentile(values: list[float], q: float) -> float:

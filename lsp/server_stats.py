@@ -1,18 +1,10 @@
 """Counters the server reports through the `inkling/stats` request."""
 from __future__ import annotations
 
-import statistics
 from collections import deque
 from dataclasses import dataclass, field
 
-
-def percentile(values, q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    if len(ordered) == 1:
-        return ordered[0]
-    return statistics.quantiles(ordered, n=100, method="inclusive")[int(q) - 1]
+from .metrics import percentile
 
 
 @dataclass
@@ -28,8 +20,9 @@ class ServerStats:
         lat = list(self.latencies_ms)
         return {"requests": self.requests, "cancelled": self.cancelled,
                 "answered": self.answered, "accepted": self.accepted, "errors": self.errors,
-                "latency_ms": {"p50": _round(percentile(lat, 50)),
-                               "p95": _round(percentile(lat, 95)), "count": len(lat)}}
+                "latency_ms": {"p50": _round(percentile(lat, 50)) if lat else None,
+                               "p95": _round(percentile(lat, 95)) if lat else None,
+                               "count": len(lat)}}
 
 
 def _round(v):
