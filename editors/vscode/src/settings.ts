@@ -13,6 +13,7 @@ export const SERVER_SETTINGS: readonly string[] = [
   "model.path",
   "model.device",
   "model.dtype",
+  "model.forward",
   "completion.drafts",
   "completion.automaticDrafts",
   "completion.maxNewTokens",
