@@ -94,8 +94,27 @@ def _compact_forward(model, path: Path):
     return CompactLlama(model), ""
 
 
+SMALL_MODEL_PARAMS = 100_000_000
+
+
+def pick_threads(requested: int, device, n_params: int) -> int | None:
+    """The CPU threads for the forward: ``requested`` when given; else one for a model
+    under SMALL_MODEL_PARAMS (its forward is overhead-bound: a second thread buys little,
+    and where another process holds the other core every step waits for it, 5 times
+    slower per forward on the bundled model under load) and every core for a larger one.
+    None on a GPU (the host threads are left as they are)."""
+    if device.type != "cpu":
+        return None
+    if requested > 0:
+        return requested
+    return 1 if n_params < SMALL_MODEL_PARAMS else max(1, os.cpu_count() or 1)
+
+
 def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
-                 progress: Progress | None = None):
+                 progress: Progress | None = None, threads: int = 0):
+    """Load a model folder into a :class:`ModelRuntime`; raises ModelError with the reason.
+    On the CPU this sets torch's thread count for the process (``pick_threads``): the
+    runtime is the one owner of it."""
     """Load a model folder into a :class:`ModelRuntime`; raises ModelError with the reason."""
     path = Path(path).expanduser().resolve()
     report = progress or (lambda stage, fraction: None)
@@ -122,6 +141,9 @@ def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
     except (OSError, ValueError, KeyError) as exc:
         raise ModelError(f"model {path} cannot be loaded: {str(exc).splitlines()[0]}") from None
     model.to(dev).eval()
+    n_threads = pick_threads(threads, dev, sum(p.numel() for p in model.parameters()))
+    if n_threads is not None:
+        torch.set_num_threads(n_threads)
     if dev.type == "cpu":
         from .cpu_layout import lay_out_for_cpu
         lay_out_for_cpu(model)

@@ -127,7 +127,8 @@ class Engine:
         if self._runtime is None:
             from inkling.cache.model_loader import load_runtime
             m = self.options.model
-            self._runtime = load_runtime(resolve_model_path(m.path), m.device, m.dtype, progress)
+            self._runtime = load_runtime(resolve_model_path(m.path), m.device, m.dtype, progress,
+                                         m.threads)
         return self._runtime
 
     # ---------------------------------------------------------------- analysis

@@ -33,6 +33,10 @@ class ModelOptions:
     # auto: the compact forward (cache/compact_llama.py) for the Llama family, transformers'
     # own for other models; reference: transformers' always (what compact is tested against)
     forward: str = "auto"       # auto | compact | reference
+    # CPU threads of the forward (0: by the rule in cache/model_loader.py, pick_threads: one
+    # for a model under 100 M parameters, whose forward is overhead-bound and stalls when a
+    # second thread waits for a core another process holds; all cores for a larger one)
+    threads: int = 0
 
 
 @dataclass
@@ -90,6 +94,9 @@ class InklingOptions:
         _choice("model.device", self.model.device.split(":")[0], DEVICES)
         _choice("model.dtype", self.model.dtype, DTYPES)
         _choice("model.forward", self.model.forward, FORWARDS)
+        if not 0 <= self.model.threads <= 1024:
+            raise OptionError(f"model.threads must be 0 (automatic) or a number of threads, "
+                              f"got {self.model.threads}")
         c = self.completion
         _choice("completion.fim_order", c.fim_order, FIM_ORDERS)
         for name, value, low in (("completion.drafts", c.drafts, 1),

@@ -134,7 +134,12 @@ def runtime_config(runtime) -> dict:
     """The report's ``config.runtime`` block: what was loaded, where."""
     return {"model": str(runtime.path), "device": str(runtime.device),
             "dtype": str(runtime.dtype).removeprefix("torch."), "fim_order": runtime.fim_order,
-            "context_limit": runtime.context_limit}
+            "context_limit": runtime.context_limit, "threads": _threads(runtime)}
+
+
+def _threads(runtime) -> int | None:
+    import torch
+    return torch.get_num_threads() if runtime.device.type == "cpu" else None
 
 
 def _config(options, runtime: dict | None) -> dict:

@@ -14,6 +14,7 @@ export const SERVER_SETTINGS: readonly string[] = [
   "model.device",
   "model.dtype",
   "model.forward",
+  "model.threads",
   "completion.drafts",
   "completion.automaticDrafts",
   "completion.maxNewTokens",
