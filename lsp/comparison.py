@@ -6,6 +6,9 @@ under every combination, then trace 2, ...), so machine noise hits them all alik
 are the options tree's names (``completion.draft``, ``cache.mode``; camelCase or
 snake_case); values are typed as the option is. A bad key or value is an error before
 anything runs.
+
+`--ablate KEY=V` (repeatable) asks instead for the options as given and then each change
+alone (each mechanism off in turn): one run more per change, not every combination.
 """
 from __future__ import annotations
 
@@ -112,4 +115,31 @@ def combinations(specs: list[str], base: InklingOptions) -> list[Combination]:
         except OptionError as exc:
             label = ", ".join(f"{k}={_text(v)}" for k, v in settings.items())
             raise OptionError(f"--compare: the combination {label} is invalid: {exc}") from None
+    return out
+
+
+def ablations(specs: list[str], base: InklingOptions) -> list[Combination]:
+    """The options as given, then each ``KEY=V`` of ``specs`` alone (``--ablate``): every
+    run's settings name all the ablated keys, at the given value or the changed one."""
+    changes: list[tuple[str, object, object]] = []
+    for spec in specs:
+        raw, sep, value = spec.partition("=")
+        if not sep or not raw.strip() or not value.strip() or "," in value:
+            raise OptionError(f"--ablate {spec!r}: expected KEY=VALUE, one value (e.g. "
+                              "completion.monitor=off)")
+        key, current = _key(raw.strip(), base)
+        if any(key == k for k, _, _ in changes):
+            raise OptionError(f"--ablate: {key} is changed twice")
+        typed = _typed(key, current, value.strip())
+        if typed == current:
+            raise OptionError(f"--ablate {key}={_text(typed)}: that is already its value")
+        try:
+            base.merged(_nested({key: typed}))
+        except OptionError as exc:
+            raise OptionError(f"--ablate {key}={_text(typed)}: {exc}") from None
+        changes.append((key, current, typed))
+    given = {k: current for k, current, _ in changes}
+    out = [Combination(dict(given), base)]
+    for key, _, typed in changes:
+        out.append(Combination({**given, key: typed}, base.merged(_nested({key: typed}))))
     return out

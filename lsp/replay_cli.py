@@ -49,6 +49,11 @@ def _add_replay(sub) -> None:
                    "are the options tree's, e.g. completion.draft=none,suffix or "
                    "cache.mode=full,pie), interleaved trace by trace; the JSON gets a "
                    "'runs' list and the report a side-by-side comparison")
+    p.add_argument("--ablate", action="append", metavar="KEY=V",
+                   help="replay the options as given and then with each of these changes "
+                   "alone (repeatable; e.g. --ablate completion.monitor=off --ablate "
+                   "completion.draft=none: what each mechanism buys), interleaved as "
+                   "--compare is, with the same 'runs' list and comparison")
     from .cli_flags import add_ray_flags
     add_ray_flags(p, "the replay (every trace, or trace x combination, a task)")
     p.set_defaults(func=_cmd_replay)
@@ -224,10 +229,15 @@ def _write_json(report: dict, target: str) -> None:
 def _cmd_replay(args) -> int:
     from pathlib import Path
 
-    from .comparison import combinations
+    from .comparison import ablations, combinations
     from .replay_result import comparison_json, replay_json
     options = replay_options(args)
-    combos = combinations(args.compare or [], options)      # bad keys fail before any work
+    if args.compare and args.ablate:
+        raise OptionError("--compare and --ablate cannot be combined: --compare replays "
+                          "every combination, --ablate each change alone")
+    combos = ablations(args.ablate, options) if args.ablate else \
+        combinations(args.compare or [], options)           # bad keys fail before any work
+    compared = args.compare or args.ablate
     traces, failed = _read_traces(args.traces)
     ray_config, interrupted = None, False
     if args.ray and traces:
@@ -243,10 +253,10 @@ def _cmd_replay(args) -> int:
     config["via_lsp"] = bool(args.via_lsp)
     if ray_config is not None:
         config["ray"] = ray_config
-    if args.compare:
-        config["compare"] = list(args.compare)
+    if compared:
+        config["compare" if args.compare else "ablate"] = list(compared)
     report = replay_json(runs[0], config)
-    if args.compare:
+    if compared:
         report["runs"] = comparison_json(combos, runs)
     if args.json:
         _write_json(report, args.json)

@@ -10,7 +10,7 @@ import pytest
 
 from inkling.completion.errors import OptionError
 from inkling.completion.options import InklingOptions
-from inkling.lsp.comparison import combinations
+from inkling.lsp.comparison import ablations, combinations
 
 REPO = Path(__file__).resolve().parents[1]
 TRACES = sorted(str(p) for p in (REPO / "benchmarks" / "traces").glob("*.jsonl"))
@@ -49,6 +49,40 @@ def test_values_are_typed_as_the_option_is():
 def test_bad_specs_are_named(spec, message):
     with pytest.raises(OptionError, match=message.replace("(", r"\(").replace(")", r"\)")):
         combinations([spec], InklingOptions())
+
+
+def test_ablations_are_the_options_then_each_change_alone():
+    base = InklingOptions()
+    runs = ablations(["completion.draft=none", "completion.monitor=off", "cache.mode=full"],
+                     base)
+    assert [r.settings for r in runs] == [
+        {"completion.draft": "suffix", "completion.monitor": "on", "cache.mode": "pie"},
+        {"completion.draft": "none", "completion.monitor": "on", "cache.mode": "pie"},
+        {"completion.draft": "suffix", "completion.monitor": "off", "cache.mode": "pie"},
+        {"completion.draft": "suffix", "completion.monitor": "on", "cache.mode": "full"}]
+    assert runs[0].options == base
+    assert runs[2].options.completion.monitor == "off" and runs[2].options.completion.draft == \
+        "suffix"
+    assert runs[3].options.cache.mode == "full" and runs[3].options.completion.monitor == "on"
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("completion.monitor=on", "already its value"),
+    ("completion.draft=none,suffix", "one value"),
+    ("completion.nope=a", "unknown option 'completion.nope'"),
+    ("completion.draft=sideways", "completion.draft=sideways"),
+])
+def test_bad_ablations_are_named(spec, message):
+    with pytest.raises(OptionError, match=message):
+        ablations([spec], InklingOptions())
+
+
+def test_ablate_and_compare_do_not_mix(tmp_path):
+    out = subprocess.run([sys.executable, "-m", "inkling.lsp.cli", "replay", TRACES[0],
+                          "--compare", "completion.draft=none,suffix", "--ablate",
+                          "completion.monitor=off"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 2 and "cannot be combined" in out.stderr
 
 
 def test_a_bad_key_fails_before_anything_runs(tmp_path):
@@ -117,3 +151,20 @@ def test_the_json_and_the_report_of_a_comparison(tiny_model_dir, tmp_path):
     assert "<h2>Comparison</h2>" in page and "<small>x" in page      # ratios to the first
     assert page.count("completion.draft=prompt-lookup, cache.mode=pie") >= 1
     assert page.count("data:image/png;base64") >= 5
+
+
+def test_the_json_of_an_ablation(tiny_model_dir, tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "inkling.lsp.cli", "replay", TRACES[0], "--model",
+         str(tiny_model_dir), "--max-new-tokens", "3", "--json", "-", "--ablate",
+         "completion.monitor=off", "--ablate", "completion.draft=none"],
+        capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stderr[-2000:]
+    report = json.loads(out.stdout)
+    assert [r["settings"] for r in report["runs"]] == [
+        {"completion.monitor": "on", "completion.draft": "suffix"},
+        {"completion.monitor": "off", "completion.draft": "suffix"},
+        {"completion.monitor": "on", "completion.draft": "none"}]
+    assert report["config"]["ablate"] == ["completion.monitor=off", "completion.draft=none"]
+    assert report["runs"][2]["tokens_per_forward"] == 1.0              # no drafting
+    assert report["completions"] == report["runs"][0]["completions"] > 0
