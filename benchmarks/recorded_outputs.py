@@ -1,0 +1,119 @@
+"""Suggestions recorded before a change, checked after it (issue 22: the same suggestions,
+token for token, in every decoder and drafting mode).
+
+    python benchmarks/recorded_outputs.py record OUT.json [--limit N]
+    python benchmarks/recorded_outputs.py check OUT.json
+
+``record`` replays the sample traces (../shared/traces, when beside the checkout) and
+retype traces of the held-out standard-library files under every decoder (greedy,
+branches, superposed, sequential) crossed with every drafting mode (none, prompt-lookup,
+suffix), with the monitor on and the other options at their defaults (float32, the
+bundled model), and writes every completion's drafts. ``check`` replays the same and
+prints each difference; it exits 1 if any.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_traces import held_out_traces, sample_traces  # noqa: E402
+
+from inkling.completion.engine import Engine  # noqa: E402
+from inkling.completion.options import InklingOptions  # noqa: E402
+from inkling.lsp.replay import Replayer  # noqa: E402
+from inkling.lsp.syntax_check import SyntaxChecker  # noqa: E402
+
+DECODERS = ("greedy", "branches", "superposed", "sequential")
+DRAFTING = ("none", "prompt-lookup", "suffix")
+
+
+def _traces(limit: int):
+    traces = sample_traces() + held_out_traces(min_lines=150, limit=limit)
+    return traces
+
+
+def _fingerprint(traces) -> str:
+    h = hashlib.sha256()
+    for t in traces:
+        h.update(t.source.encode())
+        h.update(str(len(t.events)).encode())
+    return h.hexdigest()[:16]
+
+
+def replay_all(limit: int) -> dict:
+    traces = _traces(limit)
+    runtime = Engine(InklingOptions()).load_model()
+    checker = SyntaxChecker()
+    out = {"traces": [t.source for t in traces], "fingerprint": _fingerprint(traces),
+           "runs": {}}
+    datastores: dict = {}
+    for decoder in DECODERS:
+        for draft in DRAFTING:
+            options = InklingOptions().merged({"completion": {"decoder": decoder,
+                                                              "draft": draft}})
+            engine = Engine(options, runtime)
+            spec = options.completion.datastore
+            if engine.uses_datastore and spec not in datastores:
+                datastores[spec] = engine.build_datastore()
+            replayer = Replayer(options, runtime, checker,
+                                datastores.get(spec) if engine.uses_datastore else None)
+            t0 = time.perf_counter()
+            run = {}
+            for trace in traces:
+                result = replayer.replay(trace)
+                run[trace.source] = [[r.line, list(r.drafts)] for r in result.completions]
+            n = sum(len(v) for v in run.values())
+            print(f"{decoder:10} {draft:13} {n:5} completions  {time.perf_counter() - t0:6.1f} s",
+                  flush=True)
+            out["runs"][f"{decoder}/{draft}"] = run
+    return out
+
+
+def check(recorded: dict, now: dict) -> list[str]:
+    diffs = []
+    if recorded["fingerprint"] != now["fingerprint"]:
+        diffs.append(f"the trace set differs: {recorded['traces']} then, {now['traces']} now")
+        return diffs
+    for combo, runs in recorded["runs"].items():
+        for trace, completions in runs.items():
+            later = now["runs"].get(combo, {}).get(trace)
+            if later is None:
+                diffs.append(f"{combo} {trace}: not replayed now")
+                continue
+            for (line, drafts), (line2, drafts2) in zip(completions, later):
+                if line != line2 or drafts != drafts2:
+                    diffs.append(f"{combo} {trace}:{line}: {drafts!r} then, {drafts2!r} now")
+            if len(completions) != len(later):
+                diffs.append(f"{combo} {trace}: {len(completions)} completions then, "
+                             f"{len(later)} now")
+    return diffs
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("action", choices=("record", "check"))
+    ap.add_argument("file")
+    ap.add_argument("--limit", type=int, default=3, help="held-out retype traces (default 3)")
+    args = ap.parse_args()
+    if args.action == "record":
+        Path(args.file).write_text(json.dumps(replay_all(args.limit)), encoding="utf-8")
+        print(f"recorded in {args.file}")
+        return 0
+    recorded = json.loads(Path(args.file).read_text(encoding="utf-8"))
+    now = replay_all(len(recorded["traces"]) - len(sample_traces()))
+    diffs = check(recorded, now)
+    total = sum(len(c) for r in recorded["runs"].values() for c in r.values())
+    for d in diffs[:50]:
+        print(d)
+    print(f"{total} completions recorded, {len(diffs)} differ")
+    return 1 if diffs else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
