@@ -54,6 +54,26 @@ class MonitorContext:
             found = self._both[key] = (a, b, a & b)
         return found[2]
 
+    def call_keywords(self, callee: str) -> frozenset | None:
+        """The keyword arguments a call to ``callee`` takes; None when not known (any
+        name may be one). A builtin the document does not rebind is read off its
+        signature (``isinstance`` takes none)."""
+        key = ("call-keywords", callee)
+        if key not in self._allowed:
+            try:
+                found = self.resolver.call_keywords(
+                    self.scope.resolve_chain(self.resolver, callee))
+                if found is None and "." not in callee and not self._bound_here(callee):
+                    found = builtin_keywords(callee)
+            except Exception:          # noqa: BLE001 - analysis never breaks decoding
+                found = None
+            self._allowed[key] = found
+        return self._allowed[key]
+
+    def _bound_here(self, name: str) -> bool:
+        parts = self.free_names
+        return parts is None or name in parts[-1] or name in self.scope.locals
+
     @cached_property
     def free_names(self) -> tuple[frozenset, ...] | None:
         """What a free read may name, in parts (None: not known, e.g. a star import)."""
@@ -96,6 +116,25 @@ class MonitorContext:
             names = self.resolver.call_keywords(entity)
             return None if names is None else names - site.used
         return None
+
+
+def builtin_keywords(name: str) -> frozenset | None:
+    """The keyword arguments builtin ``name`` takes (its signature), or None when it is
+    no builtin, its signature is not known, or it takes ``**kwargs``."""
+    import builtins
+    import inspect
+    fn = getattr(builtins, name, None)
+    if fn is None or not callable(fn):
+        return None
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    params = sig.parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return None
+    return frozenset(p.name for p in params
+                     if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
 
 _BINDS = re.compile(r"[=:,()]|\b(?:in|as|import|global|nonlocal)\b|\w\s")
@@ -238,9 +277,13 @@ class MonitorState:
         names = self.context.free_names if found is not None else None
         if names is None:
             return None
-        extra = self.bound.difference(*names)
+        extra, keyword_arg = self.bound.difference(*names), found.keyword_arg
+        if keyword_arg:
+            keywords = self.context.call_keywords(found.callee)
+            if keywords is not None:         # the callee's keywords are known: only they
+                extra, keyword_arg = extra | keywords.difference(*names), False
         return self.context.masks.read_mask(names + (extra,) if extra else names, found.typed,
-                                            found.after_keyword, found.keyword_arg, device)
+                                            found.after_keyword, keyword_arg, device)
 
     def _target_mask(self, site, device):
         """At a statement that starts ``self.`` (or ``cls.``): a member, or a new attribute

@@ -17,7 +17,7 @@ _CALLEE = re.compile(r"(?<![\w.)\]}'\"])([A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*)[ \t]
 _KWARG = re.compile(r"\s*([A-Za-z_]\w*)\s*=(?!=)")
 _FROM_IMPORT = re.compile(r"^\s*from\s+(\.*[\w.]*)\s+import\s*$")
 _NOT_CALLEES = frozenset({"if", "elif", "while", "for", "in", "not", "and", "or", "return",
-                          "yield", "assert", "del", "print", "with", "as", "else", "lambda",
+                          "yield", "assert", "del", "with", "as", "else", "lambda",
                           "await", "is", "import", "from", "raise", "except", "case", "match"})
 _SUBSCRIPTED = re.compile(r"[\w)\]}'\"][ \t]*$")
 _KEYWORD_END = re.compile(r"(?<![\w.])(?:in|is|not|and|or|return|yield|if|elif|else|while|"

@@ -171,6 +171,7 @@ class ReadSite:
     typed: str                 # identifier characters typed of the name so far
     after_keyword: bool = False
     keyword_arg: bool = False
+    callee: str = ""           # the call's, when ``keyword_arg``
 
 
 def read_site(scan: ScanState) -> ReadSite | None:
@@ -185,7 +186,9 @@ def read_site(scan: ScanState) -> ReadSite | None:
     if typed in _READ_KEYWORDS and _read_context(scan, before + typed + " ") is not None:
         return ReadSite("", after_keyword=True)
     context = _read_context(scan, before)
-    return None if context is None else ReadSite(typed, keyword_arg=context)
+    if context is None:
+        return None
+    return ReadSite(typed, keyword_arg=context, callee=scan.top.callee if context else "")
 
 
 def _read_context(scan: ScanState, before: str) -> bool | None:

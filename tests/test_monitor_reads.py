@@ -178,3 +178,13 @@ def test_monitor_through_the_analysis(tmp_path: Path, bundled_model_dir: Path):
     assert not ok(state, "self.wide(by)")
     assert ok(state, "self.size(by)")
     assert ok(state, "x = [y for y in range(by)]")           # comprehension variables
+    assert not ok(state, "isinstance(undefined_thing")           # it takes no keywords
+    assert ok(state, "print(by, sep")                           # print takes sep=
+    assert ok(state, "total(items=")                            # total's own keyword
+
+
+def test_builtin_keywords_come_from_signatures():
+    from inkling.analysis.monitor import builtin_keywords
+    assert builtin_keywords("isinstance") == frozenset()
+    assert builtin_keywords("sorted") == {"key", "reverse"}
+    assert builtin_keywords("no_such_builtin") is None
