@@ -258,7 +258,8 @@ class CodeAnalysis:
         doc = self._docs.get(uri)
         if doc is None or doc.tree is None:
             return None
-        return SyntaxGuard(doc.tree.text, offset, doc.language, self.grammars)
+        return SyntaxGuard(doc.tree.text, offset, doc.language, self.grammars,
+                           tree=doc.tree.tree.copy())
 
     # ---------------------------------------------------------------- metrics
     def undefined_names(self, uri: str, offset: int, draft: str) -> list[str] | None:

@@ -137,7 +137,7 @@ def builtin_keywords(name: str) -> frozenset | None:
                      if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY))
 
 
-_BINDS = re.compile(r"[=:,()]|\b(?:in|as|import|global|nonlocal)\b|\w\s")
+_BINDS = re.compile(r"[=:]|\b(?:in|as|import|global|nonlocal)\b")
 _BINDINGS = (re.compile(r"\bfor\s+(.+?)\s+in\b"), re.compile(r"\blambda\b([^:]*):"),
              re.compile(r"\bas\s+(\w+)"), re.compile(r"(\w+)\s*:="),
              re.compile(r"^\s*(?:async\s+)?(?:def|class)\s+(.*)"),

@@ -63,17 +63,19 @@ def enclosing_statement(root, lo: int, hi: int):
 
 @dataclass
 class InsertionChecker:
-    """Checks insertions into one text at one offset (the old tree parsed once)."""
+    """Checks insertions into one text at one offset (the old tree parsed once, or
+    given: a copy, which the checks do not change)."""
     parser: object
     text: str
     offset: int
+    tree: object = None          # ``text``'s tree when the caller has one (not parsed again)
     _before: bytes = b""
     _tree: object = None
     _start: int = 0
 
     def __post_init__(self):
         self._before = self.text.encode("utf-8", "surrogatepass")
-        self._tree = self.parser.parse(self._before)
+        self._tree = self.tree if self.tree is not None else self.parser.parse(self._before)
         self._start = byte_offset(self.text, self.offset)
 
     def introduces_error(self, insertion: str) -> bool:

@@ -41,13 +41,16 @@ class SyntaxGuard:
 
     @cached_property
     def checker(self) -> InsertionChecker | None:
-        return InsertionChecker(self.parser, self.text, self.offset) if self.parser else None
+        if not self.parser:
+            return None
+        return InsertionChecker(self.parser, self.text, self.offset,
+                                self.tree.copy() if self.tree is not None else None)
 
     @cached_property
     def _root(self):
-        if self.tree is not None:
-            return self.tree.root_node
-        return self.checker._tree.root_node if self.checker is not None else None
+        if self.checker is not None:
+            return self.checker._tree.root_node
+        return self.tree.root_node if self.tree is not None else None
 
     @cached_property
     def _line_prefix(self) -> str:
