@@ -128,7 +128,8 @@ class ImportedDefinitions:
             return None
         lines = self._file_lines(Path(sym.path))
         if name in sym.functions:
-            return self._made(sym, used, sym.functions[name].line, _signature(lines, sym.functions[name].line), order)
+            line = sym.functions[name].line
+            return self._made(sym, used, line, _signature(lines, line), order)
         if name in sym.classes:
             c = sym.classes[name]
             return self._made(sym, used, c.line, _class_outline(lines, c.line, c.end_line), order)

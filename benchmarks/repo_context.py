@@ -76,12 +76,14 @@ def table(report: dict) -> str:
                     f"{run['prefill_tokens_typing']:.1f} | {ft.get('p50', 0):.1f} | "
                     f"{ftt.get('p50', 0):.1f} | {run['context_tokens']['per_completion']:.1f} |")
     base, other = report["runs"][0], report["runs"][-1]
+
+    def x(key: str, field: str) -> str:
+        return f"x{other[key][field] / base[key][field]:.2f}"
+    typing = other["prefill_tokens_typing"] / base["prefill_tokens_typing"]
     ratio = (f"\n{other['settings']['completion.context']} / "
-             f"{base['settings']['completion.context']}: prefill x"
-             f"{other['prefill_tokens']['per_completion'] / base['prefill_tokens']['per_completion']:.2f}"
-             f" (typing x{other['prefill_tokens_typing'] / base['prefill_tokens_typing']:.2f}),"
-             f" first token p50 x{other['first_token_ms']['p50'] / base['first_token_ms']['p50']:.2f}"
-             f" (typing x{other['first_token_ms_typing']['p50'] / base['first_token_ms_typing']['p50']:.2f})")
+             f"{base['settings']['completion.context']}: prefill "
+             f"{x('prefill_tokens', 'per_completion')} (typing x{typing:.2f}), first token p50 "
+             f"{x('first_token_ms', 'p50')} (typing {x('first_token_ms_typing', 'p50')})")
     return "\n".join(rows) + ratio
 
 

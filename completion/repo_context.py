@@ -31,7 +31,7 @@ from .repo_format import repo_format
 
 log = logging.getLogger("inkling.context")
 LINE_GRID = 8            # the cursor's line, for distances, moves in steps of this many lines
-KEEP_LINES = 32          # a block is chosen again when the cursor moves this far (or imports change)
+KEEP_LINES = 32          # the block is chosen again this many lines away (or imports change)
 QUERY_LINES = 24         # lines above the cursor's band of LINE_GRID lines that chunks match
 MAX_CHUNKS = 4           # chunks of recent files offered to the block at most
 # ranks: imported definitions first, the nearest used first (distance / 1000), then those

@@ -270,7 +270,8 @@ def test_replay_reports_context_tokens_and_a_sample_block(tiny_model_dir, tmp_pa
     assert code == 0, out["errors"]
     off, both = out["runs"]
     assert off["context_tokens"]["per_completion"] == 0
-    assert both["context_tokens"]["per_completion"] > 0 and both["context_tokens"]["with_block"] == 1
+    assert both["context_tokens"]["per_completion"] > 0
+    assert both["context_tokens"]["with_block"] == 1
     page = report.read_text()
     assert "Context block (a sample completion)" in page
     assert "&lt;|file_sep|&gt;pkg/shapes.py" in page
