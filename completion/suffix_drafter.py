@@ -179,7 +179,7 @@ class Candidate:
         d, n = 1.0, 0
         for j in range(min(rows.shape[1], len(output), self.limits.max_nodes)):
             col = rows[alive, j]                     # continuations through the node
-            d *= np.count_nonzero(col == output[j]) / len(col)
+            d = d * int(np.count_nonzero(col == output[j])) / len(col)   # the tree's order
             if d == 0 or d < self.limits.floor:
                 break
             alive &= rows[:, j] == output[j]

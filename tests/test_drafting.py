@@ -2,7 +2,7 @@
 import random
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 import pytest
 import torch
@@ -518,7 +518,8 @@ def test_candidate_rows_are_gathered_when_asked_and_are_the_recent_continuations
 @given(st.lists(st.lists(st.integers(0, 3), max_size=6), min_size=1, max_size=12),
        st.lists(st.integers(0, 3), min_size=1, max_size=7),
        st.sampled_from([0.0, 0.1, 0.3, 0.6]))
-def test_a_candidate_scores_what_its_tree_would_accept(conts, output, floor):
+@example(conts=[[0]] + [[1]] * 8 + [[1, 0]], output=[1, 0], floor=0.1)   # D on the floor:
+def test_a_candidate_scores_what_its_tree_would_accept(conts, output, floor):  # same rounding
     """Candidate.kept, from token rows, is what the verifier accepts of the tree the rows
     build when the model writes ``output`` (while the node budget is not reached), and
     the rows are the streams' continuations."""
