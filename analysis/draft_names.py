@@ -82,7 +82,8 @@ class DraftNames:
         return out
 
     def _known(self, symbols, bound: set[str], resolver: Resolver) -> frozenset[str] | None:
-        return readable_names(symbols, bound, self.index, resolver)
+        parts = readable_parts(symbols, bound, self.index, resolver, words=False)
+        return None if parts is None else parts[0] | parts[1]
 
     def _attribute_missing(self, node, name: str, scope, resolver: Resolver) -> bool:
         chain = dotted(node.parent.child_by_field_name("object"))
@@ -114,20 +115,14 @@ class DraftNames:
         return True
 
 
-def readable_names(symbols, bound, index: SymbolIndex, resolver: Resolver
-                   ) -> frozenset[str] | None:
-    """Names a free read may name (``readable_parts`` together)."""
-    parts = readable_parts(symbols, bound, index, resolver)
-    return None if parts is None else parts[0] | parts[1]
-
-
-def readable_parts(symbols, bound, index: SymbolIndex, resolver: Resolver
+def readable_parts(symbols, bound, index: SymbolIndex, resolver: Resolver, words: bool = True
                    ) -> tuple[frozenset[str], frozenset[str]] | None:
     """Names a free read may name, in two parts: those of the workspace (defined anywhere
-    in it, builtins, keywords, string prefixes, what star imports bring: the same from one
-    keystroke to the next) and the document's own (bound in it, any scope, or at its top
-    level). None when a star import makes any name possible."""
-    shared = set(_BUILTINS | _WORDS | index.workspace_names())
+    in it, builtins, what star imports bring, and with ``words`` the keywords and string
+    prefixes a token there may also spell: the same from one keystroke to the next) and
+    the document's own (bound in it, any scope, or at its top level). None when a star
+    import makes any name possible."""
+    shared = set(_BUILTINS | index.workspace_names() | (_WORDS if words else frozenset()))
     for star in symbols.star_imports:
         target = resolver.absolute(symbols, star.module, star.level)
         if resolver.unavailable(target):

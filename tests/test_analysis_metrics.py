@@ -57,6 +57,8 @@ def store(tmp_path: Path):
     ("return Store.add", []),
     ("return Store.nope", ["nope"]),
     ("try:\n            pass\n        except OSError as err:\n            raise err", []),
+    ("return f(1)", ["f"]),                     # a string prefix is no defined name
+    ('return f"{self.root}"', []),
 ])
 def test_undefined_names(store, draft, undefined):
     a, uri, offset = store
