@@ -22,9 +22,7 @@ from .symbol_index import SymbolIndex
 from .text_edit import byte_offset
 
 _BUILTINS = frozenset(dir(builtins)) | MODULE_DUNDERS
-_STRING_PREFIXES = frozenset(p for a in ("", "r", "R") for b in ("", "b", "B", "f", "F", "u", "U")
-                             for p in (a + b, b + a) if p and p.lower() not in ("ur", "ru"))
-_WORDS = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist) | _STRING_PREFIXES
+_WORDS = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist)
 _SOFT_KEYWORDS = frozenset({"match", "case", "type", "_", "print", "exec"})
 _USED_AFTER = re.compile(r"\s*[(.\[]")
 _BINDS_NEXT = re.compile(rb"(?:\b(?:def|class|as|for|global|nonlocal|import|lambda)|\*\*?)\s*$")
@@ -118,8 +116,8 @@ class DraftNames:
 def readable_parts(symbols, bound, index: SymbolIndex, resolver: Resolver, words: bool = True
                    ) -> tuple[frozenset[str], frozenset[str]] | None:
     """Names a free read may name, in two parts: those of the workspace (defined anywhere
-    in it, builtins, what star imports bring, and with ``words`` the keywords and string
-    prefixes a token there may also spell: the same from one keystroke to the next) and
+    in it, builtins, what star imports bring, and with ``words`` the keywords a token there
+    may also spell: the same from one keystroke to the next) and
     the document's own (bound in it, any scope, or at its top level). None when a star
     import makes any name possible."""
     shared = set(_BUILTINS | index.workspace_names() | (_WORDS if words else frozenset()))

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .trigger_site import NONE, REQUIRED
-from .vocabulary import TokenVocabulary, ends_target
+from .vocabulary import STRING_PREFIXES, TokenVocabulary, ends_target
 
 _BASES = ("ends_identifier", "escape_plain", "escape_lead")
 
@@ -103,7 +103,8 @@ class MaskCache:
         is typed of the name; ``after_keyword``: a blank comes first (``return|``);
         ``keyword_arg``: a name in no part may be a keyword argument's, then ``=``
         follows. None when ``typed`` already left the names."""
-        if typed and not keyword_arg and not any(self.has_prefix(p, typed) for p in parts):
+        if typed and not keyword_arg and not any(self.has_prefix(p, typed)
+                                                  for p in parts + (STRING_PREFIXES,)):
             return None
         key = ("read", parts, typed, after_keyword, keyword_arg)
         return self._cached(key, device, lambda: self._read_recipe(
@@ -162,13 +163,15 @@ class MaskCache:
         return MaskRecipe(tuple(sorted(bases)), inner.ids)
 
     def _read_recipe(self, parts, typed, after_keyword, keyword_arg) -> MaskRecipe:
-        ids = np.unique(np.concatenate([self._read_ids(p, typed, after_keyword)
-                                        for p in parts]))
+        ids = np.unique(np.concatenate([self._read_ids(p, typed, after_keyword)  # a string
+                                        for p in parts + (STRING_PREFIXES,)]))   # prefix too
         if after_keyword:
-            return MaskRecipe(("not_blank_name",), ids)
+            return MaskRecipe(("not_blank_name", "string_start"), ids)
         bases = set()
         if not typed:
-            bases.add("not_name_start")
+            bases |= {"not_name_start", "string_start"}
+        elif typed in STRING_PREFIXES:
+            bases.add("quote_start")                  # f"...": a string, not a name
         elif any(typed in p for p in parts):
             bases.add("ends_identifier")
         if keyword_arg:

@@ -8,6 +8,7 @@ character that ends an identifier (``ends_with``), with or without leading white
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -42,6 +43,11 @@ def ends_assign(rest: str) -> bool:
     """``rest`` is blanks, then ``=`` not followed by ``=`` (a keyword argument's)."""
     body = rest.lstrip(" \t")
     return body[:1] == "=" and body[1:2] != "="
+
+
+_STRING_START = re.compile(r"(?i)(?:[rbuf]|rb|br|fr|rf)['\"]")
+STRING_PREFIXES = frozenset(p for a in ("", "r", "R") for b in ("", "b", "B", "f", "F", "u", "U")
+                            for p in (a + b, b + a) if p and p.lower() not in ("ur", "ru"))
 
 
 def _starts_name(body: str) -> bool:
@@ -80,6 +86,8 @@ class TokenVocabulary:
     assign_end: np.ndarray = None                 # bool [size]: blanks, ``=`` (not ``==``)
     name_assign_end: np.ndarray = None            # bool [size]: name chars, then that
     blank_name_assign_end: np.ndarray = None      # bool [size]: blanks, name chars, then that
+    string_start: np.ndarray = None               # bool [size]: blanks, a string prefix, a quote
+    quote_start: np.ndarray = None                # bool [size]: starts with a quote
     name_starts: list = field(default_factory=list)   # (id, head, has_rest, blanks) of
                                                       # the tokens that start a name
 
@@ -154,6 +162,8 @@ class TokenVocabulary:
         self.not_name_start = ~self._dense(reads["name_start"]) & real
         self.not_blank_name = ~self._dense(reads["blank_name"]) & real
         self.name_starts = reads.get("starts", [])
+        self.string_start = self._dense(reads.get("string_start", []))
+        self.quote_start = self._dense(reads.get("quote_start", []))
         for key in ("blank_name_only", "assign_end", "name_assign_end",
                     "blank_name_assign_end"):
             setattr(self, key, self._dense(reads[key]))
@@ -164,6 +174,12 @@ class TokenVocabulary:
         blanks = len(body) < len(text)
         if not body:
             return
+        if body[0] in "'\"":
+            if not blanks:
+                reads.setdefault("quote_start", []).append(tid)
+            reads.setdefault("string_start", []).append(tid)
+        elif _STRING_START.match(body):
+            reads.setdefault("string_start", []).append(tid)
         if _starts_name(body):
             reads["name_start"].append(tid)
             head = ident_head(body)

@@ -158,7 +158,7 @@ def test_monitor_through_the_analysis(tmp_path: Path, bundled_model_dir: Path):
     vocab = a.vocabulary(tiny_tokenizer)
     state = open_at(a, tmp_path / "m.py", MODULE, vocab)
     shared, own = state.context.free_names
-    assert {"len", "return", "f"} <= shared and {"total", "result", "item", "LIMIT", "os",
+    assert {"len", "return"} <= shared and "f" not in shared | own and {"total", "result", "item", "LIMIT", "os",
                                                   "Box", "by"} <= shared | own
     assert "undefined_thing" not in shared | own
 
@@ -181,6 +181,8 @@ def test_monitor_through_the_analysis(tmp_path: Path, bundled_model_dir: Path):
     assert not ok(state, "isinstance(undefined_thing")           # it takes no keywords
     assert ok(state, "print(by, sep")                           # print takes sep=
     assert ok(state, "total(items=")                            # total's own keyword
+    assert ok(state, 'return f"{by}"') and ok(state, "return rb'x'")   # string prefixes...
+    assert not ok(state, "return f(by)")                        # ...are no names
 
 
 def test_builtin_keywords_come_from_signatures():
