@@ -153,6 +153,20 @@ class CodeAnalysis:
             log.exception("incremental parse of %s failed; parsing afresh", uri)
             self.open(uri, new_text, doc.language)
 
+    def prepare(self, uri: str) -> None:
+        """Extract now what the next monitor at ``uri`` reads (the symbols, the names a
+        free read may name), so that a completion finds them ready: called after an edit,
+        while the editor waits out its debounce."""
+        doc = self._docs.get(uri)
+        if doc is None or doc.tree is None or not self.grammars.monitored(doc.language):
+            return
+        try:
+            symbols = self.symbols(uri)
+            if symbols is not None and symbols.parsed:
+                self._readable(doc, symbols)
+        except Exception:            # noqa: BLE001
+            log.exception("preparing the analysis of %s failed", uri)
+
     def close(self, uri: str) -> None:
         doc = self._docs.pop(uri, None)
         if doc is not None and doc.path is not None and doc.symbols is not None:

@@ -173,6 +173,8 @@ class Engine:
         doc.apply(changes, version, self._extents.setdefault(uri, EditExtent()))
         if self._analysis is not None:             # tree.edit and an incremental reparse
             self._analysis.change(uri, doc.text)
+            if self.options.completion.monitor == "on":
+                self._analysis.prepare(uri)        # the monitor's symbols, before it is asked
         self._touched(uri)
 
     def _touched(self, uri: str) -> None:
