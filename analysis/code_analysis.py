@@ -61,7 +61,8 @@ class OpenDocument:
     symbols: FileSymbols | None = None
     symbols_version: int = -1
     free_names: tuple | None = None         # what a free read may name (``readable_parts``)
-    free_version: int = -1
+    free_version: int = -1                  # the tree version and the workspace's names
+    free_workspace: frozenset | None = None  # (an index change makes a new set) they are of
 
 
 @dataclass
@@ -255,16 +256,17 @@ class CodeAnalysis:
 
     def _readable(self, doc: OpenDocument, symbols: FileSymbols) -> tuple | None:
         """The names a free read in ``doc`` may name, as (workspace's, document's); cached
-        per tree version, and the workspace's part is the same set while it is unchanged,
+        per tree version and workspace index (files indexed later change it), and the
+        workspace's part is the same set while it is unchanged,
         so its masks are kept from one keystroke to the next."""
-        tree = doc.tree
-        if doc.free_version != tree.version:
+        tree, workspace = doc.tree, self.index.workspace_names()
+        if doc.free_version != tree.version or doc.free_workspace is not workspace:
             bound = self.index.extractor().bound_names(tree.root)
             parts = readable_parts(symbols, bound, self.index, Resolver(self.index))
             if parts is not None and doc.free_names is not None and parts[0] == doc.free_names[0]:
                 parts = (doc.free_names[0], parts[1])        # the same object: masks kept
             doc.free_names = parts
-            doc.free_version = tree.version
+            doc.free_version, doc.free_workspace = tree.version, workspace
         return doc.free_names
 
     def guard(self, uri: str, offset: int) -> SyntaxGuard | None:

@@ -126,6 +126,7 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
             raise Cancelled()
         chain = [tok] + forced_ids(monitor, encode)[:max_new_tokens - len(ids)]
         tree = drafter(context + ids + chain[1:], max_new_tokens - len(ids) - len(chain) + 1)
+        tree = allowed_tree(tree, monitor, chain[1:])
         start, c = len(cache.ids), len(chain)
         t0 = time.perf_counter()
         if tree.tokens:
@@ -218,6 +219,33 @@ def _masked_rows(out: torch.Tensor, states: list) -> torch.Tensor:
         for r in rows:
             out[r] = masked(out[r], states[r])
     return out
+
+
+def allowed_tree(tree: DraftTree, monitor, fed: list[int]) -> DraftTree:
+    """``tree`` less each node whose token the monitor masks where it comes (and the
+    nodes under it): no accepted path can hold one, since every row is masked by its
+    path's state, so it would only cost a row of the forward. ``monitor``: the state
+    before ``fed``, the tokens between it and the tree's root."""
+    if monitor is None or not len(tree):
+        return tree
+    root = monitor
+    for t in fed:
+        root = root.advance_token(t)
+    states: list = []                        # per node: its state, None when dropped
+    tokens, parents, new_index = [], [], {}
+    for i, (tok, p) in enumerate(zip(tree.tokens, tree.parents)):
+        before = root if p < 0 else states[p]
+        mask = before.mask() if before is not None else None
+        if before is None or (mask is not None and tok < len(mask) and not mask[tok]):
+            states.append(None)
+            continue
+        new_index[i] = len(tokens)
+        tokens.append(tok)
+        parents.append(-1 if p < 0 else new_index[p])
+        states.append(before.advance_token(tok))
+    if len(tokens) == len(tree):
+        return tree
+    return DraftTree(tokens, parents, tree.score, tree.source, tree.match)
 
 
 def node_states(monitor, tree: DraftTree) -> list:

@@ -85,3 +85,31 @@ def test_healing_masks_are_the_tokens_consistent_with_the_healed_text(tiny_runti
     for tok in tiny_runtime.encode("def"):
         state = state.advance_token(tok)
     assert state is None
+
+
+def test_a_draft_tree_loses_the_nodes_its_monitor_masks():
+    """``allowed_tree``: a node whose token is masked where it comes goes, with what
+    hangs under it; the rest keep their order and parents."""
+    import torch
+
+    from inkling.completion.draft_tree import DraftTree
+    from inkling.completion.speculative import allowed_tree
+
+    class Alternating:            # after an even token only odd ones, and the reverse
+        def __init__(self, last):
+            self.last = last
+
+        def mask(self, device=None):
+            m = torch.zeros(6, dtype=torch.bool)
+            m[(self.last + 1) % 2::2] = True
+            return m
+
+        def advance_token(self, t):
+            return Alternating(t)
+
+    #        0:1 -> 1:2 -> 2:3        3:2 (masked after 0) -> 4:3      5:5 -> 6:5 (masked)
+    tree = DraftTree([1, 2, 3, 2, 3, 5, 5], [-1, 0, 1, -1, 3, -1, 5], 1.0, "s", 2)
+    got = allowed_tree(tree, Alternating(1), [0])          # the root comes after a 0
+    assert got.tokens == [1, 2, 3, 5] and got.parents == [-1, 0, 1, -1]
+    assert (got.source, got.match) == ("s", 2)
+    assert allowed_tree(tree, None, [0]) is tree
