@@ -120,16 +120,12 @@ def readable_parts(symbols, bound, index: SymbolIndex, resolver: Resolver, words
     may also spell: the same from one keystroke to the next) and
     the document's own (bound in it, any scope, or at its top level). None when a star
     import makes any name possible."""
-    shared = set(_BUILTINS | index.workspace_names() | (_WORDS if words else frozenset()))
-    for star in symbols.star_imports:
-        target = resolver.absolute(symbols, star.module, star.level)
-        if resolver.unavailable(target):
-            continue
-        exported = resolver.exported(target)
-        if exported is None:
-            return None
-        shared |= exported
-    return frozenset(shared), frozenset(set(bound) | set(symbols.names)) - shared
+    stars = resolver.star_exports(symbols)
+    if stars is None:
+        return None
+    shared = frozenset(_BUILTINS | index.workspace_names() | stars |
+                       (_WORDS if words else frozenset()))
+    return shared, frozenset(set(bound) | set(symbols.names)) - shared
 
 
 def _draft_lexicon(root, text: str, offset: int, draft: str) -> tuple[int, list[bool]]:

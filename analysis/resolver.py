@@ -55,7 +55,15 @@ class Resolver:
         sym = self.module(name)
         if sym is None or sym.dynamic or not sym.parsed:
             return None
-        names = set(sym.names) | MODULE_DUNDERS | self.index.submodules(name)
+        stars = self.star_exports(sym)
+        if stars is None:
+            return None
+        return frozenset(set(sym.names) | MODULE_DUNDERS | self.index.submodules(name) | stars)
+
+    def star_exports(self, sym) -> set[str] | None:
+        """The names ``sym``'s star imports bring (modules this platform lacks bring none);
+        None when one of them may bring any name."""
+        names: set[str] = set()
         for star in sym.star_imports:
             target = self.absolute(sym, star.module, star.level)
             if self.unavailable(target):
@@ -64,7 +72,7 @@ class Resolver:
             if exported is None:
                 return None
             names |= exported
-        return frozenset(names)
+        return names
 
     def unavailable(self, module: str) -> bool:
         """A standard-library module this platform does not have (``nt`` on Linux): an
