@@ -90,6 +90,8 @@ def test_options_validation_keeps_previous_values(engine):
         engine.configure({"completion": {"monitor": "maybe"}})
     with pytest.raises(OptionError, match="cache.mode must be one of full, pie, naive"):
         engine.configure({"cache": {"mode": "fast"}})
+    with pytest.raises(OptionError, match="model.threads must be 0"):
+        engine.configure({"model": {"threads": -2}})
     assert engine.options is before
     engine.configure({"completion": {"maxNewTokens": 7}})
     assert engine.options.completion.max_new_tokens == 7

@@ -155,3 +155,14 @@ def test_a_large_tied_output_layer_is_not_copied_past_the_budget(monkeypatch):
     assert not cpu_layout.PackedLinear.suits(weight, tied=True)
     assert not cpu_layout.PackedLinear.suits(weight.half(), tied=False)
     assert not cpu_layout.PackedLinear.suits(weight[:1000], tied=False)
+
+
+def test_threads_follow_the_rule_unless_given():
+    import torch
+
+    from inkling.cache.model_loader import SMALL_MODEL_PARAMS, pick_threads
+    cpu = torch.device("cpu")
+    assert pick_threads(0, cpu, 6_000_000) == 1
+    assert pick_threads(0, cpu, SMALL_MODEL_PARAMS) >= 1
+    assert pick_threads(3, cpu, 6_000_000) == 3
+    assert pick_threads(0, torch.device("cuda"), 6_000_000) is None
