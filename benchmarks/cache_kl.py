@@ -20,7 +20,7 @@ import torch
 from inkling.cache.prompt_cache import PromptCache
 from inkling.completion.engine import Engine
 from inkling.completion.options import InklingOptions
-from inkling.completion.prompt import budgets, build_prompt
+from inkling.completion.prompt.builder import budgets, build_prompt
 from inkling.models.corpus import load_corpus
 
 EDIT_LINES = ["    # note: checked\n", "import sys\n", "\n", "value = compute(1, 2)\n"]

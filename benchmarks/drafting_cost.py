@@ -25,12 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_traces import held_out_traces, sample_traces  # noqa: E402
 
-from inkling.completion.datastore import build_datastore  # noqa: E402
+from inkling.completion.drafting.datastore import build_datastore  # noqa: E402
 from inkling.completion.engine import Engine  # noqa: E402
 from inkling.completion.options import InklingOptions  # noqa: E402
-from inkling.completion.suffix_drafter import SuffixDrafter  # noqa: E402
-from inkling.completion.suffix_index import SuffixIndex  # noqa: E402
-from inkling.completion.workspace_index import WorkspaceIndex  # noqa: E402
+from inkling.completion.drafting.suffix_drafter import SuffixDrafter  # noqa: E402
+from inkling.completion.drafting.suffix_index import SuffixIndex  # noqa: E402
+from inkling.completion.drafting.workspace_index import WorkspaceIndex  # noqa: E402
 from inkling.lsp.trace_file import ChangeEvent, CompleteEvent  # noqa: E402
 from inkling.models.corpus import load_corpus  # noqa: E402
 
@@ -69,7 +69,7 @@ def generated_workspace(corpus, n_files: int, rng: random.Random) -> list[tuple[
 def draft_cost(runtime, sources: dict, corpus, rng) -> list[float]:
     """Times of a drafting step as the engine takes it: every source's candidates, the
     one its meter values most built into a tree."""
-    from inkling.completion.acceptance import AcceptanceMeter
+    from inkling.completion.drafting.acceptance import AcceptanceMeter
     drafter, value = SuffixDrafter(sources), AcceptanceMeter().value
     times = []
     for _ in range(1000):

@@ -39,7 +39,7 @@ import torch  # noqa: E402
 from bench_traces import describe, held_out_traces, sample_traces, toolz_traces  # noqa: E402
 
 from inkling.cache.prompt_cache import PromptCache  # noqa: E402
-from inkling.completion import decoding, speculative  # noqa: E402
+from inkling.completion.decoding import greedy as decoding, speculative  # noqa: E402
 from inkling.completion.engine import Engine  # noqa: E402
 from inkling.completion.options import InklingOptions  # noqa: E402
 from inkling.lsp.replay import Replayer  # noqa: E402

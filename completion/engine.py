@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Callable
 
 from .document import Document, Position, TextChange
-from .acceptance import AcceptanceMeter
+from .drafting.acceptance import AcceptanceMeter
 from .edit_extent import EditExtent
 from .errors import DocumentError, OptionError
 from .options import InklingOptions
@@ -100,7 +100,7 @@ class Engine:
         self._warned: set = set()                  # problems logged once
         # work a completion leaves for after its answer (learning from its output)
         self._after: list[Callable[[], None]] = []
-        from .repo_context import RepoContext
+        from .prompt.repo_context import RepoContext
         self.repo_context = RepoContext()          # recent files, the last context blocks
 
     # ----------------------------------------------------------- configuration
@@ -179,14 +179,14 @@ class Engine:
 
     def _touched(self, uri: str) -> None:
         """``uri`` was opened or edited: a recent file for the context block."""
-        from .repo_context import relative, uri_path
+        from .prompt.repo_context import relative, uri_path
         path = uri_path(uri)
         doc = self._documents[uri]
         self.repo_context.recent.touch(uri, relative(path, self._roots()) if path else uri,
                                        lambda: doc.text)
 
     def _roots(self) -> list[Path]:
-        from .repo_context import uri_path
+        from .prompt.repo_context import uri_path
         return [p.resolve() for p in (uri_path(u) for u in self._folders) if p is not None]
 
     def close(self, uri: str) -> None:
@@ -232,8 +232,8 @@ class Engine:
                   cancelled: Callable[[], bool], extent: EditExtent) -> Completion:
         from inkling.cache.prompt_cache import PromptCache
 
-        from .prompt import budgets, build_prompt
-        from .stop_rules import stop_rule_for, trim_repeated_suffix
+        from .prompt.builder import budgets, build_prompt
+        from .decoding.stop_rules import stop_rule_for, trim_repeated_suffix
 
         t0 = time.perf_counter()
         self.settle()              # what the last completion left, if no one ran it since
@@ -272,7 +272,7 @@ class Engine:
             monitor, guard = self._monitor(uri, offset, doc, runtime)
             decode = runtime.decode
             if healed:
-                from .token_healing import Healing, healed_decode
+                from .decoding.healing import Healing, healed_decode
                 monitor = Healing(self._texts(runtime), healed, monitor)
                 decode = healed_decode(runtime.decode, healed)
             outs, forwards = self._decode(k, cache, synced, stop, budget, uri, doc, offset,
@@ -294,7 +294,7 @@ class Engine:
             texts.append(text)
         # several drafts: only alternatives worth showing (no blank, repeated, whitespace-only,
         # prefix or sub-word ones), each one left out with its reason
-        from .draft_ranking import shortfall, worth_showing
+        from .decoding.ranking import shortfall, worth_showing
         shown, dropped = worth_showing(texts)
         drafts = []
         for i in shown:
@@ -321,8 +321,8 @@ class Engine:
     def _context_block(self, uri: str, text: str, offset: int, runtime):
         """The repository-context block at the cursor (``completion.context``), within its
         share of the prompt window; empty when off."""
-        from .context_block import EMPTY
-        from .prompt import prompt_room
+        from .prompt.context_block import EMPTY
+        from .prompt.builder import prompt_room
         c = self.options.completion
         if c.context == "off":
             return EMPTY
@@ -333,7 +333,7 @@ class Engine:
 
     def _open_text(self, path: Path) -> str | None:
         """The text of the open document at ``path``, or None."""
-        from .repo_context import uri_path
+        from .prompt.repo_context import uri_path
         for uri, doc in self._documents.items():
             if uri_path(uri) == path:
                 return doc.text
@@ -360,7 +360,7 @@ class Engine:
 
     def _texts(self, runtime):
         if getattr(self, "_token_texts", None) is None or self._token_texts[0] is not runtime:
-            from .token_healing import TokenTexts
+            from .decoding.healing import TokenTexts
             self._token_texts = (runtime, TokenTexts(runtime.tokenizer, runtime.vocab_size))
         return self._token_texts[1]
 
@@ -369,10 +369,10 @@ class Engine:
         """Decoded drafts (best first) and the decoding forward passes they took.
         ``drafting``: (drafter, context) or (None, []) without drafting; ``first``: the
         draft tree that ran with the prompt when ``synced.draft_logits`` holds its rows."""
-        from .branches import branch_decode, sequential_decode
-        from .decoding import greedy_decode
-        from .draft_ranking import rank_drafts
-        from .speculative import speculative_decode
+        from .decoding.branches import branch_decode, sequential_decode
+        from .decoding.greedy import greedy_decode
+        from .decoding.ranking import rank_drafts
+        from .decoding.speculative import speculative_decode
         c, runtime = self.options.completion, self._runtime
         args = (runtime.stop_ids, decode)
         logits = synced.logits
@@ -392,7 +392,7 @@ class Engine:
             outs, forwards = sequential_decode(cache, logits, k, stop, budget, *args, cancelled,
                                                monitor, *drafting)
         else:
-            from .superposed import superposed_decode
+            from .decoding.superposed import superposed_decode
             sources = self._sources(uri, doc, offset)
             if self.datastore is not None:         # corpus n-gram counts
                 sources["datastore"] = self.datastore
@@ -427,7 +427,7 @@ class Engine:
     def history(self):
         """Accepted completions, a drafting source."""
         if self._history is None:
-            from .suffix_index import SuffixIndex
+            from .drafting.suffix_index import SuffixIndex
             self._history = SuffixIndex(min_merge=512)
         return self._history
 
@@ -435,7 +435,7 @@ class Engine:
         """Index the workspace folders for drafting and watch them; returns the report."""
         from urllib.parse import unquote, urlparse
 
-        from .workspace_index import WorkspaceIndex
+        from .drafting.workspace_index import WorkspaceIndex
         runtime = self.load_model()
         roots = [Path(unquote(urlparse(u).path)) for u in self.workspace_folders]
         index = WorkspaceIndex(runtime.encode_batch)
@@ -455,7 +455,7 @@ class Engine:
     def build_datastore(self, progress: Progress | None = None):
         """Build the datastore ``completion.datastore`` names (None for ``none``); it is kept
         and searched by the suffix drafter from then on."""
-        from .datastore import build_datastore
+        from .drafting.datastore import build_datastore
         runtime = self.load_model()
         spec = self.options.completion.datastore
         if self.datastore is None or self.datastore.spec != spec:
@@ -468,7 +468,7 @@ class Engine:
         for ``auto`` when the model folder has none), loaded once per model and file.
         A named file that is missing, corrupt or another model's raises OptionError; the
         model folder's own file, found by ``auto``, is skipped with a warning instead."""
-        from . import model_datastore as md
+        from .drafting import model_datastore as md
         runtime = self.load_model()
         spec = self.options.completion.model_datastore
         path = md.resolve(spec, runtime.path)
@@ -504,7 +504,7 @@ class Engine:
 
     def _recent_file(self, path: Path) -> None:
         """A file changed on disk: a recent file for the context block (its text as read)."""
-        from .repo_context import relative
+        from .prompt.repo_context import relative
         try:
             text = path.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
@@ -514,9 +514,9 @@ class Engine:
 
     def _drafter(self, mode: str, uri: str, doc: Document, offset: int, prompt, block: bool):
         """(drafter, context) for speculative decoding in ``mode`` at ``offset``."""
-        from .draft_tree import EMPTY
-        from .prompt_lookup import prompt_lookup
-        from .suffix_drafter import SuffixDrafter, pick
+        from .drafting.draft_tree import EMPTY
+        from .drafting.prompt_lookup import prompt_lookup
+        from .drafting.suffix_drafter import SuffixDrafter, pick
         runtime = self._runtime
         ends = runtime.stop_ids if block else runtime.stop_ids | self.line_end_ids()
         if mode == "prompt-lookup":
@@ -586,12 +586,12 @@ class Engine:
         after it: the text before the cursor always matches the context at the cursor
         itself, at full length, and what follows there is the text the completion goes
         in front of, which the model seldom writes (its drafts kept 8 tokens in 60)."""
-        from .prompt import normalise_eol
-        from .suffix_index import LazyIndex, SuffixIndex
+        from .prompt.builder import normalise_eol
+        from .drafting.suffix_index import LazyIndex, SuffixIndex
         cached = self._doc_indexes.get(uri)
         if cached is None or cached[0] is not doc.text or cached[1] != offset:
             if self._doc_tokens is None or self._doc_tokens.encode != self._runtime.encode:
-                from .document_tokens import DocumentTokens
+                from .drafting.document_tokens import DocumentTokens
                 self._doc_tokens = DocumentTokens(self._runtime.encode)
             tokens = self._doc_tokens
 
@@ -609,7 +609,7 @@ class Engine:
 
     def _suggested(self, uri: str, prefix_ids, outs) -> None:
         """Keep the drafts just made as the document's most recent suggestions."""
-        from .suggestion_history import SuggestionHistory
+        from .drafting.suggestion_history import SuggestionHistory
         history = self._suggestions.get(uri)
         if history is None:
             history = self._suggestions[uri] = SuggestionHistory()

@@ -107,9 +107,9 @@ class InklingOptions:
                                  ("completion.suffix_tokens", c.suffix_tokens, 0)):
             if value < low:
                 raise OptionError(f"{name} must be at least {low}, got {value}")
-        from .datastore import validate_spec
+        from .drafting.datastore import validate_spec
         validate_spec(c.datastore)
-        from .model_datastore import validate_spec as validate_model_spec
+        from .drafting.model_datastore import validate_spec as validate_model_spec
         validate_model_spec(c.model_datastore)
         _choice("completion.context", c.context, CONTEXT_MODES)
         if not 0.05 <= c.context_share <= 0.75:

@@ -8,7 +8,7 @@ import sys
 
 
 def add_commands(sub) -> None:
-    from inkling.completion.model_datastore import SampleOptions
+    from inkling.completion.drafting.model_datastore import SampleOptions
 
     from .cli import _add_model_flags
     from .cli_flags import positive
@@ -41,7 +41,7 @@ def _cmd_model_datastore(args) -> int:
     from pathlib import Path
 
     from inkling.completion.engine import Engine
-    from inkling.completion.model_datastore import (FILE_NAME, SampleOptions,
+    from inkling.completion.drafting.model_datastore import (FILE_NAME, SampleOptions,
                                                     build_model_datastore, fingerprint, save)
     from inkling.completion.options import InklingOptions
 

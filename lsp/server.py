@@ -22,7 +22,7 @@ from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from inkling.cache.errors import ModelError
-from inkling.completion.decoding import Cancelled
+from inkling.completion.decoding.greedy import Cancelled
 from inkling.completion.engine import Engine
 from inkling.completion.errors import DocumentError, InklingError
 

@@ -4,15 +4,15 @@ import torch
 
 from inkling.cache.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
-from inkling.completion.branches import (at_word_end, branch_decode, first_tokens, lead_budget,
+from inkling.completion.decoding.branches import (at_word_end, branch_decode, first_tokens, lead_budget,
                                         sequential_decode)
-from inkling.completion.decoding import Decoded, greedy_decode
+from inkling.completion.decoding.greedy import Decoded, greedy_decode
 from inkling.completion.document import Position
-from inkling.completion.draft_ranking import rank_drafts
+from inkling.completion.decoding.ranking import rank_drafts
 from inkling.completion.engine import Engine
 from inkling.completion.errors import OptionError
 from inkling.completion.options import InklingOptions
-from inkling.completion.stop_rules import StopRule, line_count
+from inkling.completion.decoding.stop_rules import StopRule, line_count
 
 from conftest import make_tiny_model
 
@@ -172,8 +172,8 @@ def test_an_alternative_cut_at_the_leads_length_ends_at_a_whole_word():
 def test_superposed_scores_the_model_mixed_with_the_ngram_counts():
     """log(l * q + (1 - l) * p): q the counts after the longest match over all sources;
     where no source matches, log p."""
-    from inkling.completion.suffix_index import SuffixIndex
-    from inkling.completion.superposed import ngram_logprobs
+    from inkling.completion.drafting.suffix_index import SuffixIndex
+    from inkling.completion.decoding.superposed import ngram_logprobs
     a, b = SuffixIndex(), SuffixIndex()
     a.put("x", [1, 2, 3, 4, 1, 2, 3, 5])                   # after 1 2 3: 4 once, 5 once
     b.put("y", [7, 1, 2, 3, 4])                            # and 4 once more

@@ -3,7 +3,7 @@ import logging
 
 import pytest
 
-from inkling.completion.datastore import build_datastore, corpus_ids, validate_spec
+from inkling.completion.drafting.datastore import build_datastore, corpus_ids, validate_spec
 from inkling.completion.document import Position
 from inkling.completion.engine import Engine
 from inkling.completion.errors import OptionError

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from inkling.completion.document import Position
-from inkling.completion.draft_ranking import (DUPLICATE, EMPTY, PREFIX, SHORT, WHITESPACE,
+from inkling.completion.decoding.ranking import (DUPLICATE, EMPTY, PREFIX, SHORT, WHITESPACE,
                                               Dropped, shortfall, worth_showing)
 from inkling.completion.engine import Engine
 from inkling.completion.options import InklingOptions

@@ -9,15 +9,15 @@ import torch
 
 from inkling.cache.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
-from inkling.completion.decoding import greedy_decode
+from inkling.completion.decoding.greedy import greedy_decode
 from inkling.completion.document import Position, Range, TextChange
-from inkling.completion.draft_tree import cut, from_continuations, linear
+from inkling.completion.drafting.draft_tree import cut, from_continuations, linear
 from inkling.completion.engine import Engine
 from inkling.completion.options import InklingOptions
-from inkling.completion.prompt_lookup import prompt_lookup
-from inkling.completion.speculative import accept, speculative_decode
-from inkling.completion.stop_rules import StopRule
-from inkling.completion.suffix_index import StreamIndex, SuffixIndex
+from inkling.completion.drafting.prompt_lookup import prompt_lookup
+from inkling.completion.decoding.speculative import accept, speculative_decode
+from inkling.completion.decoding.stop_rules import StopRule
+from inkling.completion.drafting.suffix_index import StreamIndex, SuffixIndex
 from inkling.models.corpus import stdlib_root
 
 from conftest import make_tiny_model
@@ -149,7 +149,7 @@ def _decode_all(rt, prompts, mode):
             else:
                 index = SuffixIndex()
                 index.put("doc", ids)
-                from inkling.completion.suffix_drafter import SuffixDrafter
+                from inkling.completion.drafting.suffix_drafter import SuffixDrafter
                 sources = SuffixDrafter({"document": index, "history": engine.history})
                 drafter = lambda ctx, b: sources.draft(ctx, b, rt.stop_ids)  # noqa: E731
             first = drafter(ids, 24) if i % 2 else None
@@ -196,7 +196,7 @@ def test_engine_modes_give_the_same_suggestions(tiny_runtime):
 
 
 def test_document_tokens_retokenize_only_edited_paragraphs():
-    from inkling.completion.document_tokens import DocumentTokens, paragraphs
+    from inkling.completion.drafting.document_tokens import DocumentTokens, paragraphs
     calls = []
 
     def encode(text):
@@ -213,8 +213,8 @@ def test_document_tokens_retokenize_only_edited_paragraphs():
 
 
 def test_draft_size_follows_the_measured_acceptance():
-    from inkling.completion.acceptance import AcceptanceMeter
-    from inkling.completion.suffix_drafter import DraftLimits
+    from inkling.completion.drafting.acceptance import AcceptanceMeter
+    from inkling.completion.drafting.suffix_drafter import DraftLimits
     base = DraftLimits()
     meter = AcceptanceMeter()
     for _ in range(60):
@@ -228,8 +228,8 @@ def test_draft_size_follows_the_measured_acceptance():
 
 
 def test_suggestion_history_drafts_the_rest_of_the_last_suggestion():
-    from inkling.completion.suffix_drafter import SuffixDrafter
-    from inkling.completion.suggestion_history import SuggestionHistory
+    from inkling.completion.drafting.suffix_drafter import SuffixDrafter
+    from inkling.completion.drafting.suggestion_history import SuggestionHistory
     history = SuggestionHistory(keep=2, context_tokens=3)
     history.add([1, 2, 3, 4, 5], [6, 7, 8, 9])
     drafter = SuffixDrafter({"suggestions": history})
@@ -263,8 +263,8 @@ def test_typing_along_a_suggestion_drafts_it_and_stays_lossless(tiny_runtime):
 
 
 def test_acceptance_is_measured_per_source():
-    from inkling.completion.acceptance import AcceptanceMeter
-    from inkling.completion.suffix_drafter import DraftLimits
+    from inkling.completion.drafting.acceptance import AcceptanceMeter
+    from inkling.completion.drafting.suffix_drafter import DraftLimits
     meter = AcceptanceMeter()
     for _ in range(60):
         meter.record(0, "workspace")
@@ -282,9 +282,9 @@ def test_acceptance_is_measured_per_source():
 def test_next_counts_and_drafts_equal_those_of_the_matches(puts, removed, context):
     """The vectorised n-gram counts and draft trees equal those computed from the live
     matches one by one."""
-    from inkling.completion.draft_tree import from_continuations
-    from inkling.completion.suffix_drafter import DraftLimits, SuffixDrafter
-    from inkling.completion.suffix_index import next_counts
+    from inkling.completion.drafting.draft_tree import from_continuations
+    from inkling.completion.drafting.suffix_drafter import DraftLimits, SuffixDrafter
+    from inkling.completion.drafting.suffix_index import next_counts
     idx = SuffixIndex(min_merge=16)
     for key, ids in puts:
         idx.put(key, ids)
@@ -313,10 +313,10 @@ def test_next_counts_and_drafts_equal_those_of_the_matches(puts, removed, contex
 def test_drafts_are_verified_and_sources_searched_where_they_pay():
     import numpy as np
 
-    from inkling.completion.acceptance import AcceptanceMeter
-    from inkling.completion.draft_tree import DraftTree
-    from inkling.completion.suffix_drafter import Candidate, DraftLimits
-    from inkling.completion.verify_cost import VerifyCost, bucket
+    from inkling.completion.drafting.acceptance import AcceptanceMeter
+    from inkling.completion.drafting.draft_tree import DraftTree
+    from inkling.completion.drafting.suffix_drafter import Candidate, DraftLimits
+    from inkling.completion.drafting.verify_cost import VerifyCost, bucket
     cost = VerifyCost()
     assert cost.ratio(9) == 1.0                        # nothing measured: a flat cost
     cost.record(1, 7.0)
@@ -365,7 +365,7 @@ def test_the_document_source_does_not_draft_the_text_after_the_cursor(tiny_runti
     """The text before the cursor matches the context at the cursor at full length; the
     document is indexed in two parts, so that match drafts nothing (the text after the
     cursor is not what goes in front of it), while earlier repeats still draft."""
-    from inkling.completion.suffix_drafter import SuffixDrafter
+    from inkling.completion.drafting.suffix_drafter import SuffixDrafter
     rt = tiny_runtime
     text = ("def area(w, h):\n    return w * h\n\n\ndef perimeter(w, h):\n"
             "    return 2 * (w + h)\n")
@@ -419,7 +419,7 @@ def test_a_short_stream_scanned_matches_as_the_sorted_index_does(seqs, context):
     """Short streams are scanned for their anchors instead of indexed, and a stream
     rebuilt at every completion keeps its k-gram hashes in stream order instead of
     sorted; all three ways give the same occurrences and lengths."""
-    import inkling.completion.suffix_index as si
+    import inkling.completion.drafting.suffix_index as si
     scanned = StreamIndex.of(seqs)
     old = si.SCAN_BELOW
     si.SCAN_BELOW = 0
@@ -438,8 +438,8 @@ def test_a_short_stream_scanned_matches_as_the_sorted_index_does(seqs, context):
 def test_the_tree_chosen_is_the_one_whose_source_the_model_keeps_at_that_match_length():
     """The meter learns per source and match length from scored candidates, and the
     drafter verifies the tree with the highest learnt yield, not the highest count score."""
-    from inkling.completion.acceptance import AcceptanceMeter, match_bucket
-    from inkling.completion.suffix_drafter import SuffixDrafter, pick
+    from inkling.completion.drafting.acceptance import AcceptanceMeter, match_bucket
+    from inkling.completion.drafting.suffix_drafter import SuffixDrafter, pick
     corpus = SuffixIndex()
     corpus.put("a", [1, 2, 3, 7, 8, 9] * 5)                  # many votes for 7 8 9
     mine = SuffixIndex()
@@ -493,7 +493,7 @@ def test_candidate_rows_are_gathered_when_asked_and_are_the_recent_continuations
     of the last ``max_continuations`` occurrences whose match is at least its length,
     across a source's streams in order; only the tree chosen gathers them before the
     output is known."""
-    from inkling.completion.suffix_drafter import DraftLimits, SuffixDrafter, pick
+    from inkling.completion.drafting.suffix_drafter import DraftLimits, SuffixDrafter, pick
     idx = SuffixIndex(min_merge=10_000)
     idx.put_many((f"b{i}", seq) for i, seq in enumerate(base))
     for i, seq in enumerate(tail):
@@ -523,7 +523,7 @@ def test_a_candidate_scores_what_its_tree_would_accept(conts, output, floor):  #
     """Candidate.kept, from token rows, is what the verifier accepts of the tree the rows
     build when the model writes ``output`` (while the node budget is not reached), and
     the rows are the streams' continuations."""
-    from inkling.completion.suffix_drafter import Candidate, DraftLimits, _rows
+    from inkling.completion.drafting.suffix_drafter import Candidate, DraftLimits, _rows
     stream = StreamIndex.of(conts)
     ends = stream.starts.astype(np.int64)
     rows = _rows(stream, ends, 6)
@@ -546,7 +546,7 @@ def test_a_candidate_scores_what_its_tree_would_accept(conts, output, floor):  #
 def test_match_lengths_are_the_longest_agreeing_tails(stream_toks, context):
     """StreamIndex._lengths (a first look, then the rest for full agreements) equals a
     token-by-token comparison backwards from every end, up to MAX_MATCH."""
-    from inkling.completion.suffix_index import MAX_MATCH
+    from inkling.completion.drafting.suffix_index import MAX_MATCH
     stream = StreamIndex.of([stream_toks])
     ends = np.arange(2, len(stream_toks) + 1)
     ends = ends[[stream_toks[e - 2:e] == context[-2:] for e in ends]]
@@ -565,7 +565,7 @@ def test_match_lengths_are_the_longest_agreeing_tails(stream_toks, context):
 def test_the_request_source_finds_what_a_stream_index_finds(generated, context):
     """The request's own text is scanned as a Python list at every step; it finds the
     matches, lengths and continuations a StreamIndex of the same tokens finds."""
-    from inkling.completion.suffix_drafter import _Local, _rows
+    from inkling.completion.drafting.suffix_drafter import _Local, _rows
     got = _Local(generated).found(context)
     want = StreamIndex.of([generated]).found(context)
     assert len(got) == len(want)

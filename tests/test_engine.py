@@ -57,7 +57,7 @@ def test_unknown_document_and_bad_position(engine):
 
 
 def test_cancellation_stops_between_forward_passes(engine):
-    from inkling.completion.decoding import Cancelled
+    from inkling.completion.decoding.greedy import Cancelled
     engine.open(URI, "def f():\n    return \n")
     calls = []
 

@@ -18,16 +18,16 @@ from hypothesis import strategies as st
 
 from inkling.cache.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
-from inkling.completion import speculative
-from inkling.completion.branches import branch_decode, sequential_decode
-from inkling.completion.decoding import greedy_decode
+from inkling.completion.decoding import speculative
+from inkling.completion.decoding.branches import branch_decode, sequential_decode
+from inkling.completion.decoding.greedy import greedy_decode
 from inkling.completion.document import Position, Range, TextChange
-from inkling.completion.draft_tree import linear
+from inkling.completion.drafting.draft_tree import linear
 from inkling.completion.engine import Engine
 from inkling.completion.options import InklingOptions
-from inkling.completion.prompt_lookup import prompt_lookup
-from inkling.completion.speculative import near_tie, speculative_decode
-from inkling.completion.stop_rules import StopRule
+from inkling.completion.drafting.prompt_lookup import prompt_lookup
+from inkling.completion.decoding.speculative import near_tie, speculative_decode
+from inkling.completion.decoding.stop_rules import StopRule
 from inkling.lsp.replay import Replayer
 from inkling.lsp.retype_trace import RetypeOptions, retype_trace
 from inkling.lsp.syntax_check import SyntaxChecker
@@ -45,7 +45,7 @@ class SyncKinds:
     moves of the prompt's window."""
 
     def __init__(self, monkeypatch):
-        from inkling.completion import prompt
+        from inkling.completion.prompt import builder as prompt
         self.counts = {"draft in the prompt's forward": 0, "splice (edit above the cursor)": 0,
                        "window moved": 0, "refresh": 0}
         sync, splice, full = PromptCache.sync, PromptCache._splice, PromptCache._sync_full
@@ -425,7 +425,7 @@ def test_branches_are_the_sequential_drafts_tokens_and_log_probabilities(wide_ru
 def test_superposed_drafts_continue_as_greedy_decoding_continues_them(wide_runtime):
     """After its superposed steps each draft is continued exactly: the lead's tokens
     after its superposed prefix are greedy decoding's continuation of that prefix."""
-    from inkling.completion.superposed import SUPERPOSED_STEPS, superposed_decode
+    from inkling.completion.decoding.superposed import SUPERPOSED_STEPS, superposed_decode
     rt, budget = wide_runtime, 16
     checked = 0
     for text in _prompts(6, seed=8):

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 import torch
 
-from inkling.completion import model_datastore as md
+from inkling.completion.drafting import model_datastore as md
 from inkling.completion.document import Position
 from inkling.completion.engine import Engine
 from inkling.completion.errors import OptionError
 from inkling.completion.options import InklingOptions
-from inkling.completion.suffix_drafter import SuffixDrafter
+from inkling.completion.drafting.suffix_drafter import SuffixDrafter
 
 
 def _sequences(runtime):

@@ -74,7 +74,7 @@ def test_healing_masks_are_the_tokens_consistent_with_the_healed_text(tiny_runti
     """TokenTexts.mask (prefixes and one sorted range) allows exactly the tokens whose
     text is a prefix of the remaining text or starts with it, and healing hands over to
     no monitor once the text is covered."""
-    from inkling.completion.token_healing import Healing, TokenTexts
+    from inkling.completion.decoding.healing import Healing, TokenTexts
     texts = TokenTexts(tiny_runtime.tokenizer, tiny_runtime.vocab_size)
     for remaining in (" ", "    ", "def", " return", "(self", "\n", "xyz\u00e9", "zzzzzz"):
         want = {i for i, t in enumerate(texts.texts) if t and "\ufffd" not in t and
@@ -92,8 +92,8 @@ def test_a_draft_tree_loses_the_nodes_its_monitor_masks():
     hangs under it; the rest keep their order and parents."""
     import torch
 
-    from inkling.completion.draft_tree import DraftTree
-    from inkling.completion.speculative import allowed_tree
+    from inkling.completion.drafting.draft_tree import DraftTree
+    from inkling.completion.decoding.speculative import allowed_tree
 
     class Alternating:            # after an even token only odd ones, and the reverse
         def __init__(self, last):

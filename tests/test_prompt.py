@@ -1,7 +1,7 @@
 import time
 
 from inkling.cache.fim import INKLING
-from inkling.completion.prompt import build_prompt, budgets, normalise_eol
+from inkling.completion.prompt.builder import build_prompt, budgets, normalise_eol
 
 
 def _special(rt, name):

@@ -8,14 +8,14 @@ import pytest
 import torch
 
 from inkling.cache.prompt_cache import PromptCache
-from inkling.completion.context_block import Snippet, assemble, render
+from inkling.completion.prompt.context_block import Snippet, assemble, render
 from inkling.completion.document import Position
 from inkling.completion.engine import Engine
 from inkling.completion.errors import OptionError
 from inkling.completion.options import InklingOptions
-from inkling.completion.prompt import build_prompt
-from inkling.completion.recent_files import RecentFiles
-from inkling.completion.repo_format import DEEPSEEK, INKLING, QWEN, repo_format
+from inkling.completion.prompt.builder import build_prompt
+from inkling.completion.prompt.recent_files import RecentFiles
+from inkling.completion.prompt.repo_format import DEEPSEEK, INKLING, QWEN, repo_format
 
 SHAPES = '''"""Shapes."""
 MAX_SIDES = 12

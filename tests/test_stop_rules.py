@@ -1,4 +1,4 @@
-from inkling.completion.stop_rules import StopRule, stop_rule_for, trim_repeated_suffix
+from inkling.completion.decoding.stop_rules import StopRule, stop_rule_for, trim_repeated_suffix
 
 
 def test_line_mode_ends_at_line_break():
@@ -50,7 +50,7 @@ def test_trim_suggestion_that_repeats_following_lines():
 
 
 def test_a_degenerate_loop_ends_the_suggestion_where_it_began():
-    from inkling.completion.stop_rules import loop_start
+    from inkling.completion.decoding.stop_rules import loop_start
     line = StopRule(False, "x = ")
     assert line.cut("get_n_children_alive.0.0.0.0.0.0") == len("get_n_children_alive")
     assert line.cut("get_name.0.0") is None                       # not yet a loop

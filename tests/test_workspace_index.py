@@ -2,7 +2,7 @@
 import os
 import time
 
-from inkling.completion.workspace_index import WorkspaceIndex, WorkspaceLimits
+from inkling.completion.drafting.workspace_index import WorkspaceIndex, WorkspaceLimits
 
 
 def encode(text):

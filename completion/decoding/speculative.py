@@ -27,9 +27,9 @@ import torch
 
 from inkling.cache.prompt_cache import PromptCache
 
-from .decoding import (Cancelled, Decoded, advance, finish, forced_ids, masked, pick,
+from .greedy import (Cancelled, Decoded, advance, finish, forced_ids, masked, pick,
                        settled, stopped)
-from .draft_tree import EMPTY, DraftTree
+from ..drafting.draft_tree import EMPTY, DraftTree
 from .stop_rules import StopRule
 
 Drafter = Callable[[list[int], int], DraftTree]   # (context ids, token budget) -> tree

@@ -28,9 +28,9 @@ import torch
 
 from inkling.cache.prompt_cache import PromptCache
 
-from .decoding import (Cancelled, Decoded, advance, finish, forced_ids, greedy_decode,
+from .greedy import (Cancelled, Decoded, advance, finish, forced_ids, greedy_decode,
                        masked)
-from .draft_tree import EMPTY, DraftTree
+from ..drafting.draft_tree import EMPTY, DraftTree
 from .speculative import (Drafter, accept, near_tie, near_tie_bound, node_states,
                           speculative_decode, until_forced)
 from .stop_rules import StopRule, line_count

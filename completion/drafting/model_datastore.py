@@ -35,7 +35,7 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import OptionError
+from ..errors import OptionError
 from .suffix_index import StreamIndex
 
 FILE_NAME = "model_datastore.npz"
@@ -143,7 +143,7 @@ def fim_prompt(runtime, prefix: list[int], suffix: list[int]) -> list[int]:
     """The prompt the engine would build for a cursor between ``prefix`` and ``suffix``."""
     if runtime.fim is None:
         return list(prefix)
-    from .prompt import _TokenIds
+    from ..prompt.builder import _TokenIds
     return runtime.fim.build(runtime.fim_order, prefix, suffix, _TokenIds(runtime))
 
 

@@ -25,7 +25,7 @@ from typing import Callable
 
 import numpy as np
 
-from .errors import OptionError
+from ..errors import OptionError
 from .suffix_index import SuffixIndex
 
 log = logging.getLogger("inkling.datastore")

@@ -35,9 +35,9 @@ import torch
 from inkling.cache.prompt_cache import PromptCache
 
 from .branches import Branch, advance_branches, check_branch, first_tokens
-from .decoding import Cancelled, Decoded, advance, finish, masked
+from .greedy import Cancelled, Decoded, advance, finish, masked
 from .stop_rules import StopRule
-from .suffix_index import next_counts
+from ..drafting.suffix_index import next_counts
 
 SUPERPOSED_STEPS = 3         # measured against 6 and 10: see the module's note
 NGRAM_MIX = 0.7             # l in l * q + (1 - l) * p: measured, see the module's note
