@@ -7,7 +7,8 @@ token for token, in every decoder and drafting mode).
 ``record`` replays the sample traces (../shared/traces, when beside the checkout) and
 retype traces of the held-out standard-library files under every decoder (greedy,
 branches, superposed, sequential) crossed with every drafting mode (none, prompt-lookup,
-suffix), with the monitor on and the other options at their defaults (float32, the
+suffix), with the monitor on, three drafts a completion (one for greedy) and the other options at
+their defaults (float32, the
 bundled model), and writes every completion's drafts. ``check`` replays the same and
 prints each difference; it exits 1 if any.
 """
@@ -55,8 +56,11 @@ def replay_all(limit: int) -> dict:
     datastores: dict = {}
     for decoder in DECODERS:
         for draft in DRAFTING:
-            options = InklingOptions().merged({"completion": {"decoder": decoder,
-                                                              "draft": draft}})
+            # every completion asks for the invoked number of drafts (3): with one draft
+            # (an automatic completion's default) every decoder decodes greedily
+            options = InklingOptions().merged({"completion": {
+                "decoder": decoder, "draft": draft,
+                "automatic_drafts": 1 if decoder == "greedy" else 3}})
             engine = Engine(options, runtime)
             spec = options.completion.datastore
             if engine.uses_datastore and spec not in datastores:
