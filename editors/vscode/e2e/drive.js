@@ -1,7 +1,7 @@
 // Drives VS Code (code-server, already running with the inkling .vsix installed) in headless
 // Chromium with playwright-core, as a user would: opens a Python file, types, reads the ghost
 // text from the DOM, cycles drafts with Alt+], accepts with Tab, reads the status bar, runs
-// "inkling: Show server stats" from the command palette. tests/test_vscode_e2e.py starts
+// "inkling: Show server stats" from the command palette. tests/editors/test_vscode_e2e.py starts
 // code-server, runs this and checks what it reports.
 //
 //   node drive.js URL FILE OUT_DIR SETTINGS_JSON

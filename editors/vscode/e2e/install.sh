@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what tests/test_vscode_e2e.py drives: code-server (VS Code in the browser, from
+# Installs what tests/editors/test_vscode_e2e.py drives: code-server (VS Code in the browser, from
 # npm) and playwright-core, into editors/vscode/e2e/node_modules. Needs Debian's nodejs 20
 # (code-server 4.100.3 requires Node 20), libkrb5-dev (its kerberos module builds from
 # source), ripgrep and chromium (the browser; playwright-core never downloads one):

@@ -41,10 +41,10 @@ async function waitFor(predicate, timeoutMs, stepMs = 25) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
-/** The scripted server (tests/editor_fake_server.py) with INKLING_TEST_PYTHON, else undefined. */
+/** The scripted server (tests/editors/editor_fake_server.py) with INKLING_TEST_PYTHON, else undefined. */
 function fakeServer() {
   const python = process.env.INKLING_TEST_PYTHON;
-  return python ? [python, path.join(__dirname, "..", "..", "..", "tests", "editor_fake_server.py")] : undefined;
+  return python ? [python, path.join(__dirname, "..", "..", "..", "tests", "editors", "editor_fake_server.py")] : undefined;
 }
 
 /** Ask the provider the language client registered, as VS Code does (0: invoked, 1: automatic). */

@@ -2,7 +2,7 @@
 // INKLING_TEST_OPTIONS, settings the user has from the start (JSON: {"inkling.model.path": ...});
 // INKLING_TEST_DEFAULTS, the options tree `inkling serve` holds with those and nothing else
 // (snake_case, as inkling/stats reports it). Skipped when not given (npm test stays offline);
-// tests/test_vscode_extension.py runs it with the repository's Python.
+// tests/editors/test_vscode_extension.py runs it with the repository's Python.
 "use strict";
 
 const assert = require("node:assert/strict");

@@ -1,4 +1,4 @@
-// The extension against the scripted server (tests/editor_fake_server.py, with the Python
+// The extension against the scripted server (tests/editors/editor_fake_server.py, with the Python
 // in INKLING_TEST_PYTHON; skipped without it, so npm test stays free of Python):
 // settings sent, toggles that keep the server, restarts that log no error, trigger modes,
 // typing along a draft across a newline.

@@ -49,7 +49,7 @@ test("every server setting is contributed in package.json, and every contributed
   }
 });
 
-test("contributed defaults are the server's own (tests/test_vscode_extension.py checks every one)", () => {
+test("contributed defaults are the server's own (tests/editors/test_vscode_extension.py checks every one)", () => {
   const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "..", "package.json"), "utf8"));
   const props = pkg.contributes.configuration.properties;
   const flat: Record<string, unknown> = {};

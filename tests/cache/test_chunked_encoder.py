@@ -11,7 +11,7 @@ from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, tr
 from inkling.cache.chunked_encoder import (LLAMA3_PATTERN, QWEN2_PATTERN, ChunkedEncoder,
                                            split_rule)
 
-BUNDLED = Path(__file__).resolve().parents[1] / "models" / "inkling-tiny" / "tokenizer.json"
+BUNDLED = Path(__file__).resolve().parents[2] / "models" / "inkling-tiny" / "tokenizer.json"
 CODE = [
     "def parse(self, text):\n    return [int(x) for x in text.split(',')]\n",
     "class Store:\n    def __init__(self):\n        self.items = {}\n\n\n# done\n",

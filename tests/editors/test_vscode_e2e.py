@@ -29,7 +29,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 EXTENSION = REPO / "editors" / "vscode"
 E2E = EXTENSION / "e2e"
 CODE_SERVER = Path(os.environ.get("INKLING_CODE_SERVER",

@@ -12,7 +12,7 @@ from inkling.completion.errors import OptionError
 from inkling.completion.options import InklingOptions
 from inkling.lsp.comparison import ablations, combinations
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TRACES = sorted(str(p) for p in (REPO / "benchmarks" / "traces").glob("*.jsonl"))
 
 

@@ -16,7 +16,7 @@ from inkling.lsp.replay_result import summarise  # noqa: E402
 from inkling.lsp.trace_file import read_trace  # noqa: E402
 
 pytestmark = pytest.mark.slow
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 TRACES = sorted(str(p) for p in (REPO / "benchmarks" / "traces").glob("*.jsonl"))
 COMPARED = ("exact_line", "edit_similarity", "tokens_per_forward", "sync_ok", "completions",
             "checks", "syntax_valid")

@@ -4,7 +4,7 @@ End to end: Neovim starts the real server (the bundled model when it is in the c
 else the tiny random model of tests/conftest.py); with the default setup the server holds
 the options of `inkling serve` with none; ghost text appears as an extmark while typing,
 the next-draft key changes it, the accept key inserts it, and the server's inkling/stats
-counts the acceptance. With the scripted server (tests/editor_fake_server.py): cycling,
+counts the acceptance. With the scripted server (tests/editors/editor_fake_server.py): cycling,
 typing along (across a newline too), word and line acceptance, the chosen draft kept when
 new answers come, text typed while the server starts, the trigger mode, buffer and file
 type switches. Also: a missing or crashing server is reported once in a line that opens no
@@ -29,7 +29,7 @@ NVIM = shutil.which("nvim")
 pytestmark = pytest.mark.skipif(NVIM is None, reason="nvim is not installed")
 pynvim = pytest.importorskip("pynvim")
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "editors" / "nvim"
 SERVER = [sys.executable, "-m", "inkling.lsp.cli", "serve"]
 # the options the issue asks for: several drafts from the "branches" decoder
@@ -321,7 +321,7 @@ def _scripted(tmp_path, env=None, extra=""):
 
 @pytest.fixture()
 def scripted(tmp_path):
-    """Neovim with the plugin on the scripted server (tests/editor_fake_server.py)."""
+    """Neovim with the plugin on the scripted server (tests/editors/editor_fake_server.py)."""
     nvim = _scripted(tmp_path)
     try:
         assert _wait(lambda: "ready" in _statusline(nvim), 20), _messages(nvim)

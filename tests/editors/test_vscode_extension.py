@@ -6,7 +6,7 @@ CI does that in .ci/run, which also runs the npm steps and builds the .vsix itse
 load the compiled extension under Node with a stand-in for the `vscode` module
 (editors/vscode/test-integration/fake-vscode.js), which records what the extension registers
 and shows. The extension in a real VS Code (code-server in headless Chromium) is
-tests/test_vscode_e2e.py.
+tests/editors/test_vscode_e2e.py.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-EXTENSION = Path(__file__).resolve().parents[1] / "editors" / "vscode"
+EXTENSION = Path(__file__).resolve().parents[2] / "editors" / "vscode"
 NPM = shutil.which("npm")
 NODE = shutil.which("node")
 
@@ -126,7 +126,7 @@ def test_extension_with_the_scripted_server():
     """Defects 1 (only settings the user set are sent), 7 (toggling keeps the server), 8 (a
     restart on purpose logs no error) and 10 (a newline typed along the ghost text keeps the
     rest), the per-language and per-file switches and the manual trigger mode, with
-    tests/editor_fake_server.py."""
+    tests/editors/editor_fake_server.py."""
     compiled = _npm("run", "compile")
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
     env = {**os.environ, "INKLING_TEST_PYTHON": sys.executable}
