@@ -1,0 +1,40 @@
+"""What every decoder takes: one request instead of a dozen positional parameters."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from inkling.cache.prompt_cache import PromptCache
+
+from ..drafting.draft_tree import DraftTree
+from .stop_rules import StopRule
+
+Drafter = Callable[[list[int], int], DraftTree]   # (context ids, token budget) -> tree
+
+
+def never() -> bool:
+    return False
+
+
+@dataclass
+class DecodeRequest:
+    """One completion's decoding: the cache holds the prompt, ``logits`` are its last
+    position's; every decoder leaves the cache at the prompt (drafts' rows truncated)."""
+    cache: PromptCache
+    logits: torch.Tensor                 # [vocab] at the prompt's last position
+    stop: StopRule                       # where a draft ends (a line, a block, a loop)
+    budget: int                          # new tokens a draft may take at most
+    stop_ids: frozenset[int]             # end-of-text ids
+    decode: Callable[[list[int]], str]   # ids -> text (token healing wraps it)
+    k: int = 1                           # drafts asked for
+    cancelled: Callable[[], bool] = never
+    monitor: object | None = None        # the analysis state that masks tokens, or None
+    drafter: Drafter | None = None       # draft trees to verify, or None
+    context: list[int] = field(default_factory=list)   # ids before the cursor
+    meter: object | None = None          # AcceptanceMeter: what verification kept, or None
+    first: DraftTree | None = None       # a draft that ran in the prompt's forward
+    first_logits: torch.Tensor | None = None   # [len(first), vocab], its rows
+    first_rows: int = 1                  # prompt tokens that forward ran
+    sources: dict = field(default_factory=dict)   # n-gram count sources (superposed)
