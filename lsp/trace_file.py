@@ -65,6 +65,17 @@ class CompleteEvent:
 
 
 @dataclass(frozen=True)
+class AcceptEvent:
+    """The person took draft ``draft`` of the latest completion in ``path`` if its first
+    line is what they typed next (that completion's ``expected`` first line, trailing
+    whitespace ignored); decided at replay, since a trace cannot know the model's drafts.
+    The text itself still arrives as ``change`` events, as an editor applies it."""
+    path: str
+    draft: int = 0
+    line: int = 0
+
+
+@dataclass(frozen=True)
 class CheckEvent:
     path: str
     sha256: str
@@ -77,7 +88,8 @@ class CloseEvent:
     line: int = 0
 
 
-Event = Union[FileEvent, OpenEvent, ChangeEvent, CompleteEvent, CheckEvent, CloseEvent]
+Event = Union[FileEvent, OpenEvent, ChangeEvent, CompleteEvent, AcceptEvent, CheckEvent,
+              CloseEvent]
 
 
 @dataclass(frozen=True)
@@ -165,6 +177,13 @@ def _complete(f: _Fields) -> Event:
     return CompleteEvent(f.path(), f.position("position"), f.get("expected", str), trigger, f.line)
 
 
+def _accept(f: _Fields) -> Event:
+    draft = f.get("draft", int, 0, required=False)
+    if draft < 0:
+        raise f.fail(f"draft {draft} is negative (0 is the first draft)")
+    return AcceptEvent(f.path(), draft, f.line)
+
+
 def _check(f: _Fields) -> Event:
     sha = f.get("sha256", str)
     if len(sha) != 64 or any(ch not in "0123456789abcdef" for ch in sha.lower()):
@@ -177,7 +196,7 @@ def _close(f: _Fields) -> Event:
 
 
 _PARSERS = {"file": _file, "open": _open, "change": _change_event, "complete": _complete,
-            "check": _check, "close": _close}
+            "accept": _accept, "check": _check, "close": _close}
 
 
 def _json_object(raw: str, trace: str, line: int) -> dict:
@@ -279,6 +298,11 @@ def event_json(e: Event) -> dict:
                "expected": e.expected}
         if e.trigger != "automatic":
             out["trigger"] = e.trigger
+        return out
+    if isinstance(e, AcceptEvent):
+        out = {"kind": "accept", "path": e.path}
+        if e.draft:
+            out["draft"] = e.draft
         return out
     if isinstance(e, CheckEvent):
         return {"kind": "check", "path": e.path, "sha256": e.sha256}

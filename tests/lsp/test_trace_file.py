@@ -4,8 +4,8 @@ import json
 import pytest
 
 from inkling.completion.document import Position, Range, TextChange
-from inkling.lsp.trace_file import (ChangeEvent, CompleteEvent, Header, TraceError, dump_trace,
-                                    parse_trace, read_trace)
+from inkling.lsp.trace_file import (AcceptEvent, ChangeEvent, CompleteEvent, Header, TraceError,
+                                    dump_trace, parse_trace, read_trace)
 
 HEADER = {"kind": "header", "version": 1, "name": "t", "language": "python"}
 OPEN = {"kind": "open", "path": "a.py", "text": "x = 1\n"}
@@ -29,17 +29,19 @@ def test_parses_every_kind():
         {**HEADER, "description": "d"}, {"kind": "file", "path": "pkg/b.py", "text": ""}, OPEN,
         change, {"kind": "complete", "path": "a.py", "position": {"line": 0, "character": 0},
                  "expected": "y", "trigger": "invoked"},
+        {"kind": "accept", "path": "a.py"}, {"kind": "accept", "path": "a.py", "draft": 2},
         {"kind": "check", "path": "a.py", "sha256": "A" * 64}, {"kind": "close", "path": "a.py"}),
         "t.jsonl")
     assert trace.header == Header("t", "python", 1, "d")
     kinds = [type(e).__name__ for e in trace.events]
-    assert kinds == ["FileEvent", "OpenEvent", "ChangeEvent", "CompleteEvent", "CheckEvent",
-                     "CloseEvent"]
-    assert [e.line for e in trace.events] == [2, 3, 4, 5, 6, 7]
+    assert kinds == ["FileEvent", "OpenEvent", "ChangeEvent", "CompleteEvent", "AcceptEvent",
+                     "AcceptEvent", "CheckEvent", "CloseEvent"]
+    assert [e.line for e in trace.events] == [2, 3, 4, 5, 6, 7, 8, 9]
     assert trace.events[2].changes == (
         TextChange("2", Range(Position(0, 4), Position(0, 5))), TextChange("y = 3\n"))
     assert trace.events[3].trigger == "invoked"
-    assert trace.events[4].sha256 == "a" * 64
+    assert trace.events[4:6] == (AcceptEvent("a.py", 0, 6), AcceptEvent("a.py", 2, 7))
+    assert trace.events[6].sha256 == "a" * 64
 
 
 def test_malformed_json_names_file_and_line():
@@ -76,6 +78,7 @@ def test_empty_trace():
       "character": 0}}, "text": ""}]}, "missing field 'end'"),
     ({"kind": "check", "path": "a.py"}, "missing field 'sha256'"),
     ({"kind": "close"}, "missing field 'path'"),
+    ({"kind": "accept", "draft": 0}, "missing field 'path'"),
     ({"path": "a.py"}, "missing field 'kind'"),
 ])
 def test_missing_fields(event, needle):
@@ -94,6 +97,11 @@ def test_missing_fields(event, needle):
     ({"kind": "complete", "path": "a.py", "position": {"line": 0, "character": 0},
       "expected": "", "trigger": "manual"}, "trigger"),
     ({"kind": "check", "path": "a.py", "sha256": "abc"}, "64 hex digits"),
+    ({"kind": "accept", "path": "a.py", "draft": "0"}, "'draft' must be an integer"),
+    ({"kind": "accept", "path": "a.py", "draft": 1.0}, "'draft' must be an integer"),
+    ({"kind": "accept", "path": "a.py", "draft": True}, "'draft' must be an integer"),
+    ({"kind": "accept", "path": "a.py", "draft": -1}, "negative"),
+    ({"kind": "accept", "path": "../a.py"}, "relative"),
     ({"kind": "change", "path": "a.py", "changes": {}}, "must be an array"),
     ({**HEADER}, "second header"),
     ([1, 2], "JSON object"),
@@ -124,10 +132,15 @@ def test_dump_round_trips():
                                 "end": {"line": 0, "character": 1}}, "text": "😀"}]},
                  {"kind": "complete", "path": "a.py", "position": {"line": 0, "character": 2},
                   "expected": " = 1"},
+                 {"kind": "accept", "path": "a.py"},
+                 {"kind": "accept", "path": "a.py", "draft": 1},
                  {"kind": "check", "path": "a.py", "sha256": "0" * 64},
                  {"kind": "close", "path": "a.py"})
     trace = parse_trace(text, "t")
-    again = parse_trace(dump_trace(trace.header, trace.events), "t")
+    dumped = dump_trace(trace.header, trace.events)
+    assert dumped.splitlines()[4:6] == [      # the default draft is left out, as in the input
+        '{"kind": "accept", "path": "a.py"}', '{"kind": "accept", "path": "a.py", "draft": 1}']
+    again = parse_trace(dumped, "t")
     assert again == trace
     assert isinstance(again.events[1], ChangeEvent)
     assert isinstance(again.events[2], CompleteEvent)
