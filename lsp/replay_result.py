@@ -57,6 +57,8 @@ class TraceResult:
     completions: list[CompletionRecord] = field(default_factory=list)
     edit_ms: list[float] = field(default_factory=list)
     checks: int = 0
+    accepts: int = 0             # accept events replayed
+    accepted: int = 0            # of those, drafts taken (their first line was typed next)
     failures: list[ReplayFailure] = field(default_factory=list)
     model_ms: float = 0.0
     total_ms: float = 0.0
@@ -119,6 +121,12 @@ def _cost(recs: list[CompletionRecord], edit_ms: list[float]) -> dict:
     }
 
 
+def _accepted(results: list[TraceResult]) -> dict:
+    events, taken = sum(t.accepts for t in results), sum(t.accepted for t in results)
+    return {"sum": taken, "events": events,
+            "fraction": _round(taken / events) if events else None}
+
+
 def summarise(results: list[TraceResult]) -> dict:
     """The metrics of TRACES.md over all completions and edits of ``results``."""
     recs = [r for t in results for r in t.completions]
@@ -131,6 +139,8 @@ def summarise(results: list[TraceResult]) -> dict:
                                                 for r in t.completions[1:]])),
         "first_token_ms_typing": m.distribution([r.first_token_ms for t in results
                                                  for r in t.completions[1:]]),
+        # accept events: the drafts a person took (the history drafting source's input)
+        "accepted": _accepted(results),
         "sync_ok": all(t.sync_ok for t in results),
         "checks": sum(t.checks for t in results),
         "checks_failed": sum(1 for t in results for f in t.failures if f.kind == "check"),

@@ -119,6 +119,87 @@ def test_file_events_are_written_to_the_workspace(replayer, monkeypatch):
     assert result.completions[0].drafts == () and result.completions[0].syntax_valid
 
 
+def test_accept_takes_a_draft_only_when_its_first_line_was_typed(replayer, monkeypatch):
+    """An accept event takes draft i of the latest completion in its document when that
+    draft's first line is the expected first line; otherwise nothing is taken."""
+    answers = {(0, 0): ["y = 2  ", "z = 3"], (1, 0): ["w = 1", "y = 9"], (2, 0): [""]}
+    taken = []
+
+    def fake_complete(self, uri, position, k=None, trigger="automatic", cancelled=None):
+        texts = answers[(position.line, position.character)]
+        return Completion(uri, position, [Draft(f"d{position.line}.{i}", t, -1.0, 1)
+                                          for i, t in enumerate(texts)], trigger)
+    monkeypatch.setattr(Engine, "complete", fake_complete)
+    monkeypatch.setattr(Engine, "accept", lambda self, draft_id: taken.append(draft_id))
+
+    def complete(line, expected):
+        return {"kind": "complete", "path": "a.py", "position": pos(line, 0),
+                "expected": expected}
+    accept = {"kind": "accept", "path": "a.py"}
+    result = replay_text(
+        replayer, {"kind": "open", "path": "a.py", "text": "\n\n\n"},
+        {"kind": "open", "path": "b.py", "text": ""},
+        complete(0, "y = 2\nmore\n"), accept,     # taken: trailing whitespace ignored
+        accept,                                      # already taken: nothing more
+        complete(1, "y = 9\n"), accept,            # draft 0 is not what was typed
+        {**accept, "draft": 1},                      # (the latest completion was answered)
+        complete(1, "y = 9\n"), {**accept, "draft": 1},   # draft 1 is
+        complete(1, "y = 9\n"), {**accept, "draft": 7},   # the model gave fewer drafts
+        complete(2, ""), accept)                     # an empty draft is never taken
+    assert result.sync_ok, result.failures
+    assert taken == ["d0.0", "d1.1"]
+    assert (result.accepts, result.accepted) == (7, 2)
+    s = replay_json([result], {})
+    assert s["accepted"] == {"sum": 2, "events": 7, "fraction": round(2 / 7, 4)}
+    assert s["per_trace"]["t.jsonl"]["accepted"]["sum"] == 2
+    assert replay_json([], {})["accepted"] == {"sum": 0, "events": 0, "fraction": None}
+
+    early = replay_text(replayer, {"kind": "open", "path": "a.py", "text": "\n"},
+                        complete(0, "y = 2\n"), {"kind": "close", "path": "a.py"},
+                        {"kind": "open", "path": "a.py", "text": "\n"}, accept,
+                        source="early.jsonl")
+    assert [str(f) for f in early.failures] == [
+        "early.jsonl:6: accept event: accept in a.py before any completion there (since it "
+        "was opened)"]
+    assert early.stopped and taken == ["d0.0", "d1.1"]
+
+
+# ------------------------------------------------------------- real engine
+def first_draft(replayer, text, position):
+    result = replay_text(replayer, {"kind": "open", "path": "a.py", "text": text},
+                         {"kind": "complete", "path": "a.py", "position": position,
+                          "expected": "x"})
+    return result.completions[0].first
+
+
+def test_an_accepted_draft_feeds_the_history_source(replayer, tiny_runtime, monkeypatch):
+    """After an accept, the engine's history (the accepted-history drafting source) holds
+    the accepted draft's tokens; a draft that was not typed leaves it empty."""
+    engines = []
+    accept = Engine.accept
+
+    def spy(self, draft_id):
+        engines.append(self)
+        return accept(self, draft_id)
+    monkeypatch.setattr(Engine, "accept", spy)
+    text = "x = 1\ny = "
+    draft = first_draft(replayer, text, pos(1, 4))
+    assert draft.strip(), "the tiny model gave an empty first draft here"
+
+    def trace(expected):
+        return replay_text(replayer, {"kind": "open", "path": "a.py", "text": text},
+                           {"kind": "complete", "path": "a.py", "position": pos(1, 4),
+                            "expected": expected}, {"kind": "accept", "path": "a.py"})
+    missed = trace("\u00a7" + draft)
+    assert missed.sync_ok and (missed.accepts, missed.accepted) == (1, 0) and not engines
+    result = trace(draft + "\n")
+    assert result.sync_ok and (result.accepts, result.accepted) == (1, 1), result.failures
+    engine, = engines
+    assert [list(seq) for seq in engine.history.sequences()] == [
+        list(tiny_runtime.encode(draft.replace("\r\n", "\n")))]
+    assert engine.stats.accepted == 1 and engine.stats.accepted_chars == len(draft)
+
+
 # ------------------------------------------------------------- real engine
 def test_utf16_positions_outside_the_bmp(replayer):
     text = "s = '😀'\nt = 1\n"
