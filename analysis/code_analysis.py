@@ -3,7 +3,7 @@
 Lifecycle (the Engine's side)::
 
     analysis = CodeAnalysis(AnalysisOptions())
-    analysis.set_workspace_folders([root_uri_or_path, ...])    # indexes + watches
+    workspace.subscribe(analysis.index)       # a Workspace (analysis/workspace.py)
     analysis.open(uri, text, language_id)                      # didOpen
     analysis.change(uri, new_text, TextEdit(start, old_end, new_end))   # didChange
     analysis.close(uri)                                        # didClose
@@ -29,7 +29,6 @@ import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 from .analysis_options import AnalysisOptions
 from .cursor_scope import cursor_scope
@@ -47,7 +46,8 @@ from .text_edit import TextEdit
 from .token_masks import MaskCache
 from .trigger_identifier import TriggerIdentifier, first_trigger_identifier
 from .vocabulary import TokenVocabulary
-from .workspace_watcher import WorkspaceWatcher
+from .workspace import Workspace, WorkspaceLimits
+from .workspace import local_path as _path
 
 log = logging.getLogger(__name__)
 
@@ -80,40 +80,40 @@ class CodeAnalysis:
         self.grammars = Grammars()
         self.index = SymbolIndex(self.options, self.grammars)
         self._docs: dict[str, OpenDocument] = {}
-        self._watcher = WorkspaceWatcher(self.index)
+        self._workspace: Workspace | None = None   # its own, when used alone
         self._vocabs: dict[int, _VocabularyEntry] = {}
         self._indexers: list[threading.Thread] = []
         self._vocab_lock = threading.Lock()
 
     # -------------------------------------------------------------- workspace
+    # Workspace files reach ``self.index`` (a WorkspaceSubscriber) from a Workspace
+    # (analysis/workspace.py): the Engine's, shared with its drafting index
+    # (``workspace.subscribe(analysis.index)``), or, for a CodeAnalysis used alone (the
+    # replay's metrics, tests, benchmarks), one of its own made by set_workspace_folders.
     def set_workspace_folders(self, folders: list) -> None:
-        """Index (in the background by default) and watch ``folders`` (URIs or paths)."""
-        for folder in folders:
-            self.add_workspace_folder(folder)
+        """Used alone: index ``folders`` (URIs or paths) through a Workspace of its own
+        (in a background thread when ``options.background``), watched when
+        ``options.watch``."""
+        if self._workspace is None:
+            o = self.options
+            self._workspace = Workspace((), WorkspaceLimits(o.max_files, o.max_file_bytes,
+                                                            o.max_total_bytes))
+            self._workspace.subscribe(self.index)
+        if self.options.background:
+            t = threading.Thread(target=self._index_quietly, args=(folders,), daemon=True,
+                                 name="inkling-index")
+            self._indexers.append(t)
+            t.start()
+        else:
+            self._index_quietly(folders)
 
-    def add_workspace_folder(self, folder) -> None:
+    def _index_quietly(self, folders: list) -> None:
         try:
-            root = _path(folder)
-            if root is None or not root.is_dir():
-                return
-            self.index.add_root(root)
+            self._workspace.set_folders(folders)
             if self.options.watch:
-                self._watcher.watch(root)
-            if self.options.background:
-                t = threading.Thread(target=self._index_quietly, args=(root,), daemon=True,
-                                     name=f"inkling-index-{root.name}")
-                self._indexers.append(t)
-                t.start()
-            else:
-                self._index_quietly(root)
+                self._workspace.start()
         except Exception:            # noqa: BLE001
-            log.exception("cannot add workspace folder %s", folder)
-
-    def _index_quietly(self, root: Path) -> None:
-        try:
-            self.index.index_root(root)
-        except Exception:            # noqa: BLE001
-            log.exception("indexing %s failed", root)
+            log.exception("indexing %s failed", folders)
 
     def wait_until_indexed(self, timeout: float | None = None) -> bool:
         """Wait for background indexing; True when it has finished."""
@@ -122,14 +122,14 @@ class CodeAnalysis:
         return not any(t.is_alive() for t in self._indexers)
 
     def index_file(self, path) -> None:
-        """Re-index one file from disk now (what the watcher does on a change)."""
-        try:
-            self.index.update_file(Path(path))
-        except Exception:            # noqa: BLE001
-            log.exception("cannot index %s", path)
+        """Re-index one file from disk now (what the watcher does on a change), through
+        the Workspace of its own."""
+        if self._workspace is not None:
+            self._workspace.file_changed(path)
 
     def shutdown(self) -> None:
-        self._watcher.stop()
+        if self._workspace is not None:
+            self._workspace.stop()
 
     # -------------------------------------------------------------- documents
     def open(self, uri: str, text: str, language_id: str = "python") -> None:
@@ -304,13 +304,3 @@ class CodeAnalysis:
             log.exception("trigger_identifier failed at %s:%d", uri, offset)
             return None
 
-
-def _path(uri_or_path) -> Path | None:
-    if isinstance(uri_or_path, Path):
-        return uri_or_path.resolve()
-    s = str(uri_or_path)
-    if s.startswith("file:"):
-        return Path(unquote(urlparse(s).path)).resolve()
-    if "://" in s:
-        return None
-    return Path(s).resolve()

@@ -1,9 +1,9 @@
 """The workspace symbol index: what every indexed file defines, by module name.
 
-Sources: workspace files on disk (indexed per folder within a budget, then kept up to
-date by the watcher), open documents (their in-editor symbols win over the disk), and
-the standard library (parsed lazily, on first use). Thread-safe: the watcher and a
-background indexer write while the Engine's worker reads.
+Sources: workspace files on disk (handed over by the ``Workspace``, whose subscriber
+this is: its walk, then its watcher), open documents (their in-editor symbols win over
+the disk), and the standard library (parsed lazily, on first use). Thread-safe: the
+Workspace writes (from the walking thread or watchdog's) while the Engine's worker reads.
 """
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from .module_paths import is_package_file, module_names
 from .python_symbols import PythonSymbolExtractor
 from .stdlib_modules import StdlibModules
 from .symbols import FileSymbols
-from .workspace_filter import WorkspaceFilter
-from .workspace_scan import ScanResult, scan_folder
+from .workspace import WorkspaceFile
+from .workspace_filter import SOURCE_SUFFIXES
 
 log = logging.getLogger(__name__)
 
@@ -32,7 +32,6 @@ class SymbolIndex:
     stdlib: StdlibModules | None = None
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     _roots: list = field(default_factory=list, repr=False)
-    _filters: dict = field(default_factory=dict, repr=False)
     _disk: dict = field(default_factory=dict, repr=False)         # Path -> FileSymbols
     _open: dict = field(default_factory=dict, repr=False)         # Path -> FileSymbols
     _paths: dict = field(default_factory=dict, repr=False)        # module -> Path
@@ -45,42 +44,34 @@ class SymbolIndex:
         if self.stdlib is None:
             self.stdlib = StdlibModules(introspect=self.options.introspect_extensions)
 
-    # ------------------------------------------------------------------ roots
-    def add_root(self, root: Path) -> None:
-        root = Path(root).resolve()
+    # ------------------------------------------- the workspace (a WorkspaceSubscriber)
+    def wants(self, path: Path) -> bool:
+        return path.suffix in SOURCE_SUFFIXES
+
+    def set_roots(self, roots: list[Path]) -> None:
+        """The workspace folders (module names are relative to them)."""
         with self._lock:
-            if root not in self._roots:
-                self._roots.append(root)
-                self._filters[root] = WorkspaceFilter(root, self.options.max_file_bytes)
+            self._roots = [Path(r).resolve() for r in roots]
+
+    def put_files(self, files: list[WorkspaceFile]) -> None:
+        """Index a batch of workspace files (each is queryable at once)."""
+        for f in files:
+            self._put(f.path, f.text.encode("utf-8"))
+
+    def walk_done(self) -> None:
+        pass
+
+    def file_changed(self, file: WorkspaceFile) -> None:
+        self._put(file.path, file.text.encode("utf-8"))
+
+    def remove_files(self, paths: list[Path]) -> None:
+        for path in paths:
+            self.remove_file(path)
 
     @property
     def roots(self) -> list[Path]:
         with self._lock:
             return list(self._roots)
-
-    def index_root(self, root: Path) -> ScanResult:
-        """Index every wanted file under ``root`` (added as a root first)."""
-        self.add_root(root)
-        root = Path(root).resolve()
-        o = self.options
-        found = scan_folder(root, self._filters[root], o.max_files, o.max_total_bytes)
-        for path in found.files:
-            self.update_file(path)
-        if found.truncated:
-            log.info("indexing %s stopped at its budget (%d files, %d bytes)", root,
-                     len(found.files), found.bytes)
-        return found
-
-    def index_root_folder(self, folder: Path) -> None:
-        """Index a folder inside a root (one moved there on disk)."""
-        root = self.root_of(Path(folder))
-        if root is None:
-            return
-        o = self.options
-        for path in scan_folder(Path(folder), self._filters[root], o.max_files,
-                                o.max_total_bytes).files:
-            if self._filters[root].wanted_file(path):
-                self.update_file(path)
 
     def root_of(self, path: Path) -> Path | None:
         with self._lock:
@@ -89,20 +80,9 @@ class SymbolIndex:
                     return root
         return None
 
-    def wanted(self, path: Path) -> bool:
-        path = Path(path).resolve()
-        root = self.root_of(path)
-        return root is not None and self._filters[root].wanted_file(path)
-
     # ------------------------------------------------------------------ files
-    def update_file(self, path: Path) -> FileSymbols | None:
-        """(Re)index one file from disk; a file that is gone is removed."""
+    def _put(self, path: Path, data: bytes) -> FileSymbols:
         path = Path(path).resolve()
-        try:
-            data = path.read_bytes()
-        except OSError:
-            self.remove_file(path)
-            return None
         names = self.module_names_for(path)
         symbols = self.parse(data, names[0] if names else "", str(path), is_package_file(path))
         with self._lock:
@@ -120,13 +100,6 @@ class SymbolIndex:
                 if path not in self._open:
                     del self._paths[name]
             self._names = None
-
-    def remove_under(self, folder: Path) -> None:
-        folder = Path(folder).resolve()
-        with self._lock:
-            gone = [p for p in self._disk if folder in p.parents]
-        for p in gone:
-            self.remove_file(p)
 
     def set_document(self, path: Path, symbols: FileSymbols) -> None:
         """An open document's symbols (they win over the file on disk)."""

@@ -1,61 +1,74 @@
-"""Which workspace paths the index reads: .gitignore rules, tool folders, size, binary."""
+"""Which workspace paths are read: under a folder, not in a tool folder or a hidden one,
+not ignored by a ``.gitignore`` (the deepest one with a matching rule decides, as in git).
+What a file holds (size, binary, encoding) is the reader's to judge (``workspace.py``)."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .gitignore import GitIgnore, ignored
 
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv",
                           ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",
-                          "site-packages", ".eggs"})
+                          "site-packages", ".eggs", "dist", "build", ".idea", ".vscode"})
 SOURCE_SUFFIXES = (".py", ".pyi")
 
 
-@dataclass
+def skipped_dir_name(name: str) -> bool:
+    return name in SKIPPED_DIRS or name.startswith(".")
+
+
 class WorkspaceFilter:
-    root: Path
-    max_file_bytes: int = 1_000_000
-    _ignores: dict = field(default_factory=dict, repr=False)
+    """Path rules over several roots; the ``.gitignore`` files are read when first needed
+    and kept (``forget`` drops one that changed). Not thread-safe: the Workspace calls it
+    under its lock."""
+
+    def __init__(self, roots: list[Path]):
+        self.roots = list(roots)
+        self._ignores: dict[Path, GitIgnore] = {}
+
+    def root_of(self, path: Path) -> Path | None:
+        """The deepest root ``path`` is in (or is)."""
+        best = None
+        for root in self.roots:
+            if (path == root or root in path.parents) and \
+                    (best is None or len(root.parts) > len(best.parts)):
+                best = root
+        return best
 
     def ignored_dir(self, path: Path) -> bool:
-        name = path.name
-        if name in SKIPPED_DIRS or (name.startswith(".") and path != self.root):
-            return True
-        return self._gitignored(path, True)
+        """A folder met while walking (its parents already passed)."""
+        return skipped_dir_name(path.name) or self.gitignored(path, True)
 
-    def wanted_file(self, path: Path) -> bool:
-        """A Python source under the root, not ignored, not too large, not binary."""
-        if path.suffix not in SOURCE_SUFFIXES or not self._under_root(path):
+    def wanted_path(self, path: Path) -> bool:
+        """A file anywhere: under a root, in no skipped folder, not ignored."""
+        root = self.root_of(path)
+        if root is None or path == root:
             return False
-        if any(p in SKIPPED_DIRS or p.startswith(".") for p in path.relative_to(self.root)
-               .parts[:-1]):
+        if any(skipped_dir_name(p) for p in path.relative_to(root).parts[:-1]):
             return False
-        if self._gitignored(path, False):
-            return False
-        try:
-            if path.stat().st_size > self.max_file_bytes:
-                return False
-            with path.open("rb") as f:
-                return b"\0" not in f.read(8192)
-        except OSError:
-            return False
+        return not self.gitignored(path, False)
 
-    def _under_root(self, path: Path) -> bool:
-        try:
-            path.relative_to(self.root)
-            return True
-        except ValueError:
+    def wanted_folder(self, path: Path) -> bool:
+        """A folder inside a root (not the root), walked when it appears there."""
+        root = self.root_of(path)
+        if root is None or path == root:
             return False
+        if any(skipped_dir_name(p) for p in path.relative_to(root).parts):
+            return False
+        return not self.gitignored(path, True)
 
-    def _gitignored(self, path: Path, is_dir: bool) -> bool:
-        """The deepest .gitignore with a matching rule decides (as git does)."""
-        if not self._under_root(path):
+    def gitignored(self, path: Path, is_dir: bool) -> bool:
+        root = self.root_of(path)
+        if root is None:
             return False
-        folders = [self.root]
-        for part in path.relative_to(self.root).parts[:-1]:
+        folders = [root]
+        for part in path.relative_to(root).parts[:-1]:
             folders.append(folders[-1] / part)
         return ignored([(f, self._ignore(f)) for f in folders], path, is_dir)
+
+    def forget(self, folder: Path) -> None:
+        """``folder``'s .gitignore changed: read it again when next needed."""
+        self._ignores.pop(folder, None)
 
     def _ignore(self, folder: Path) -> GitIgnore:
         if folder not in self._ignores:

@@ -1,13 +1,18 @@
-"""Files changed on disk reach the index through watchdog within a second."""
+"""Files changed on disk reach the symbol index through the Workspace: its watcher
+(watchdog, for real) or an explicit ``file_changed``."""
 from __future__ import annotations
 
 import time
 from pathlib import Path
 
-from analysis_helpers import allowed_at, analysis_for
+import pytest
+from analysis_helpers import allowed_at, write_tree
+
+from inkling.analysis import AnalysisOptions, CodeAnalysis
+from inkling.analysis.workspace import Workspace
 
 
-def _eventually(check, timeout: float = 1.0) -> bool:
+def _eventually(check, timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
@@ -16,24 +21,55 @@ def _eventually(check, timeout: float = 1.0) -> bool:
     return check()
 
 
-def test_a_file_changed_on_disk_is_reindexed_within_a_second(tmp_path: Path):
-    a = analysis_for(tmp_path, {"lib.py": "OLD = 1\n"}, watch=True)
+def _watched(root: Path, files: dict[str, str]) -> tuple[CodeAnalysis, Workspace]:
+    write_tree(root, files)
+    a = CodeAnalysis(AnalysisOptions())
+    workspace = Workspace([root])
+    workspace.subscribe(a.index)
+    workspace.walk()
+    return a, workspace
+
+
+def test_the_walk_indexes_python_files_with_module_names(tmp_path: Path):
+    a, workspace = _watched(tmp_path, {"pkg/__init__.py": "", "pkg/mod.py": "def f(): pass\n",
+                                       "README.md": "# not Python\n"})
+    assert a.index.files() == [tmp_path / "pkg/__init__.py", tmp_path / "pkg/mod.py"]
+    assert "f" in a.index.module("pkg.mod").functions
+    assert workspace.report.files == 2                     # what no subscriber wants: unread
+
+
+def test_file_changed_reindexes_and_removes(tmp_path: Path):
+    a, workspace = _watched(tmp_path, {"lib.py": "OLD = 1\n"})
+    (tmp_path / "lib.py").write_text("OLD = 1\nNEW = 2\n")
+    workspace.file_changed(tmp_path / "lib.py")
+    assert "NEW" in a.index.module("lib").names
+    (tmp_path / "lib.py").unlink()
+    workspace.file_changed(tmp_path / "lib.py")
+    assert a.index.module("lib") is None
+
+
+@pytest.mark.slow
+def test_a_file_changed_on_disk_is_reindexed(tmp_path: Path):
+    a, workspace = _watched(tmp_path, {"lib.py": "OLD = 1\n"})
+    assert workspace.start()
     try:
-        time.sleep(0.1)                    # let the observer settle
         (tmp_path / "lib.py").write_text("OLD = 1\nNEW = 2\n")
         assert _eventually(lambda: "NEW" in a.index.module("lib").names)
         (tmp_path / "fresh.py").write_text("def made():\n    pass\n")
         assert _eventually(lambda: a.index.module("fresh") is not None)
+        (tmp_path / "fresh.py").unlink()
+        assert _eventually(lambda: a.index.module("fresh") is None)
     finally:
-        a.shutdown()
+        workspace.stop()
 
 
+@pytest.mark.slow
 def test_a_module_renamed_on_disk(tmp_path: Path):
     files = {"pkg/__init__.py": "", "pkg/old_name.py": "class Thing:\n    size = 1\n",
              "main.py": ""}
-    a = analysis_for(tmp_path, files, watch=True)
+    a, workspace = _watched(tmp_path, files)
+    assert workspace.start()
     try:
-        time.sleep(0.1)
         (tmp_path / "pkg/old_name.py").rename(tmp_path / "pkg/new_name.py")
 
         def renamed():
@@ -43,10 +79,20 @@ def test_a_module_renamed_on_disk(tmp_path: Path):
         names = allowed_at(a, tmp_path / "main.py", "from pkg.new_name import Thing\nx = Thing.|")
         assert "size" in names
     finally:
-        a.shutdown()
+        workspace.stop()
 
 
-def test_background_indexing_finishes(tmp_path: Path):
-    a = analysis_for(tmp_path, {f"m{i}.py": f"X{i} = 1\n" for i in range(20)}, background=True)
-    assert a.wait_until_indexed(timeout=10)
-    assert len(a.index.files()) == 20
+@pytest.mark.slow
+def test_a_folder_moved_and_deleted_on_disk(tmp_path: Path):
+    a, workspace = _watched(tmp_path, {"old/__init__.py": "", "old/mod.py": "X = 1\n"})
+    assert workspace.start()
+    try:
+        (tmp_path / "old").rename(tmp_path / "new")
+        assert _eventually(lambda: a.index.module("new.mod") is not None
+                           and a.index.module("old.mod") is None)
+        for f in (tmp_path / "new").iterdir():
+            f.unlink()
+        (tmp_path / "new").rmdir()
+        assert _eventually(lambda: a.index.files() == [])
+    finally:
+        workspace.stop()
