@@ -197,7 +197,7 @@ class Workspace:
     def _walk(self, roots: list[Path], subscribers: list, progress: Progress | None
               ) -> WalkReport:
         t0, report = time.perf_counter(), WalkReport()
-        if subscribers:
+        if subscribers and roots:
             with self._lock:
                 paths = list(dict.fromkeys(      # in order; nested roots give a path once
                     p for root in roots for p in self._candidates(root, report)

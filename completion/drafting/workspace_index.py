@@ -60,6 +60,8 @@ class WorkspaceIndex:
 
     def walk_done(self) -> None:
         items, self._pending = list(self._pending.items()), {}
+        if not items:
+            return                               # (a merge of everything for nothing)
         with self.lock:
             self.index.put_many(items)
 
