@@ -29,6 +29,7 @@ class GitTraceOptions:
     max_commits: int = 0          # 0: every commit after ``since``
     context_files: int = 8        # unchanged files of the workspace written as `file` events
     max_file_bytes: int = 250_000
+    accept: bool = True           # an accept event after each completion, as in retype traces
 
 
 @dataclass(frozen=True)
@@ -130,7 +131,7 @@ class GitTracer:
             b.delete(path, start, end)
             added = "".join(new_lines[h.new_index:h.new_index + h.new_count])
             if added:
-                b.type_segment(path, start, added, rng)
+                b.type_segment(path, start, added, rng, accept=self.options.accept)
             delta += h.new_count - h.old_count
         if b.text(path) != new:
             raise GitTraceError(f"commit {commit[:10]} {path}: applying the diff's hunks does "

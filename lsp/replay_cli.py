@@ -75,6 +75,9 @@ def _add_trace(sub) -> None:
     r.add_argument("--no-mid-line", dest="mid_line", action="store_false",
                    help="ask for completions only at line starts, not also just after "
                    "triggers such as `obj.` and `import ` inside a line")
+    r.add_argument("--no-accept", dest="accept", action="store_false",
+                   help="write no `accept` event after each completion (by default the replay "
+                   "takes the first draft when its first line is the one typed next)")
     r.add_argument("--workspace", action="extend", nargs="+", default=[], metavar="FILE",
                    help="more files of the workspace, not retyped (a `file` event in every "
                    "trace), e.g. the rest of a package")
@@ -95,6 +98,8 @@ def _add_trace(sub) -> None:
     g.add_argument("--context-files", type=int, default=8, metavar="N",
                    help="unchanged files written into the workspace per trace (default 8)")
     g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--no-accept", dest="accept", action="store_false",
+                   help="write no `accept` event after each completion")
     g.set_defaults(func=_cmd_trace_git)
 
 
@@ -312,7 +317,7 @@ def _cmd_trace_retype(args) -> int:
     retyped = list(dict.fromkeys(paths[:len(args.files)]))
     out = Path(args.out)
     options = RetypeOptions(seed=args.seed, max_functions=max(0, args.max_functions),
-                            mid_line=args.mid_line)
+                            mid_line=args.mid_line, accept=args.accept)
     written = 0
     for path in retyped:
         text = workspace[path]
@@ -336,7 +341,7 @@ def _cmd_trace_git(args) -> int:
     exts = tuple(e if e.startswith(".") else "." + e for e in (args.ext or [".py"]))
     options = GitTraceOptions(since=args.since, extensions=exts, seed=args.seed,
                               max_commits=max(0, args.max_commits),
-                              context_files=max(0, args.context_files))
+                              context_files=max(0, args.context_files), accept=args.accept)
     traces = GitTracer(GitRepo(args.repo), options).traces()
     out = Path(args.out)
     for t in traces:

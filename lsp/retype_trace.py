@@ -26,6 +26,8 @@ class RetypeOptions:
     seed: int = 0
     max_functions: int = 8      # 0: every function
     mid_line: bool = True       # also ask just after triggers in a line (``obj.``, ``import ``)
+    accept: bool = True         # an accept event after each completion (taken at replay
+                                # when the first draft's first line is the typed one)
 
 
 @dataclass(frozen=True)
@@ -107,7 +109,7 @@ def _note_offset(text: str, avoid: tuple[int, int], rng: random.Random) -> int |
 
 
 def _retype_body(b: TraceBuilder, path: str, span: BodySpan, segment: str,
-                 rng: random.Random, eol: str, mid_line: bool) -> None:
+                 rng: random.Random, eol: str, options: RetypeOptions) -> None:
     """Type one body back, with a comment line added elsewhere before and removed after."""
     at = span.start
     note_at = _note_offset(b.text(path), (span.header_start, at), rng)
@@ -117,7 +119,7 @@ def _retype_body(b: TraceBuilder, path: str, span: BodySpan, segment: str,
         b.insert(path, note_at, note)
         b.check(path)
         at += len(note) if note_at < at else 0
-    b.type_segment(path, at, segment, rng, mid_line)
+    b.type_segment(path, at, segment, rng, options.mid_line, options.accept)
     if note_at is not None:
         note_at += len(segment) if note_at > at else 0
         b.delete(path, note_at, note_at + len(note))
@@ -142,7 +144,7 @@ def retype_trace(path: str, text: str, workspace: dict[str, str],
             b.file(other, other_text)
     b.open(path, _strip(text, spans))
     for span in spans:
-        _retype_body(b, path, span, text[span.start:span.end], rng, eol, options.mid_line)
+        _retype_body(b, path, span, text[span.start:span.end], rng, eol, options)
     if b.text(path) != text:
         raise AssertionError(f"{path}: the retyped text differs from the original")
     b.close(path)

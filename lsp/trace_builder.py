@@ -14,10 +14,11 @@ from pathlib import Path
 
 from inkling.completion.document import Document, Range, TextChange
 
-from .trace_file import (ChangeEvent, CheckEvent, CloseEvent, CompleteEvent, Event, FileEvent,
-                         Header, OpenEvent, Trace, write_trace)
+from .trace_file import (AcceptEvent, ChangeEvent, CheckEvent, CloseEvent, CompleteEvent, Event,
+                         FileEvent, Header, OpenEvent, Trace, write_trace)
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")     # LSP line breaks
 _TYPING_TOKEN = re.compile(r"\w+|[ \t]+|[^\w \t]")
 # where an editor asks again in the middle of a line: just after ``name.`` / ``call().``
 # (an attribute follows) and after ``import `` (a module or a name follows)
@@ -109,22 +110,32 @@ class TraceBuilder:
     def delete(self, path: str, start: int, end: int) -> None:
         self.replace(path, start, end, "")
 
-    def complete(self, path: str, offset: int, expected: str, trigger: str = "automatic"
-                 ) -> None:
+    def complete(self, path: str, offset: int, expected: str, trigger: str = "automatic",
+                 accept: bool = False) -> None:
+        """A completion request; with ``accept``, followed by an accept event when
+        ``expected`` has a first line to take (the replay takes the first draft if its first
+        line is that one)."""
         doc = self._doc(path)
         self.events.append(CompleteEvent(path, doc.position_at(offset), expected, trigger))
+        if accept and _LINE_BREAK.split(expected, 1)[0].strip():
+            self.accept(path)
+
+    def accept(self, path: str, draft: int = 0) -> None:
+        self._doc(path)
+        self.events.append(AcceptEvent(path, draft))
 
     def check(self, path: str) -> None:
         self.events.append(CheckEvent(path, sha256_text(self.text(path))))
 
     # ------------------------------------------------------------------ typing
     def type_segment(self, path: str, offset: int, segment: str, rng: random.Random,
-                     mid_line: bool = True) -> int:
+                     mid_line: bool = True, accept: bool = False) -> int:
         """Type ``segment`` (whole lines) at ``offset``, a line start, as a person would:
         open a new line, indent, ask for a completion (expected: the rest of the
         segment), type the line in small pieces. With ``mid_line``, ask again just after
         each trigger in the line (``obj.``, ``import ``), as editors do while one types.
-        Returns the offset after the segment."""
+        With ``accept``, each completion is followed by an accept event (the person takes
+        the first draft if it is the line they type). Returns the offset after the segment."""
         lines = split_lines(segment)
         done = 0
         for line in lines:
@@ -136,7 +147,7 @@ class TraceBuilder:
             self.insert(path, offset, indent)
             offset += len(indent)
             if body.strip():
-                self.complete(path, offset, segment[done + len(indent):])
+                self.complete(path, offset, segment[done + len(indent):], accept=accept)
             start = len(indent)
             for piece in _pieces(body, start, mid_line):
                 for chunk in typing_chunks(piece, rng):
@@ -144,7 +155,7 @@ class TraceBuilder:
                     offset += len(chunk)
                 start += len(piece)
                 if start < len(body):       # a trigger ends the piece: ask there too
-                    self.complete(path, offset, segment[done + start:])
+                    self.complete(path, offset, segment[done + start:], accept=accept)
             offset += len(eol)
             done += len(line)
         return offset

@@ -14,7 +14,8 @@ from inkling.lsp.replay import Replayer
 from inkling.lsp.retype_trace import RetypeError, RetypeOptions, function_bodies, retype_trace
 from inkling.lsp.syntax_check import SyntaxChecker
 from inkling.lsp.trace_builder import TraceBuilder, split_lines, typing_chunks
-from inkling.lsp.trace_file import CheckEvent, CompleteEvent, Header, dump_trace, read_trace
+from inkling.lsp.trace_file import (AcceptEvent, CheckEvent, CompleteEvent, Header, dump_trace,
+                                    event_json, read_trace)
 from inkling.models.corpus import stdlib_root
 
 SOURCE = '''"""A module with non-BMP text: 😀."""
@@ -104,6 +105,29 @@ def test_retype_trace_shape_and_determinism():
     assert dump_trace(b.header, b.events) == dump_trace(again.header, again.events)
 
 
+def test_retype_writes_an_accept_after_each_completion():
+    """Every completion of a retype trace has a first line to type, so each is followed by
+    an accept of the first draft (taken at replay when its first line is that one)."""
+    b = retype_trace("pkg/mod.py", SOURCE, {}, RetypeOptions(seed=3, max_functions=0))
+    events = list(b.events)
+    completes = [i for i, e in enumerate(events) if isinstance(e, CompleteEvent)]
+    accepts = [i for i, e in enumerate(events) if isinstance(e, AcceptEvent)]
+    assert completes and [i + 1 for i in completes] == accepts
+    assert all(events[i] == AcceptEvent("pkg/mod.py", 0) for i in accepts)
+    plain = retype_trace("pkg/mod.py", SOURCE, {},
+                         RetypeOptions(seed=3, max_functions=0, accept=False))
+    assert [e for e in b.events if not isinstance(e, AcceptEvent)] == list(plain.events)
+    # a completion whose expected first line is blank gets no accept
+    tb = TraceBuilder(Header("t", "python"))
+    tb.open("a.py", "x\n")
+    tb.complete("a.py", 0, "\ny = 1\n", accept=True)
+    tb.complete("a.py", 0, "  \r\n", accept=True)
+    tb.complete("a.py", 0, "y = 1", accept=True)
+    assert [type(e).__name__ for e in tb.events] == ["OpenEvent", "CompleteEvent",
+                                                     "CompleteEvent", "CompleteEvent",
+                                                     "AcceptEvent"]
+
+
 def test_retype_traces_replay_in_sync(replayer, tmp_path):
     crlf = SOURCE.replace("\n", "\r\n")
     for name, text in (("mod.py", SOURCE), ("crlf.py", crlf)):
@@ -112,16 +136,27 @@ def test_retype_traces_replay_in_sync(replayer, tmp_path):
         result = replayer.replay(trace)
         assert result.sync_ok, result.failures
         assert result.checks >= 8 and len(result.completions) >= 9
+        assert result.accepts == len(result.completions)       # one after each
+        assert result.accepted == sum(r.first.strip() != "" and r.first.split("\n")[0].rstrip()
+                                      == r.expected.split("\n")[0].rstrip()
+                                      for r in result.completions)
 
 
 def test_retype_cli_on_a_stdlib_file_replays_in_sync(replayer, tmp_path, capsys):
     files = [str(stdlib_root() / "colorsys.py"), str(stdlib_root() / "bisect.py")]
+    assert main(["trace", "retype", *files, "--out", str(tmp_path / "plain"),
+                 "--max-functions", "2", "--no-accept"]) == 0
+    capsys.readouterr()
     assert main(["trace", "retype", *files, "--out", str(tmp_path), "--max-functions", "2"]) == 0
     written = capsys.readouterr().out.split()
     assert sorted(os.path.basename(p) for p in written) == ["retype-bisect.jsonl",
                                                            "retype-colorsys.jsonl"]
     trace = read_trace(tmp_path / "retype-colorsys.jsonl")
     assert [e.path for e in trace.events[:1]] == ["bisect.py"]     # the workspace
+    plain = read_trace(tmp_path / "plain" / "retype-colorsys.jsonl")
+    assert any(isinstance(e, AcceptEvent) for e in trace.events)
+    assert [event_json(e) for e in plain.events] == [
+        event_json(e) for e in trace.events if not isinstance(e, AcceptEvent)]
     result = replayer.replay(trace)
     assert result.sync_ok, result.failures
     assert result.completions and result.checks >= 3
@@ -188,6 +223,7 @@ def test_git_traces_replay_in_sync(small_repo, tmp_path, replayer, capsys):
     completes = [e for e in second.events if isinstance(e, CompleteEvent)]
     assert any(e.expected.startswith("import math\n") for e in completes)
     assert any(e.expected == "return 'no newline at the end'" for e in completes)
+    assert sum(isinstance(e, AcceptEvent) for e in second.events) == len(completes)
     for trace in traces:
         result = replayer.replay(trace)
         assert result.sync_ok, result.failures
