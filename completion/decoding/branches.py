@@ -21,19 +21,17 @@ tokens per pass.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
+from dataclasses import dataclass, field, replace
 
 import torch
 
-from inkling.cache.prompt_cache import PromptCache
-
-from .greedy import (Cancelled, Decoded, advance, finish, forced_ids, greedy_decode,
-                       masked)
-from ..drafting.draft_tree import EMPTY, DraftTree
-from .speculative import (Drafter, accept, near_tie, near_tie_bound, node_states,
+from ..drafting.draft_tree import EMPTY
+from .greedy import greedy_decode
+from .request import DecodeRequest
+from .speculative import (Verification, accept, near_tie, near_tie_bound, node_states,
                           speculative_decode, until_forced)
-from .stop_rules import StopRule, line_count
+from .steps import Cancelled, Decoded, advance, finish, forced_ids, masked
+from .stop_rules import line_count
 
 MIN_FIRST_PROB = 1e-3     # first tokens less likely than this are not sensible drafts
 MAX_TOKENS = "max-tokens"
@@ -56,130 +54,131 @@ class Branch:
 
 
 def first_tokens(logits: torch.Tensor, k: int) -> list[tuple[int, float]]:
-    """The k most likely first tokens with their log-probabilities, sensible ones only."""
+    """The k most likely first tokens with their log-probabilities, sensible ones only.
+    logits: [vocab]."""
     logp = torch.log_softmax(logits.float(), -1)                        # [vocab]
     top = torch.topk(logp, min(k, logp.shape[-1]))
     return [(int(t), float(lp)) for lp, t in zip(top.values, top.indices)
             if lp >= torch.log(torch.tensor(MIN_FIRST_PROB))]
 
 
-def check_branch(b: Branch, forwards: int, stop: StopRule, decode, max_new: int) -> None:
-    """Mark ``b`` done where the stop rule ends it or at ``max_new`` tokens."""
-    text = decode(b.ids)
-    cut = stop.cut(text) if not text.endswith("\ufffd") else None
+def check_branch(r: DecodeRequest, b: Branch, forwards: int) -> None:
+    """Mark ``b`` done where ``r.stop`` ends it or at ``r.budget`` tokens."""
+    text = r.decode(b.ids)
+    cut = r.stop.cut(text) if not text.endswith("\ufffd") else None
     if cut is not None:
         b.done = Decoded(text[:cut], list(b.ids), b.logprob, forwards, "stop-rule")
-    elif len(b.ids) >= max_new:
-        b.done = finish(b.ids, b.logprob, forwards, stop, decode, MAX_TOKENS)
+    elif len(b.ids) >= r.budget:
+        b.done = finish(r, b.ids, b.logprob, forwards, MAX_TOKENS)
 
 
-def follow_lead(b: Branch, forwards: int, stop: StopRule, decode, max_new: int) -> None:
-    """Hold branch ``b`` to ``stop`` (capped to the lead's lines) and ``max_new``
+def follow_lead(r: DecodeRequest, b: Branch, forwards: int) -> None:
+    """Hold branch ``b`` to ``r.stop`` (capped to the lead's lines) and ``r.budget``
     tokens, done or not, as if it had been decoded under them from its start (as
     ``sequential_decode`` decodes it): it ends at its first token where they end it,
     with the tokens and log-probability it had there."""
     if len(b.lps) != len(b.ids):            # no per-token log-probabilities: text only
         if b.done is None:
-            check_branch(b, forwards, stop, decode, max_new)
-        elif (cut := stop.cut(b.done.text, final=True)) is not None and cut < len(b.done.text):
+            check_branch(r, b, forwards)
+        elif (cut := r.stop.cut(b.done.text, final=True)) is not None \
+                and cut < len(b.done.text):
             b.done.text = b.done.text[:cut]
         return
     ids, lps, done = list(b.ids), list(b.lps), b.done
     for n in range(1, len(ids) + 1):
         b.ids, b.lps, b.logprob = ids[:n], lps[:n], sum(lps[:n])
         b.done = None
-        check_branch(b, done.forwards if done else forwards, stop, decode, max_new)
+        check_branch(r, b, done.forwards if done else forwards)
         if b.done is not None:
             return
     b.done = done
     if done is not None and done.stopped_by == "end-of-text":
-        b.done = finish(ids, done.logprob, done.forwards, stop, decode, "end-of-text")
+        b.done = finish(r, ids, done.logprob, done.forwards, "end-of-text")
 
 
-def branch_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRule,
-                  max_new_tokens: int, stop_ids: frozenset[int],
-                  decode: Callable[[list[int]], str],
-                  cancelled: Callable[[], bool] = lambda: False,
-                  monitor=None, drafter: Drafter | None = None, context: list[int] = ()
-                  ) -> tuple[list[Decoded], int]:
-    """Decode k branches together; returns their results and the forward passes used.
-    ``drafter`` / ``context``: draft trees per branch (``context``: the ids before the
-    cursor, which a branch's ids continue)."""
+def branch_decode(r: DecodeRequest) -> tuple[list[Decoded], int]:
+    """Decode ``r.k`` branches together; returns their results and the forward passes
+    used. ``r.drafter`` / ``r.context``: draft trees per branch (``r.context``: the ids
+    before the cursor, which a branch's ids continue)."""
     branches = []
-    for tok, lp in first_tokens(masked(logits, monitor), k):
-        b = Branch([], 0.0, monitor=advance(monitor, tok))
-        if tok in stop_ids:             # its log-probability counted, as sequential counts it
-            b.done = finish([], lp, 0, stop, decode, "end-of-text")
+    for tok, lp in first_tokens(masked(r.logits, r.monitor), r.k):
+        b = Branch([], 0.0, monitor=advance(r.monitor, tok))
+        if tok in r.stop_ids:           # its log-probability counted, as sequential counts it
+            b.done = finish(r, [], lp, 0, "end-of-text")
         else:
             b.add(tok, lp)
-            check_branch(b, 0, stop, decode, max_new_tokens)
+            check_branch(r, b, 0)
         branches.append(b)
-    shared = len(cache.ids)
-    forwards = advance_branches(cache, shared, branches, stop, max_new_tokens, stop_ids,
-                                decode, cancelled, drafter, list(context))
-    cache.truncate(shared)              # the prompt, as every multi-draft decoder leaves it
+    shared = len(r.cache.ids)
+    forwards = advance_branches(r, shared, branches)
+    r.cache.truncate(shared)            # the prompt, as every multi-draft decoder leaves it
     return [b.done for b in branches], forwards
 
 
-def advance_branches(cache: PromptCache, shared: int, branches: list[Branch], stop: StopRule,
-                     max_new_tokens: int, stop_ids: frozenset[int], decode,
-                     cancelled: Callable[[], bool], drafter: Drafter | None = None,
-                     context: list[int] = ()) -> int:
+def advance_branches(r: DecodeRequest, shared: int, branches: list[Branch]) -> int:
     """Greedy steps for every live branch, one forward pass per step, until all are done.
 
     A live branch's tokens are all in the cache (at ``b.cached``) but its last one,
-    which is fed in the next step with the branch's draft tree after it. The first
-    ``shared`` cache entries (the prompt) are seen by every branch.
+    which is fed in the next step with the branch's draft tree after it (``r.drafter``,
+    or none without one). The first ``shared`` cache entries (the prompt) are seen by
+    every branch.
 
     The first branch leads: once it is done, the others end within as many lines as
     it has (``StopRule.capped``) and within as many tokens as it took
     (``lead_budget``; one cut short there ends at its last whole word), so the
     alternatives cost no more passes than the lead: an alternative that ran on through
-    a block, or on along a longer line, would set the step count of all k.
+    a block, or on along a longer line, would set the step count of all k. From then
+    on the live branches decode under ``r`` narrowed to that extent.
     """
-    forwards, led = 0, False
-    limit = {id(b): max_new_tokens for b in branches}     # token budget per branch
+    forwards, led, max_new_tokens = 0, False, r.budget
     while True:
         if not led and branches and branches[0].done is not None:
-            stop, led = stop.capped(line_count(branches[0].done.text)), True
-            budget = lead_budget(branches[0].done, max_new_tokens)
+            r = replace(r, stop=r.stop.capped(line_count(branches[0].done.text)),
+                        budget=lead_budget(branches[0].done, max_new_tokens))
+            led = True
             for b in branches[1:]:
-                limit[id(b)] = budget
-                follow_lead(b, forwards, stop, decode, budget)
+                follow_lead(r, b, forwards)
         live = [b for b in branches if b.done is None]
         if not live:
             break
-        if cancelled():
+        if r.cancelled():
             raise Cancelled()
-        start = len(cache.ids)
-        tokens, positions, visible, rows = [], [], [], []
-        # each branch's newest token, then the rest of a name its monitor forces (as
-        # greedy decoding feeds them), then its draft tree after them
-        chains = [[b.ids[-1]] + forced_ids(b.monitor, cache.runtime.encode)[
-            :limit[id(b)] - len(b.ids)] for b in live]
-        trees = [drafter(list(context) + b.ids + chain[1:],
-                         limit[id(b)] - len(b.ids) - len(chain) + 1) if drafter
-                 else EMPTY for b, chain in zip(live, chains)]
-        for b, chain, tree in zip(live, chains, trees):
-            base, at, c = len(tokens), shared + len(b.ids) - 1, len(chain)
-            for j, tok in enumerate(chain):
-                tokens.append(tok)
-                positions.append(at + j)
-                visible.append(b.cached + [start + base + i for i in range(j + 1)])
-            for i, (tok, parent, depth) in enumerate(zip(tree.tokens, tree.parents, tree.depths())):
-                tokens.append(tok)
-                positions.append(at + c - 1 + depth)
-                visible.append(visible[base + c + parent] + [start + base + c + i])
-            rows.append(base)
-        out = cache.extend_masked(tokens, positions, visible, shared)   # [len(tokens), vocab]
+        steps = _step_forward(r, shared, live)
         forwards += 1
-        for b, chain, tree, base in zip(live, chains, trees, rows):
-            forwards += _take(cache, shared, b, chain, tree,
-                              out[base:base + len(chain) + len(tree)], start + base, forwards,
-                              stop, limit[id(b)], stop_ids, decode)
+        for b, step in zip(live, steps):
+            forwards += _take(r, shared, b, step, forwards)
     for b in branches[1:]:
-        cut_to_lead(b.done, limit[id(b)], max_new_tokens)
+        cut_to_lead(b.done, r.budget, max_new_tokens)
     return forwards
+
+
+def _step_forward(r: DecodeRequest, shared: int, live: list[Branch]) -> list[Verification]:
+    """One forward pass for every live branch: its newest token, then the rest of a
+    name its monitor forces (as greedy decoding feeds them), then its draft tree after
+    them, each seeing the prompt and its own branch only; each branch's part of it."""
+    cache = r.cache
+    start = len(cache.ids)
+    tokens, positions, visible, rows = [], [], [], []
+    chains = [[b.ids[-1]] + forced_ids(b.monitor, cache.runtime.encode)[
+        :r.budget - len(b.ids)] for b in live]
+    trees = [r.drafter(list(r.context) + b.ids + chain[1:],
+                       r.budget - len(b.ids) - len(chain) + 1) if r.drafter
+             else EMPTY for b, chain in zip(live, chains)]
+    for b, chain, tree in zip(live, chains, trees):
+        base, at, c = len(tokens), shared + len(b.ids) - 1, len(chain)
+        for j, tok in enumerate(chain):
+            tokens.append(tok)
+            positions.append(at + j)
+            visible.append(b.cached + [start + base + i for i in range(j + 1)])
+        for i, (tok, parent, depth) in enumerate(zip(tree.tokens, tree.parents, tree.depths())):
+            tokens.append(tok)
+            positions.append(at + c - 1 + depth)
+            visible.append(visible[base + c + parent] + [start + base + c + i])
+        rows.append(base)
+    out = cache.extend_masked(tokens, positions, visible, shared)   # [len(tokens), vocab]
+    return [Verification(chain, tree, out[base:base + len(chain) + len(tree)], start + base,
+                         (len(chain), False))
+            for chain, tree, base in zip(chains, trees, rows)]
 
 
 def lead_budget(lead: Decoded, max_new_tokens: int) -> int:
@@ -207,87 +206,82 @@ def at_word_end(text: str) -> str:
     return text if not text[:end].strip() else text[:end].rstrip()
 
 
-def _take(cache: PromptCache, shared: int, b: Branch, chain: list[int], tree: DraftTree,
-          out: torch.Tensor, root_entry: int, forwards: int, stop: StopRule,
-          max_new_tokens: int, stop_ids: frozenset[int], decode) -> bool:
-    """Advance branch ``b`` by its forced ``chain`` (its newest token first, already in
-    ``b.ids``) and by what greedy decoding keeps of its verified tree.
-    out: [len(chain) + len(tree), vocab], the chain's rows first; ``root_entry``: the
-    cache index of the chain's first token; the first ``shared`` entries are the prompt.
+def _take(r: DecodeRequest, shared: int, b: Branch, step: Verification, forwards: int
+          ) -> bool:
+    """Advance branch ``b`` by its forced ``step.chain`` (its newest token first, already
+    in ``b.ids``) and by what greedy decoding keeps of its verified ``step.tree``.
+    step.out: [len(chain) + len(tree), vocab], the chain's rows first; ``step.start``:
+    the cache index of the chain's first token; the first ``shared`` entries are the
+    prompt. ``r.stop`` and ``r.budget`` end the branch.
 
     A walked row whose top two logits are closer than ``NEAR_TIE`` is re-decided as
     greedy decoding computes it (the branch's own sequence in a cache of its own, the
     row's token run alone; see ``speculative``), and the walk ends there. Returns
     whether it was (a forward more)."""
+    chain, tree, root_entry = step.chain, step.tree, step.start
     c = len(chain)
     b.cached.append(root_entry)
     for i, tok in enumerate(chain[1:]):               # the forced name, as greedy takes it
-        b.add(tok, float(torch.log_softmax(out[i], -1)[tok]))
+        b.add(tok, float(torch.log_softmax(step.out[i], -1)[tok]))
         b.cached.append(root_entry + 1 + i)
         b.monitor = advance(b.monitor, tok)
-        check_branch(b, forwards, stop, decode, max_new_tokens)
+        check_branch(r, b, forwards)
         if b.done is not None:
             return False
-    out = out[c - 1:]                                 # [1 + len(tree), vocab], root first
+    out = step.out[c - 1:]                            # [1 + len(tree), vocab], root first
     states = node_states(b.monitor, tree)
     if b.monitor is not None:                         # each row masked by its path's state
-        out = torch.stack([masked(out[r], st) for r, st in enumerate(states)])
+        out = torch.stack([masked(out[row], st) for row, st in enumerate(states)])
     path, _ = accept(tree, out)
     path = until_forced(path, states)
-    tie = near_tie(out, [0] + [i + 1 for i in path], near_tie_bound(cache.runtime.dtype))
+    tie = near_tie(out, [0] + [i + 1 for i in path], near_tie_bound(r.cache.runtime.dtype))
     for node in path[:tie]:
         tok = tree.tokens[node]
-        if tok in stop_ids:
-            b.done = finish(b.ids, b.logprob, forwards, stop, decode, "end-of-text")
+        if tok in r.stop_ids:
+            b.done = finish(r, b.ids, b.logprob, forwards, "end-of-text")
             return False
         b.add(tok, float(torch.log_softmax(out[tree.parents[node] + 1], -1)[tok]))
         b.cached.append(root_entry + c + node)
-        check_branch(b, forwards, stop, decode, max_new_tokens)
+        check_branch(r, b, forwards)
         if b.done is not None:
             return False
     path = path[:tie]
     row = path[-1] + 1 if path else 0
     b.monitor = states[row]
-    nxt = out[row]
+    nxt = out[row]                                    # [vocab]
     if tie is not None:                               # in greedy's own shape
-        alone = cache.gathered(list(range(shared)) + b.cached)
-        nxt = masked(alone.rerun(*((c, False) if tie == 0 else (1, True))), b.monitor)
+        alone = r.cache.gathered(list(range(shared)) + b.cached)
+        nxt = masked(alone.rerun(*(step.ref if tie == 0 else (1, True))), b.monitor)
     tok = int(torch.argmax(nxt))
     b.monitor = advance(b.monitor, tok)
-    if tok in stop_ids:
-        b.done = finish(b.ids, b.logprob, forwards, stop, decode, "end-of-text")
+    if tok in r.stop_ids:
+        b.done = finish(r, b.ids, b.logprob, forwards, "end-of-text")
         return tie is not None
     b.add(tok, float(torch.log_softmax(nxt, -1)[tok]))
-    check_branch(b, forwards, stop, decode, max_new_tokens)
+    check_branch(r, b, forwards)
     return tie is not None
 
 
-def sequential_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRule,
-                      max_new_tokens: int, stop_ids: frozenset[int],
-                      decode: Callable[[list[int]], str],
-                      cancelled: Callable[[], bool] = lambda: False,
-                      monitor=None, drafter: Drafter | None = None, context: list[int] = ()
-                      ) -> tuple[list[Decoded], int]:
-    """The same branches, one after another (the cost baseline), with the same drafting."""
-    shared = len(cache.ids)
-    results, forwards, budget = [], 0, max_new_tokens
-    for tok, lp in first_tokens(masked(logits, monitor), k):
-        cache.truncate(shared)
-        forced = torch.full_like(logits, float("-inf"))
+def sequential_decode(r: DecodeRequest) -> tuple[list[Decoded], int]:
+    """The same branches, one after another (the cost baseline), with the same drafting:
+    each is ``greedy_decode`` (``speculative_decode`` with a drafter) of its first token."""
+    shared = len(r.cache.ids)
+    results, forwards, max_new_tokens = [], 0, r.budget
+    alone = replace(r, context=list(r.context), meter=None, first=None, first_logits=None,
+                    first_rows=1)                 # one branch, decoded on its own
+    for tok, lp in first_tokens(masked(r.logits, r.monitor), r.k):
+        r.cache.truncate(shared)
+        forced = torch.full_like(r.logits, float("-inf"))               # [vocab]
         forced[tok] = 0.0                                 # this branch's first token
-        if drafter is None:
-            out = greedy_decode(cache, forced, stop, budget, stop_ids, decode,
-                                cancelled, monitor)
-        else:
-            out = speculative_decode(cache, forced, stop, budget, stop_ids, decode,
-                                     drafter, list(context), cancelled, monitor)
+        alone.logits = forced
+        out = greedy_decode(alone) if r.drafter is None else speculative_decode(alone)
         out.logprob += lp
         forwards += out.forwards
         if results:
-            cut_to_lead(out, budget, max_new_tokens)
+            cut_to_lead(out, alone.budget, max_new_tokens)
         results.append(out)
         if len(results) == 1:                 # the others follow the lead's extent
-            stop = stop.capped(line_count(out.text))
-            budget = lead_budget(out, max_new_tokens)
-    cache.truncate(shared)              # the prompt, as every multi-draft decoder leaves it
+            alone.stop = alone.stop.capped(line_count(out.text))
+            alone.budget = lead_budget(out, max_new_tokens)
+    r.cache.truncate(shared)            # the prompt, as every multi-draft decoder leaves it
     return results, forwards

@@ -21,18 +21,15 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
 from inkling.cache.prompt_cache import PromptCache
 
-from .greedy import (Cancelled, Decoded, advance, finish, forced_ids, masked, pick,
-                       settled, stopped)
 from ..drafting.draft_tree import EMPTY, DraftTree
-from .stop_rules import StopRule
-
-Drafter = Callable[[list[int], int], DraftTree]   # (context ids, token budget) -> tree
+from .request import DecodeRequest
+from .steps import (Cancelled, Decoded, advance, finish, forced_ids, masked, pick, settled,
+                    stopped)
 
 # the top-2 logit margin under which a drafted row is re-decided in greedy's shape, by
 # dtype. float32, measured on the CPU (benchmarks/README.md, "Lossless drafting"): a
@@ -65,7 +62,7 @@ def accept(tree: DraftTree, logits: torch.Tensor) -> tuple[list[int], int]:
 
 
 @dataclass
-class _Step:
+class Verification:
     """A verification forward: ``chain`` fed one after another (the token chosen last,
     then the rest of a name the monitor forces, as greedy decoding feeds them; for the
     prompt's forward, its last token), then ``tree`` after the chain's last token."""
@@ -77,34 +74,32 @@ class _Step:
                                # chain's last row in greedy's own shape
 
 
-def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
-                       max_new_tokens: int, stop_ids: frozenset[int],
-                       decode: Callable[[list[int]], str], drafter: Drafter,
-                       context: list[int], cancelled: Callable[[], bool] = lambda: False,
-                       monitor=None, meter=None, first: DraftTree | None = None,
-                       first_logits: torch.Tensor | None = None, first_rows: int = 1) -> Decoded:
-    """``logits``: [vocab] at the prompt's last position; ``context``: the ids before
-    the cursor (what drafts continue); ``monitor``: the analysis state masking each
-    verified position along its own path, or None; ``meter``: records how many drafted
+def speculative_decode(r: DecodeRequest) -> Decoded:
+    """Greedy decoding of ``r`` with ``r.drafter``'s trees verified along the way.
+
+    ``r.logits``: [vocab] at the prompt's last position; ``r.context``: the ids before
+    the cursor (what drafts continue); ``r.monitor``: the analysis state masking each
+    verified position along its own path, or None; ``r.meter``: records how many drafted
     tokens each verification kept and what each forward cost, or None.
 
-    ``first`` and ``first_logits`` ([len(first), vocab]): a draft tree after the prompt
-    that ran in the prompt's own forward pass (``PromptCache.sync`` with a draft), its
-    nodes in the cache after the prompt: it is accepted like any verified tree, so the
-    tokens it yields cost no decoding forward. ``first_rows``: how many of the prompt's
-    tokens that forward ran (``SyncResult.prefilled``), which a near-tie at the prompt's
-    last position re-runs without the draft (see ``NEAR_TIE``).
+    ``r.first`` and ``r.first_logits`` ([len(first), vocab]): a draft tree after the
+    prompt that ran in the prompt's own forward pass (``PromptCache.sync`` with a draft),
+    its nodes in the cache after the prompt: it is accepted like any verified tree, so
+    the tokens it yields cost no decoding forward. ``r.first_rows``: how many of the
+    prompt's tokens that forward ran (``SyncResult.prefilled``), which a near-tie at the
+    prompt's last position re-runs without the draft (see ``NEAR_TIE``).
 
     As in ``greedy_decode``, where the monitor allows only one name the rest of it is
     taken as the tokenizer writes it, fed with the chosen token (the walk of a tree ends
     at a node after which a name is forced)."""
+    cache, monitor, meter, budget = r.cache, r.monitor, r.meter, r.budget
     ids: list[int] = []
     logprob, forwards = 0.0, 0
-    tree = first if first is not None and first_logits is not None else EMPTY
-    out = logits[None] if tree is EMPTY else torch.cat((logits[None], first_logits))
+    tree = r.first if r.first is not None and r.first_logits is not None else EMPTY
+    out = r.logits[None] if tree is EMPTY else torch.cat((r.logits[None], r.first_logits))
     at = len(cache.ids) - 1 - len(tree)                 # the cache row of the prompt's last
-    step, prompt = _Step([cache.ids[at]], tree, out, at, (first_rows, True)), at + 1
-    bound, encode = near_tie_bound(cache.runtime.dtype), cache.runtime.encode
+    step = Verification([cache.ids[at]], tree, out, at, (r.first_rows, True))
+    prompt, bound, encode = at + 1, near_tie_bound(cache.runtime.dtype), cache.runtime.encode
     while True:
         try:
             taken, monitor, reran = _accepted(cache, step, monitor, meter, bound)
@@ -114,18 +109,17 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
         tok = taken[-1][0]
         monitor, forwards = advance(monitor, tok), forwards + reran
         for t, lp in taken:
-            if t in stop_ids:
-                return settled(cache, prompt, finish(ids, logprob, forwards, stop, decode,
-                                                     "end-of-text"))
+            if t in r.stop_ids:
+                return settled(cache, prompt, finish(r, ids, logprob, forwards, "end-of-text"))
             ids.append(t)
             logprob += lp
-            done = stopped(ids, logprob, forwards, stop, decode, max_new_tokens)
+            done = stopped(r, ids, logprob, forwards)
             if done is not None:
                 return settled(cache, prompt, done)
-        if cancelled():
+        if r.cancelled():
             raise Cancelled()
-        chain = [tok] + forced_ids(monitor, encode)[:max_new_tokens - len(ids)]
-        tree = drafter(context + ids + chain[1:], max_new_tokens - len(ids) - len(chain) + 1)
+        chain = [tok] + forced_ids(monitor, encode)[:budget - len(ids)]
+        tree = r.drafter(r.context + ids + chain[1:], budget - len(ids) - len(chain) + 1)
         tree = allowed_tree(tree, monitor, chain[1:])
         start, c = len(cache.ids), len(chain)
         t0 = time.perf_counter()
@@ -137,7 +131,7 @@ def speculative_decode(cache: PromptCache, logits: torch.Tensor, stop: StopRule,
         forwards += 1
         if meter is not None:
             meter.cost.record(c + len(tree), (time.perf_counter() - t0) * 1000)
-        step = _Step(chain, tree, out, start, (c, False))
+        step = Verification(chain, tree, out, start, (c, False))
 
 
 def near_tie_bound(dtype: torch.dtype) -> float:
@@ -145,7 +139,7 @@ def near_tie_bound(dtype: torch.dtype) -> float:
     return NEAR_TIE.get(dtype, NEAR_TIE[torch.bfloat16])
 
 
-def _accepted(cache: PromptCache, step: _Step, monitor, meter, bound: float
+def _accepted(cache: PromptCache, step: Verification, monitor, meter, bound: float
               ) -> tuple[list[tuple[int, float]], object, bool]:
     """Take the step's forced chain, walk its verified tree and keep what was taken in
     the cache; returns the (token, log-probability) pairs taken (the chain's forced

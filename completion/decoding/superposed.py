@@ -28,16 +28,14 @@ branch.
 from __future__ import annotations
 
 import math
-from typing import Callable
+from dataclasses import replace
 
 import torch
 
-from inkling.cache.prompt_cache import PromptCache
-
-from .branches import Branch, advance_branches, check_branch, first_tokens
-from .greedy import Cancelled, Decoded, advance, finish, masked
-from .stop_rules import StopRule
 from ..drafting.suffix_index import next_counts
+from .branches import Branch, advance_branches, check_branch, first_tokens
+from .request import DecodeRequest
+from .steps import Cancelled, Decoded, advance, finish, masked
 
 SUPERPOSED_STEPS = 3         # measured against 6 and 10: see the module's note
 NGRAM_MIX = 0.7             # l in l * q + (1 - l) * p: measured, see the module's note
@@ -61,8 +59,9 @@ def ngram_logprobs(sources: dict, context: list[int], p: torch.Tensor,
     return torch.log((mix * q + (1 - mix) * p).clamp_min(1e-12))
 
 
-def _step_candidates(drafts, p, sources, context, k):
-    """The best k (ids, score, monitor) extensions of the live drafts."""
+def _step_candidates(drafts, p: torch.Tensor, sources: dict, context: list[int], k: int):
+    """The best k (ids, score, monitor) extensions of the live drafts (ids, score,
+    monitor); p: [vocab], the superposed step's next-token distribution."""
     cands = []
     for ids, score, mon in drafts:
         combined = masked(ngram_logprobs(sources, context + ids, p, NGRAM_MIX), mon)  # [vocab]
@@ -80,56 +79,59 @@ def _step_candidates(drafts, p, sources, context, k):
     return out
 
 
-def superposed_decode(cache: PromptCache, logits: torch.Tensor, k: int, stop: StopRule,
-                      max_new_tokens: int, stop_ids: frozenset[int],
-                      decode: Callable[[list[int]], str], sources: dict, context: list[int],
-                      cancelled: Callable[[], bool] = lambda: False, monitor=None,
-                      steps: int = SUPERPOSED_STEPS) -> tuple[list[Decoded], int]:
+def superposed_decode(r: DecodeRequest, steps: int = SUPERPOSED_STEPS
+                      ) -> tuple[list[Decoded], int]:
+    """``r.k`` drafts: ``steps`` superposed steps scored with ``r.sources``' n-gram counts
+    after ``r.context`` (the ids before the cursor), then each draft continued exactly
+    as a branch (no drafting). Returns the drafts and the forward passes they took."""
+    cache, k = r.cache, r.k
     emb = cache.runtime.input_embeddings()
     shared = len(cache.ids)
-    live = [([t], lp, advance(monitor, t)) for t, lp in first_tokens(masked(logits, monitor), k)]
-    done: list[tuple[list[int], str]] = []
+    live = [([t], lp, advance(r.monitor, t))
+            for t, lp in first_tokens(masked(r.logits, r.monitor), k)]
+    done: list[tuple[list[int], str, object]] = []
     forwards = 0
     for _ in range(steps):
-        live = _settle(live, done, stop, decode, stop_ids, max_new_tokens)
+        live = _settle(r, live, done)
         if not live:
             break
-        if cancelled():
+        if r.cancelled():
             raise Cancelled()
         w = torch.softmax(torch.tensor([s for _, s, _ in live]), -1)            # [k]
         rows = emb.weight[torch.tensor([ids[-1] for ids, _, _ in live])]       # [k, hidden]
         mixed = (w[:, None].to(rows.dtype) * rows).sum(0, keepdim=True)        # [1, hidden]
         p = torch.softmax(cache.extend_embeds(mixed)[-1], -1)                  # [vocab]
         forwards += 1
-        live = _step_candidates(live, p, sources, context, k)
+        live = _step_candidates(live, p, r.sources, r.context, k)
     cache.truncate(shared)                                   # drop the superposed entries
-    branches = _exact_branches(cache, shared, logits, live, done, stop, decode, stop_ids,
-                               max_new_tokens)
+    branches = _exact_branches(r, shared, live, done)
     forwards += 1
     branches = _coherent(branches)
-    forwards += advance_branches(cache, shared, branches, stop, max_new_tokens, stop_ids,
-                                 decode, cancelled)
+    forwards += advance_branches(replace(r, drafter=None), shared, branches)
     cache.truncate(shared)              # the prompt, as every multi-draft decoder leaves it
     return [b.done for b in branches], forwards
 
 
-def _settle(live, done, stop, decode, stop_ids, max_new):
-    """Move drafts that ended (end of text, a stop rule, the budget) to ``done``."""
+def _settle(r: DecodeRequest, live: list, done: list) -> list:
+    """Move drafts that ended (end of text, a stop rule, the budget) to ``done``; the
+    others, still live."""
     keep = []
     for ids, score, mon in live:
-        text = decode([t for t in ids if t not in stop_ids])
-        if ids[-1] in stop_ids:
+        text = r.decode([t for t in ids if t not in r.stop_ids])
+        if ids[-1] in r.stop_ids:
             done.append((ids[:-1], "end-of-text", mon))
-        elif stop.cut(text) is not None or len(ids) >= max_new:
+        elif r.stop.cut(text) is not None or len(ids) >= r.budget:
             done.append((ids, "stop-rule", mon))
         else:
             keep.append((ids, score, mon))
     return keep
 
 
-def _exact_branches(cache, shared, logits, live, done, stop, decode, stop_ids, max_new):
-    """Run every draft's tokens but the last as disjoint paths over the prompt in one
-    forward pass, scoring each draft with its true log-probabilities."""
+def _exact_branches(r: DecodeRequest, shared: int, live: list, done: list) -> list[Branch]:
+    """Run every draft's tokens but the last as disjoint paths over the prompt (its
+    ``shared`` cache entries) in one forward pass, scoring each draft with its true
+    log-probabilities (the first token's from ``r.logits``, [vocab])."""
+    cache = r.cache
     drafts = [(ids, None, mon) for ids, _, mon in live] + list(done)
     tokens, positions, visible, owner = [], [], [], []
     start = len(cache.ids)
@@ -142,18 +144,18 @@ def _exact_branches(cache, shared, logits, live, done, stop, decode, stop_ids, m
             visible.append(list(path))
             owner.append(d)
     out = cache.extend_masked(tokens, positions, visible, shared) if tokens else None
-    logp0 = torch.log_softmax(logits.float(), -1)
+    logp0 = torch.log_softmax(r.logits.float(), -1)                         # [vocab]
     branches = []
     for d, (ids, why, mon) in enumerate(drafts):
         rows = [i for i, o in enumerate(owner) if o == d]
         lps = [float(logp0[ids[0]])] if ids else []
-        lps += [float(torch.log_softmax(out[r], -1)[tok]) for r, tok in zip(rows, ids[1:])]
+        lps += [float(torch.log_softmax(out[row], -1)[tok]) for row, tok in zip(rows, ids[1:])]
         lp = sum(lps, 0.0)
-        b = Branch(list(ids), lp, [start + r for r in rows], monitor=mon, lps=lps)
+        b = Branch(list(ids), lp, [start + row for row in rows], monitor=mon, lps=lps)
         if why is not None or not ids:
-            b.done = finish(list(ids), lp, 0, stop, decode, why or "end-of-text")
+            b.done = finish(r, list(ids), lp, 0, why or "end-of-text")
         else:
-            check_branch(b, 0, stop, decode, max_new)
+            check_branch(r, b, 0)
         branches.append(b)
     return branches
 

@@ -4,15 +4,17 @@ import torch
 
 from inkling.cache.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
-from inkling.completion.decoding.branches import (at_word_end, branch_decode, first_tokens, lead_budget,
-                                        sequential_decode)
-from inkling.completion.decoding.greedy import Decoded, greedy_decode
-from inkling.completion.document import Position
+from inkling.completion.decoding.branches import (at_word_end, branch_decode, first_tokens,
+                                                  lead_budget, sequential_decode)
+from inkling.completion.decoding.greedy import greedy_decode
 from inkling.completion.decoding.ranking import rank_drafts
+from inkling.completion.decoding.request import DecodeRequest
+from inkling.completion.decoding.steps import Decoded
+from inkling.completion.decoding.stop_rules import StopRule, line_count
+from inkling.completion.document import Position
 from inkling.completion.engine import Engine
 from inkling.completion.errors import OptionError
 from inkling.completion.options import InklingOptions
-from inkling.completion.decoding.stop_rules import StopRule, line_count
 
 from conftest import make_tiny_model
 
@@ -31,7 +33,7 @@ def _alone(rt, ids, first, stop, budget):
     cache.sync(ids)
     forced = torch.full((rt.vocab_size,), float("-inf"))
     forced[first] = 0.0
-    return greedy_decode(cache, forced, stop, budget, rt.stop_ids, rt.decode)
+    return greedy_decode(DecodeRequest(cache, forced, stop, budget, rt.stop_ids, rt.decode))
 
 
 @pytest.mark.parametrize("text", PROMPTS)
@@ -42,7 +44,8 @@ def test_branch_i_is_the_greedy_continuation_of_the_ith_first_token(wide_runtime
     cache = PromptCache(rt, "full")
     logits = cache.sync(ids).logits
     firsts = first_tokens(logits, 4)
-    outs, forwards = branch_decode(cache, logits, 4, stop, 12, rt.stop_ids, rt.decode)
+    outs, forwards = branch_decode(DecodeRequest(cache, logits, stop, 12, rt.stop_ids,
+                                                 rt.decode, k=4))
     assert len(outs) == len(firsts) and forwards <= 12
     lead = stop.capped(line_count(outs[0].text))        # the others end within its lines
     budget = lead_budget(outs[0], 12)                    # and within its tokens
@@ -62,8 +65,10 @@ def test_sequential_gives_the_same_drafts_at_k_times_the_cost(wide_runtime):
     ids = rt.encode(PROMPTS[0])
     stop = StopRule(True, "")
     c1, c2 = PromptCache(rt, "full"), PromptCache(rt, "full")
-    b, fb = branch_decode(c1, c1.sync(ids).logits, 3, stop, 10, rt.stop_ids, rt.decode)
-    s, fs = sequential_decode(c2, c2.sync(ids).logits, 3, stop, 10, rt.stop_ids, rt.decode)
+    b, fb = branch_decode(DecodeRequest(c1, c1.sync(ids).logits, stop, 10, rt.stop_ids,
+                                        rt.decode, k=3))
+    s, fs = sequential_decode(DecodeRequest(c2, c2.sync(ids).logits, stop, 10, rt.stop_ids,
+                                            rt.decode, k=3))
     assert [o.token_ids for o in b] == [o.token_ids for o in s]
     assert fs > 2 * fb
 

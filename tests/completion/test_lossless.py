@@ -21,6 +21,7 @@ from inkling.cache.prompt_cache import PromptCache
 from inkling.completion.decoding import speculative
 from inkling.completion.decoding.branches import branch_decode, sequential_decode
 from inkling.completion.decoding.greedy import greedy_decode
+from inkling.completion.decoding.request import DecodeRequest
 from inkling.completion.document import Position, Range, TextChange
 from inkling.completion.drafting.draft_tree import linear
 from inkling.completion.engine import Engine
@@ -249,8 +250,8 @@ def _prompts(n: int, seed: int) -> list[str]:
 def _greedy(rt, ids, budget=16, monitor=None):
     cache = PromptCache(rt, "full")
     cache.sync(ids[:-5])
-    out = greedy_decode(cache, cache.sync(ids).logits, StopRule(True, ""), budget, rt.stop_ids,
-                        rt.decode, monitor=monitor)
+    out = greedy_decode(DecodeRequest(cache, cache.sync(ids).logits, StopRule(True, ""), budget,
+                                      rt.stop_ids, rt.decode, monitor=monitor))
     return out, cache
 
 
@@ -261,10 +262,10 @@ def _drafted(rt, ids, drafter, budget=16, monitor=None):
     cache.sync(ids[:-5])
     first = drafter(ids, budget)
     synced = cache.sync(ids, draft=(first.tokens, first.parents) if first.tokens else None)
-    out = speculative_decode(cache, synced.logits, StopRule(True, ""), budget, rt.stop_ids,
-                             rt.decode, drafter, ids, monitor=monitor,
-                             first=first if first.tokens else None,
-                             first_logits=synced.draft_logits, first_rows=synced.prefilled)
+    out = speculative_decode(DecodeRequest(
+        cache, synced.logits, StopRule(True, ""), budget, rt.stop_ids, rt.decode,
+        monitor=monitor, drafter=drafter, context=ids, first=first if first.tokens else None,
+        first_logits=synced.draft_logits, first_rows=synced.prefilled))
     return out, cache
 
 
@@ -412,8 +413,8 @@ def test_branches_are_the_sequential_drafts_tokens_and_log_probabilities(wide_ru
             for decoder in (branch_decode, sequential_decode):
                 cache = PromptCache(rt, "full")
                 logits = cache.sync(ids).logits
-                outs, _ = decoder(cache, logits, 3, StopRule(False, ""), 16, rt.stop_ids,
-                                  rt.decode, monitor=monitor)
+                outs, _ = decoder(DecodeRequest(cache, logits, StopRule(False, ""), 16,
+                                                rt.stop_ids, rt.decode, k=3, monitor=monitor))
                 runs.append(outs)
             branches, sequential = runs
             assert [(o.text, o.token_ids, o.stopped_by) for o in branches] == \
@@ -431,8 +432,9 @@ def test_superposed_drafts_continue_as_greedy_decoding_continues_them(wide_runti
     for text in _prompts(6, seed=8):
         ids = rt.encode(text)
         cache = PromptCache(rt, "full")
-        outs, _ = superposed_decode(cache, cache.sync(ids).logits, 3, StopRule(False, ""),
-                                    budget, rt.stop_ids, rt.decode, {}, ids)
+        outs, _ = superposed_decode(DecodeRequest(cache, cache.sync(ids).logits,
+                                                  StopRule(False, ""), budget, rt.stop_ids,
+                                                  rt.decode, k=3, context=ids))
         lead = outs[0]
         head = lead.token_ids[:SUPERPOSED_STEPS]            # all but the prefix's last token
         if len(lead.token_ids) <= SUPERPOSED_STEPS + 1 or lead.stopped_by == "end-of-text":
@@ -441,8 +443,9 @@ def test_superposed_drafts_continue_as_greedy_decoding_continues_them(wide_runti
         alone.sync(ids + head)
         forced = torch.full((rt.vocab_size,), float("-inf"))
         forced[lead.token_ids[SUPERPOSED_STEPS]] = 0.0      # the prefix's last token
-        rest = greedy_decode(alone, forced, StopRule(False, ""), budget - len(head),
-                             rt.stop_ids, lambda t: rt.decode(head + t))
+        rest = greedy_decode(DecodeRequest(alone, forced, StopRule(False, ""),
+                                           budget - len(head), rt.stop_ids,
+                                           lambda t: rt.decode(head + t)))
         assert head + rest.token_ids == lead.token_ids and rest.text == lead.text
         checked += 1
     assert checked >= 3

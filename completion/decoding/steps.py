@@ -1,0 +1,91 @@
+"""What every decoder's step is made of: choosing a token (``pick`` under the monitor's
+``masked`` logits, ``advance`` the monitor, the ``forced_ids`` of a name it forces) and
+ending a draft (``stopped`` by a stop rule or the budget, ``finish`` at end of text,
+``settled`` leaving the cache as greedy decoding leaves it); a draft ends as a
+``Decoded``, a cancelled request as ``Cancelled``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Callable
+
+import torch
+
+from inkling.cache.prompt_cache import PromptCache
+
+if TYPE_CHECKING:                    # the request names Decoded's users, not the reverse
+    from .request import DecodeRequest
+
+
+class Cancelled(Exception):
+    """The request was cancelled; decoding stopped between forward passes."""
+
+
+@dataclass
+class Decoded:
+    text: str
+    token_ids: list[int]
+    logprob: float            # sum of the chosen tokens' log-probabilities
+    forwards: int             # decoding forward passes (the prompt's are not counted)
+    stopped_by: str           # "stop-rule" | "end-of-text" | "max-tokens" | "lead-extent"
+
+
+def pick(logits: torch.Tensor) -> tuple[int, float]:
+    """logits: [vocab] -> (argmax token, its log-probability)."""
+    tok = int(torch.argmax(logits))
+    return tok, float(torch.log_softmax(logits, -1)[tok])
+
+
+def masked(logits: torch.Tensor, monitor) -> torch.Tensor:
+    """logits [vocab] with the monitor's disallowed tokens at -inf (unchanged without one)."""
+    if monitor is None:
+        return logits
+    allowed = monitor.mask(logits.device)                  # None or bool [vocab']
+    if allowed is None:
+        return logits
+    n = logits.shape[-1]
+    if allowed.shape[-1] < n:                               # ids the tokenizer does not know
+        allowed = torch.cat((allowed, allowed.new_zeros(n - allowed.shape[-1])))
+    return logits.masked_fill(~allowed[:n], float("-inf"))
+
+
+def advance(monitor, tok: int):
+    """The monitor state after ``tok`` (None without a monitor)."""
+    return None if monitor is None else monitor.advance_token(tok)
+
+
+def forced_ids(monitor, encode: Callable[[str], list[int]]) -> list[int]:
+    """Token ids of the text the monitor forces next (the rest of the only name that
+    can come), or []: the decoder runs them with the step's token in one forward."""
+    forced = getattr(monitor, "forced_text", None)
+    text = forced() if forced is not None else ""
+    return encode(text) if text else []
+
+
+def stopped(r: DecodeRequest, ids: list[int], logprob: float, forwards: int
+            ) -> Decoded | None:
+    """The draft if ``r.stop`` or the token budget ``r.budget`` ends it after ``ids``,
+    else None."""
+    text = r.decode(ids)
+    cut = r.stop.cut(text) if not text.endswith("\ufffd") else None
+    if cut is not None:
+        return Decoded(text[:cut], ids, logprob, forwards, "stop-rule")
+    if len(ids) >= r.budget:
+        return finish(r, ids, logprob, forwards, "max-tokens")
+    return None
+
+
+def finish(r: DecodeRequest, ids: list[int], logprob: float, forwards: int, why: str
+           ) -> Decoded:
+    """The draft ``ids`` ended (``why``), cut where ``r.stop`` ends a complete text."""
+    text = r.decode(ids).rstrip("\ufffd")
+    cut = r.stop.cut(text, final=True)
+    return Decoded(text[:cut], ids, logprob, forwards, why)
+
+
+def settled(cache: PromptCache, prompt: int, done: Decoded) -> Decoded:
+    """``done``, with the cache holding the prompt's ``prompt`` entries and the output's
+    tokens but its last: what greedy decoding fed, and what every decoder leaves, so the
+    next completion starts from the same cache whichever decoder ran (a tree may have
+    cached tokens past the stop, a forced name tokens past it)."""
+    cache.truncate(prompt + max(0, len(done.token_ids) - 1))
+    return done
