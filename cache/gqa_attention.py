@@ -25,10 +25,10 @@ NAME = "inkling_packed_gqa"
 
 def packed_gqa_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor,
                          value: torch.Tensor, attention_mask: torch.Tensor | None,
-                         dropout: float = 0.0, scaling: float | None = None,
-                         is_causal: bool | None = None, **kwargs) -> tuple[torch.Tensor, None]:
+                         **kwargs) -> tuple[torch.Tensor, None]:
     """query [b, heads, n, d], key / value [b, kv_heads, L, d], attention_mask
-    [b, 1, n, L] -> ([b, n, heads, d], None), as transformers' attention functions."""
+    [b, 1, n, L] -> ([b, n, heads, d], None), as transformers' attention functions;
+    ``kwargs`` as transformers passes them (``dropout``, ``scaling``, ``is_causal``, ...)."""
     groups = getattr(module, "num_key_value_groups", 1)
     b, heads, n, d = query.shape
     plain = (groups == 1 or n == 1 or attention_mask is None or attention_mask.dim() != 4
@@ -36,13 +36,13 @@ def packed_gqa_attention(module: torch.nn.Module, query: torch.Tensor, key: torc
              or any(kwargs.get(k) is not None for k in ("position_bias", "cache", "softcap"))
              or kwargs.get("output_attentions", False))
     if plain:
-        return sdpa_attention_forward(module, query, key, value, attention_mask, dropout=dropout,
-                                      scaling=scaling, is_causal=is_causal, **kwargs)
+        return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
     kv_heads = heads // groups
     q = query.reshape(b, kv_heads, groups * n, d)                 # rows ordered (group, token)
     mask = torch.cat([attention_mask] * groups, dim=2)            # [b, 1, groups * n, L]
-    out = torch.nn.functional.scaled_dot_product_attention(
-        q, key, value, attn_mask=mask, dropout_p=dropout, scale=scaling)   # [b, kv, g * n, d]
+    out = torch.nn.functional.scaled_dot_product_attention(      # [b, kv, g * n, d]
+        q, key, value, attn_mask=mask, dropout_p=kwargs.get("dropout", 0.0),
+        scale=kwargs.get("scaling"))
     return out.reshape(b, heads, n, value.shape[-1]).transpose(1, 2).contiguous(), None
 
 
