@@ -9,6 +9,10 @@ from pathlib import Path
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import pytest
+import pytest_lsp
+from pytest_lsp import ClientServerConfig, LanguageClient
+
+from lsp_session import SERVER, start_session
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
@@ -64,3 +68,19 @@ def shared_dir() -> Path:
     if not SHARED.is_dir():
         pytest.skip("../shared is not beside this checkout")
     return SHARED
+
+
+@pytest.fixture(scope="module")
+def server_options(tiny_model_dir) -> dict:
+    """The initializationOptions the `client` fixture's server starts with; a test module
+    overrides this fixture to start it otherwise."""
+    return {"model": {"path": str(tiny_model_dir)}}
+
+
+@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER), scope="module")
+async def client(lsp_client: LanguageClient, server_options):
+    """The real `inkling serve` as a subprocess, one a test module, initialised with
+    ``server_options`` and ready (tests using it are marked slow)."""
+    await start_session(lsp_client, server_options)
+    yield
+    await lsp_client.shutdown_session()

@@ -2,18 +2,14 @@
 every entry point that is not told otherwise runs them, and says which mechanisms run."""
 import asyncio
 import json
-import sys
 
 import pytest
-import pytest_lsp
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
 from inkling.completion.options import InklingOptions
 from inkling.lsp.cli import _options_from_args, _parser, main
 from inkling.lsp.replay_cli import replay_options
-
-SERVER = [sys.executable, "-m", "inkling.lsp.cli", "serve"]
 
 
 def test_the_defaults_compose_the_mission():
@@ -88,27 +84,13 @@ def test_replay_config_shows_the_defaults(tmp_path, tiny_model_dir, capsys):
                 assert report["config"][section][key] == value, (section, key)
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER), scope="module")
-async def client(lsp_client: LanguageClient, tiny_model_dir):
-    lsp_client.statuses = []
-
-    @lsp_client.feature("inkling/status")
-    def on_status(params):
-        lsp_client.statuses.append(params)
-
+@pytest.fixture(scope="module")
+def server_options(tiny_model_dir) -> dict:
     # only the model path: what an editor with default settings sends besides nothing
-    await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"),
-        initialization_options={"model": {"path": str(tiny_model_dir)},
-                                "completion": {"datastore": "none"}}))
-    for _ in range(600):
-        if any(s.state in ("ready", "error") for s in lsp_client.statuses):
-            break
-        await asyncio.sleep(0.1)
-    yield
-    await lsp_client.shutdown_session()
+    return {"model": {"path": str(tiny_model_dir)}, "completion": {"datastore": "none"}}
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio(loop_scope="module")
 async def test_stats_and_status_say_which_mechanisms_run(client: LanguageClient):
     stats = await client.protocol.send_request_async("inkling/stats", {})

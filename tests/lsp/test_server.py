@@ -1,34 +1,19 @@
 """End to end: the real server as a subprocess over stdio, driven by pytest-lsp."""
 import asyncio
-import sys
 
 import pytest
-import pytest_lsp
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import LanguageClient
 
 URI = "file:///ws/demo.py"
-SERVER = [sys.executable, "-m", "inkling.lsp.cli", "serve"]
+
+# every test here talks to the real server (the `client` fixture of conftest.py)
+pytestmark = pytest.mark.slow
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER), scope="module")
-async def client(lsp_client: LanguageClient, tiny_model_dir):
-    lsp_client.statuses = []
-
-    @lsp_client.feature("inkling/status")
-    def on_status(params):
-        lsp_client.statuses.append(params)
-
-    await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"),
-        initialization_options={"model": {"path": str(tiny_model_dir)},
-                                "completion": {"maxNewTokens": 6}}))
-    for _ in range(300):
-        if any(s.state in ("ready", "error") for s in lsp_client.statuses):
-            break
-        await asyncio.sleep(0.1)
-    yield
-    await lsp_client.shutdown_session()
+@pytest.fixture(scope="module")
+def server_options(tiny_model_dir) -> dict:
+    return {"model": {"path": str(tiny_model_dir)}, "completion": {"maxNewTokens": 6}}
 
 
 async def _stats(client):

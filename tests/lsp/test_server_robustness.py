@@ -2,40 +2,21 @@
 crashes, never corrupts a document, and keeps serving afterwards."""
 import asyncio
 import hashlib
-import sys
-import time
 
 import pytest
 import pytest_lsp
 from lsprotocol import types as lsp
-from pytest_lsp import ClientServerConfig, LanguageClient, client_capabilities
+from pytest_lsp import ClientServerConfig, LanguageClient
 
-SERVER = [sys.executable, "-m", "inkling.lsp.cli", "serve"]
+from lsp_session import SERVER, start_session
+
 URI = "file:///ws/stress.py"
 
 
-@pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER), scope="module")
-async def client(lsp_client: LanguageClient, tiny_model_dir):
-    lsp_client.statuses = []
-
-    @lsp_client.feature("inkling/status")
-    def on_status(params):
-        lsp_client.statuses.append(params)
-
-    await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"),
-        initialization_options={"model": {"path": str(tiny_model_dir)},
-                                "completion": {"maxNewTokens": 4, "maxBlockTokens": 4}}))
-    await _ready(lsp_client)
-    yield
-    await lsp_client.shutdown_session()
-
-
-async def _ready(client):
-    for _ in range(300):
-        if any(s.state in ("ready", "error") for s in client.statuses):
-            return
-        await asyncio.sleep(0.1)
+@pytest.fixture(scope="module")
+def server_options(tiny_model_dir) -> dict:
+    return {"model": {"path": str(tiny_model_dir)},
+            "completion": {"maxNewTokens": 4, "maxBlockTokens": 4}}
 
 
 def _open(client, uri, text):
@@ -72,6 +53,7 @@ async def _still_serving(client, uri=URI):
     return result is not None or stats.answered >= 0
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio(loop_scope="module")
 async def test_stress_edits_and_cancelled_completions(client: LanguageClient):
     text = "def f():\n    x = 1\n"
@@ -79,7 +61,6 @@ async def test_stress_edits_and_cancelled_completions(client: LanguageClient):
     line = "    y = "
     _change(client, URI, 2, 2, 0, line)
     text += line
-    t0 = time.monotonic()
     futures, version, cancelled_ids = [], 2, []
     for i in range(500):
         version += 1
@@ -101,13 +82,13 @@ async def test_stress_edits_and_cancelled_completions(client: LanguageClient):
     for out in outcomes:
         if isinstance(out, Exception):
             assert "cancel" in str(out).lower() or "was edited after" in str(out), out
-    assert time.monotonic() - t0 < 60
     assert await _sha(client, URI) == sha(text)             # the server's copy is the client's
     assert await client.text_document_inline_completion_async(_inline(URI, 2, len(line)))
     stats = await client.protocol.send_request_async("inkling/stats", {})
     assert stats.cancelled >= len(cancelled_ids) // 2 and stats.answered >= 1
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio(loop_scope="module")
 async def test_bad_positions_are_refused_and_the_server_keeps_serving(client: LanguageClient):
     uri = "file:///ws/emoji.py"
@@ -125,6 +106,7 @@ async def test_bad_positions_are_refused_and_the_server_keeps_serving(client: La
     assert await _still_serving(client, uri)
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio(loop_scope="module")
 async def test_malformed_params_get_an_error(client: LanguageClient):
     import json
@@ -143,6 +125,7 @@ async def test_malformed_params_get_an_error(client: LanguageClient):
     assert await _still_serving(client)
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio(loop_scope="module")
 async def test_a_document_over_one_megabyte(client: LanguageClient):
     uri = "file:///ws/huge.py"
@@ -150,28 +133,20 @@ async def test_a_document_over_one_megabyte(client: LanguageClient):
     assert len(body) > 1_000_000
     _open(client, uri, body)
     n = body.count("\n")
-    t0 = time.monotonic()
     result = await client.text_document_inline_completion_async(_inline(uri, n // 2, 0))
-    assert result is not None and time.monotonic() - t0 < 20
+    assert result is not None                # answered (the prompt's windows: test_prompt.py)
     assert await _sha(client, uri) == sha(body)
 
 
 @pytest_lsp.fixture(config=ClientServerConfig(server_command=SERVER))
 async def broken(lsp_client: LanguageClient, tmp_path):
-    lsp_client.statuses = []
-
-    @lsp_client.feature("inkling/status")
-    def on_status(params):
-        lsp_client.statuses.append(params)
-
-    await lsp_client.initialize_session(lsp.InitializeParams(
-        capabilities=client_capabilities("visual-studio-code"),
-        initialization_options={"model": {"path": str(tmp_path / "no-model")}}))
-    await _ready(lsp_client)
+    """A server of its own, told a model path where there is none."""
+    await start_session(lsp_client, {"model": {"path": str(tmp_path / "no-model")}})
     yield
     await lsp_client.shutdown_session()
 
 
+@pytest.mark.slow
 @pytest.mark.asyncio
 async def test_a_missing_model_is_reported_once_and_the_server_keeps_serving(broken):
     client = broken
