@@ -270,7 +270,7 @@ class CodeAnalysis:
         return doc.free_names
 
     def guard(self, uri: str, offset: int) -> SyntaxGuard | None:
-        """Syntax guard and stop rules at ``offset`` of ``uri``; None without a grammar."""
+        """The syntax guard at ``offset`` of ``uri``; None without a grammar."""
         doc = self._docs.get(uri)
         if doc is None or doc.tree is None:
             return None

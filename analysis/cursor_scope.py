@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from .entities import ClassRef, Entity, InstanceRef
+from .indentation import indent_width
 from .python_symbols import import_bindings, statements
 from .symbols import FileSymbols, ImportBinding
 
@@ -64,7 +65,7 @@ def enclosing_headers(text: str, offset: int, root=None) -> tuple[Header, ...]:
     prefix = text[line_start:offset]
     line_end = text.find("\n", offset)
     line = text[line_start:line_end if line_end >= 0 else len(text)]
-    level = len(prefix) if not prefix.strip() else _indent(line)
+    level = len(prefix) if not prefix.strip() else indent_width(line)
     row = text.count("\n", 0, line_start)
     found, end = [], line_start - 1
     for _ in range(MAX_LINES_BACK):
@@ -77,7 +78,7 @@ def enclosing_headers(text: str, offset: int, root=None) -> tuple[Header, ...]:
         stripped = current.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        ind = _indent(current)
+        ind = indent_width(current)
         if ind >= level or _inside_string(root, row, ind):
             continue
         match = _HEADER.match(current)
@@ -161,7 +162,3 @@ def _inside_string(root, row: int, column: int) -> bool:
             return True
         node = node.parent
     return False
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" \t"))

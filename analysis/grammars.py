@@ -23,7 +23,7 @@ GRAMMAR_PACKAGES = {
     "java": ("tree_sitter_java", "language"),
 }
 
-# languages whose symbols the analysis resolves (the others get syntax guard and stop rules)
+# languages whose symbols the analysis resolves (the others get the syntax guard)
 MONITORED = frozenset({"python"})
 
 
@@ -39,7 +39,7 @@ class Grammars:
             self._languages[name] = _load(name)
             if self._languages[name] is None:
                 self.note_once(name, f"no tree-sitter grammar for language {name!r}: "
-                               "no monitor, syntax guard or stop rules from analysis")
+                               "no monitor or syntax guard from analysis")
         return self._languages[name]
 
     def parser(self, name: str):
@@ -56,7 +56,7 @@ class Grammars:
             return True
         if self.language(name) is not None:
             self.note_once(name + "/monitor", f"no monitor for language {name!r} "
-                           "(syntax guard and stop rules only)")
+                           "(syntax guard only)")
         return False
 
     def note_once(self, key: str, message: str) -> None:

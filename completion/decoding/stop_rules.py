@@ -8,6 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
+from inkling.analysis.indentation import indent_width
+
 BLOCK_OPENERS = (":", "{", "(", "[")
 # a unit of 2 to 16 characters repeated at least LOOP_REPEATS times at the end
 LOOP_REPEATS = 6
@@ -24,10 +26,6 @@ def loop_start(text: str) -> int | None:
     if m is None or len(set(m.group(1).strip())) < 2:
         return None
     return m.start()
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" \t"))
 
 
 def _next_nonblank(text: str) -> str | None:
@@ -77,7 +75,7 @@ class StopRule:
         offset = -len(self.line_prefix)
         lines = full.split("\n")
         for i, line in enumerate(lines):
-            if i > 0 and line.strip() and _indent(line) < self.indent:
+            if i > 0 and line.strip() and indent_width(line) < self.indent:
                 return _rstrip_blank(text, max(0, offset))
             offset += len(line) + 1
         return _rstrip_blank(text, len(text)) if final else None
@@ -111,16 +109,16 @@ def stop_rule_for(line_prefix: str, prefix: str, line_suffix: str, suffix: str) 
     after_lines = suffix.split("\n", 1)[1] if "\n" in suffix else ""
     following = _next_nonblank(after_lines)
     if line_prefix.rstrip().endswith(BLOCK_OPENERS) and line_prefix.strip():
-        header_indent = _indent(line_prefix)
+        header_indent = indent_width(line_prefix)
     elif not line_prefix.strip():
         before = prefix[:len(prefix) - len(line_prefix)].rstrip("\n").split("\n")
         header = next((ln for ln in reversed(before) if ln.strip()), "")
         if not header.rstrip().endswith(BLOCK_OPENERS):
             return StopRule(False, line_prefix)
-        header_indent = _indent(header)
+        header_indent = indent_width(header)
     else:
         return StopRule(False, line_prefix)
-    if following is not None and _indent(following) > header_indent:
+    if following is not None and indent_width(following) > header_indent:
         return StopRule(False, line_prefix)   # the block already has a body
     return StopRule(True, line_prefix, header_indent + 1)
 

@@ -1,9 +1,9 @@
-"""Syntax guard and stop rules, as pure functions over text."""
+"""The syntax guard: the longest prefix of a draft that adds no error node."""
 from __future__ import annotations
 
 import pytest
 
-from inkling.analysis import block_end, longest_valid_prefix, statement_end
+from inkling.analysis import longest_valid_prefix
 from inkling.analysis.syntax_guard import SyntaxGuard
 
 PY = "import os\n\n\ndef f(items):\n    total = 0\n    |\n    return total\n"
@@ -47,59 +47,6 @@ def test_longest_valid_prefix_other_languages(language, doc, draft, expected):
     text, offset = _split(doc)
     cut = longest_valid_prefix(text, offset, draft, language)
     assert draft[:cut].rstrip() == expected.rstrip()
-
-
-@pytest.mark.parametrize("draft,expected", [
-    ("x = 1\ny = 2\n", 5),
-    ("x = f(1,\n      2)\ny = 3", 17),
-    ("x = '''a\nb'''\nz", 13),
-    ("x = 1 + \\\n    2\nq", 15),
-    ("s = 'a#b'  # (\nq", 14),
-    ('s = ""\nq', 6),
-    ("x = (1,\n", None),
-    ("x = 1", None),
-])
-def test_statement_end_python(draft, expected):
-    text, offset = _split(PY)
-    assert statement_end(text, offset, draft) == expected
-
-
-def test_statement_end_continues_a_multi_line_call_at_the_cursor():
-    text, offset = _split("x = foo(1,\n        |\n")
-    draft = "2)\ny = 1\n"
-    assert statement_end(text, offset, draft) == 2
-
-
-def test_statement_end_javascript_waits_for_a_complete_statement():
-    text, offset = _split("function f(a) {\n  |\n}\n")
-    draft = "const x = a +\n    1;\n  return x;\n"
-    assert statement_end(text, offset, draft, "javascript") == len("const x = a +\n    1;")
-
-
-@pytest.mark.parametrize("draft,expected", [
-    ("\n    return 1\n\ndef g():\n", "\n    return 1"),
-    ("\n    x = '''\nnot a dedent\n'''\n    return x\nq = 1", "\n    x = '''\nnot a dedent\n'''\n"
-     "    return x"),
-    ("\n    if x:\n        y = 1\n    return y\nelse:\n",
-     "\n    if x:\n        y = 1\n    return y"),
-])
-def test_block_end_python(draft, expected):
-    text, offset = _split("def f(x):|\n")
-    cut = block_end(text, offset, draft)
-    assert draft[:cut] == expected
-
-
-def test_block_end_waits_until_the_dedent_or_the_end():
-    text, offset = _split("def f(x):|\n")
-    assert block_end(text, offset, "\n    return 1\n") is None
-    assert block_end(text, offset, "\n    return 1\n\n", final=True) == len("\n    return 1")
-
-
-def test_block_end_braces():
-    text, offset = _split("function f(a) {|\n")
-    draft = "\n  if (a) {\n    return 1;\n  }\n  return 2;\n}\nfunction g() {"
-    cut = block_end(text, offset, draft, "javascript")
-    assert draft[:cut] == "\n  if (a) {\n    return 1;\n  }\n  return 2;"
 
 
 def test_guard_without_grammar_keeps_the_draft():
