@@ -64,11 +64,11 @@ def measure(runtime, n_edits: int, seed: int = 0) -> dict[str, list[float]]:
         line_starts = [i + 1 for i, c in enumerate(f.text) if c == "\n"]
         cursor = rng.choice(line_starts[40:-20] or line_starts)
         caches = {m: PromptCache(runtime, m, stale_threshold=1.0) for m in ("full", "pie", "naive")}
-        p = build_prompt(runtime, f.text[:cursor], f.text[cursor:], pre, suf, runtime.fim_order)
+        p = build_prompt(runtime, f.text[:cursor], f.text[cursor:], (pre, suf), runtime.fim_order)
         for c in caches.values():
             c.sync(p.ids)
         text, cur = edited(f.text, cursor, rng)
-        p2 = build_prompt(runtime, text[:cur], text[cur:], pre, suf, runtime.fim_order)
+        p2 = build_prompt(runtime, text[:cur], text[cur:], (pre, suf), runtime.fim_order)
         ref = caches["full"].sync(p2.ids).logits
         for m in ("pie", "naive"):
             out[m].append(kl(ref, caches[m].sync(p2.ids).logits))

@@ -53,7 +53,7 @@ def main() -> int:
     runtime = engine.load_model()
     datastore = engine.build_datastore()          # one for every trace (suffix drafting)
     print(datastore.summary() if datastore else "no datastore")
-    model_store = engine.load_model_datastore()    # the model's own continuations
+    model_store = engine.sources.model_datastore(runtime, args.model_datastore)   # its own
     print(model_store.summary() if model_store else "no model datastore")
     checker = SyntaxChecker()
     results = {mode: [] for mode in MODES}

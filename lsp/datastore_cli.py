@@ -40,6 +40,7 @@ def _cmd_model_datastore(args) -> int:
     import time
     from pathlib import Path
 
+    from inkling.completion.drafting.drafter import line_end_ids
     from inkling.completion.engine import Engine
     from inkling.completion.drafting.model_datastore import (FILE_NAME, SampleOptions,
                                                     build_model_datastore, fingerprint, save)
@@ -60,7 +61,7 @@ def _cmd_model_datastore(args) -> int:
     options = SampleOptions(items=args.items, batch=args.batch, seed=args.seed)
     out = Path(args.out) if args.out else runtime.path / FILE_NAME
     t0 = time.perf_counter()
-    tokens, bounds = build_model_datastore(runtime, sequences, engine.line_end_ids(),
+    tokens, bounds = build_model_datastore(runtime, sequences, line_end_ids(runtime),
                                            options, _bar(args.items))
     meta = {"fingerprint": fingerprint(runtime.path), "model": runtime.path.name,
             "source": args.source, "fim_order": runtime.fim_order,

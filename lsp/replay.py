@@ -22,6 +22,7 @@ from inkling.completion.options import InklingOptions
 
 from .languages import language_for
 from .metrics import exact_line
+from .replay_clock import ReplayClock
 from .replay_result import CompletionRecord, ReplayFailure, TraceResult
 from .syntax_check import SyntaxChecker
 from .trace_file import (AcceptEvent, ChangeEvent, CheckEvent, CloseEvent, CompleteEvent, Event,
@@ -40,9 +41,16 @@ class _Session:
         self.versions: dict[str, int] = {}
         # per path, the latest completion's expected text and drafts (None once accepted)
         self.latest: dict[str, tuple[str, tuple] | None] = {}
-        # the metrics' own view of the workspace (undefined_names, identifier_match)
-        self.analysis = CodeAnalysis(AnalysisOptions(background=False, watch=False))
-        self.analysis.set_workspace_folders([root])
+        # the metrics' view of the workspace (undefined_names, identifier_match): the
+        # Engine's own analysis in process (each document parsed once); through LSP the
+        # server's is in another process, so the client keeps its own
+        self.own_analysis = not isinstance(engine, Engine)
+        if self.own_analysis:
+            self.analysis = CodeAnalysis(AnalysisOptions(background=False, watch=False))
+            self.analysis.set_workspace_folders([root])
+        else:
+            self.analysis = engine.analysis
+        self.clock = ReplayClock()
 
     def uri(self, path: str) -> str:
         return (self.root / path).as_uri()
@@ -60,7 +68,8 @@ class _Session:
         target = self.root / e.path
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(e.text.encode("utf-8"))
-        self.analysis.index_file(target)
+        if self.own_analysis:
+            self.analysis.index_file(target)
         self.engine.workspace_file_changed(str(target))    # as the server's file watcher does
 
     def _open(self, e: OpenEvent) -> None:
@@ -69,7 +78,8 @@ class _Session:
                              "open (close it first)")
         self.versions[e.path] = 1
         self.engine.open(self.uri(e.path), e.text, 1, self.language(e.path))
-        self.analysis.open(self.uri(e.path), e.text, self.language(e.path))
+        if self.own_analysis:
+            self.analysis.open(self.uri(e.path), e.text, self.language(e.path))
 
     def _change(self, e: ChangeEvent) -> None:
         version = self.versions.get(e.path, 0) + 1
@@ -77,7 +87,9 @@ class _Session:
         self.engine.apply_change(self.uri(e.path), list(e.changes), version)
         self.result.edit_ms.append((time.perf_counter() - t0) * 1000)
         self.versions[e.path] = version
-        self.analysis.change(self.uri(e.path), self.engine.document(self.uri(e.path)).text)
+        if self.own_analysis:
+            uri = self.uri(e.path)
+            self.analysis.change(uri, self.engine.document(uri).text)
 
     def _complete(self, e: CompleteEvent) -> None:
         uri = self.uri(e.path)
@@ -101,7 +113,8 @@ class _Session:
                ) -> tuple[tuple[str, ...] | None, bool | None]:
         """undefined_names (the names, None: not measured) and identifier_match (None: the
         expected text has no identifier right after a trigger)."""
-        self.analysis.change(uri, text)
+        if self.own_analysis:
+            self.analysis.change(uri, text)
         names = self.analysis.undefined_names(uri, offset, draft)
         found = self.analysis.trigger_identifier(uri, offset, expected)
         matched = identifier_matches(draft, expected, found) if found is not None else None
@@ -134,7 +147,8 @@ class _Session:
 
     def _close(self, e: CloseEvent) -> None:
         self.engine.close(self.uri(e.path))
-        self.analysis.close(self.uri(e.path))
+        if self.own_analysis:
+            self.analysis.close(self.uri(e.path))
         self.versions.pop(e.path, None)
         self.latest.pop(e.path, None)
 
@@ -151,6 +165,7 @@ def _run(session: _Session, tick: Tick) -> None:
     events = session.trace.events
     for done, event in enumerate(events, start=1):
         try:
+            session.engine.idle(session.clock.quiet_before(event))   # as the server's timer
             session.apply(event)
         except (DocumentError, TraceError, OSError) as exc:
             session.result.failures.append(session.failure(event, exc))
@@ -172,13 +187,15 @@ class Replayer:
         with tempfile.TemporaryDirectory(prefix="inkling-replay-") as tmp:
             root = Path(tmp).resolve()
             engine = Engine(self.options, self.runtime, self.datastore)
-            if engine.uses_datastore and self.datastore is None:
-                self.datastore = engine.build_datastore()
             engine.workspace_folders = [root.as_uri()]      # as the server's initialize sets it
-            if self.options.completion.draft == "suffix":
-                engine.index_workspace()                    # as the server does at start
-                engine.load_model_datastore()
-            _run(_Session(trace, root, engine, self.checker, result), tick)
+            try:
+                prepared = engine.prepare()                 # as the server does once loaded
+                if prepared.failed:                         # no trace could replay as asked
+                    raise prepared.failed[0][1]
+                self.datastore = engine.datastore           # built once, for every trace
+                _run(_Session(trace, root, engine, self.checker, result), tick)
+            finally:
+                engine.shutdown()                           # its watchers
         result.total_ms = (time.perf_counter() - t0) * 1000
         result.model_ms = (self.runtime.stats.seconds - model_s0) * 1000
         return result

@@ -25,6 +25,7 @@ from inkling.cache.errors import ModelError
 from inkling.completion.decoding.greedy import Cancelled
 from inkling.completion.engine import Engine
 from inkling.completion.errors import DocumentError, InklingError
+from inkling.completion.prompt.repo_context import uri_path
 
 from . import convert
 from .message_loop import run_stdio, run_tcp
@@ -41,6 +42,7 @@ STATUS = "inkling/status"
 STATS = "inkling/stats"
 DOCUMENT = "inkling/document"
 LAST_COMPLETION = "inkling/lastCompletion"
+IDLE = "inkling/idle"            # the replay's clock: run the idle policy after quietMs
 
 
 class InklingServer(LanguageServer):
@@ -150,7 +152,8 @@ class InklingServer(LanguageServer):
 
     def _on_idle(self) -> None:
         self._idle_timer = None
-        future = self.worker.run(self.engine.refresh_idle)
+        quiet_ms = self.engine.options.cache.idle_refresh_ms     # the timer's delay, passed
+        future = self.worker.run(self.engine.idle, quiet_ms)
         future.add_done_callback(self._idle_done)
 
     def _idle_done(self, future: asyncio.Future) -> None:
@@ -182,41 +185,18 @@ class InklingServer(LanguageServer):
                     f"{self.engine.options.mechanisms_text()}")
 
     async def prepare_drafting(self) -> None:
-        """What suffix drafting and superposed decoding search besides the document: the
-        workspace (indexed and watched) and the datastore, each built once with $/progress."""
-        if self.engine.options.completion.draft == "suffix" and self.engine.workspace is None:
-            await self.index_workspace()
-        if self.engine.uses_datastore and self.engine.datastore is None:
-            await self.build_datastore()
-        if self.engine.options.completion.draft == "suffix":
-            await self.load_model_datastore()
-
-    async def load_model_datastore(self) -> None:
-        store, ok = await self._indexing("model-datastore", "inkling: loading the model datastore",
-                                         lambda progress: self.engine.load_model_datastore(),
-                                         (OSError, InklingError), "model datastore not loaded",
-                                         lambda st: st.summary() if st else "no model datastore")
-        if ok:
-            self.log(store.summary() if store is not None else "no model datastore")
-
-    async def build_datastore(self) -> None:
-        store, ok = await self._indexing("datastore", "inkling: indexing the datastore",
-                                         self.engine.build_datastore, (OSError, InklingError),
-                                         "datastore not built",
-                                         lambda st: st.summary() if st else "no datastore")
-        if ok:
-            self.log(store.summary() if store is not None else "no datastore")
-
-    async def index_workspace(self) -> None:
-        """Index the workspace folders for drafting ($/progress), then watch them."""
-        if not self.engine.workspace_folders:
+        """What completions search besides the document (the workspace, indexed and
+        watched; the datastores), built once by ``Engine.prepare``, with $/progress; a
+        step that fails is shown once, the others still run."""
+        report, ok = await self._indexing("prepare", "inkling: indexing", self.engine.prepare,
+                                          (OSError, InklingError), "indexing failed",
+                                          lambda r: "; ".join(r.done) or "nothing to index")
+        if not ok:
             return
-        result, ok = await self._indexing("index", "inkling: indexing workspace",
-                                          self.engine.index_workspace, (OSError,),
-                                          "workspace indexing failed", lambda r: r.summary())
-        if ok:
-            await self.worker.run(self.engine.workspace.start_watching)
-            self.log(f"workspace: {result.summary()}")
+        for line in report.done:
+            self.log(line)
+        for step, exc in report.failed:
+            self.show_once(f"inkling: {step} not built: {exc}")
 
     async def _indexing(self, kind: str, title: str, job, errors: tuple, failed: str, summary):
         """Run ``job(progress)`` on the model worker with $/progress; (result, True), or
@@ -430,12 +410,33 @@ def build_server(engine: Engine) -> InklingServer:
     @server.feature(STATS)
     async def stats(ls: InklingServer, params=None):
         def engine_stats():
-            return {"documents": len(ls.engine.documents()),
+            return {"documents": len(ls.engine.documents.uris()),
                     "refreshes": ls.engine.stats.refreshes, "learnt": ls.engine.stats.learnt}
         return {**ls.stats.as_dict(), "state": ls.state, **await ls.worker.run(engine_stats),
                 "cache_mode": ls.engine.options.cache.mode,
                 "mechanisms": ls.engine.options.mechanisms(),     # which of inkling's ideas run
                 "options": ls.engine.options.as_dict()}      # the options in force
+
+    @server.feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def did_change_watched_files(ls: InklingServer, params: lsp.DidChangeWatchedFilesParams):
+        """Files the client saw change on disk: indexed now (the server's own watcher
+        sees them too, later)."""
+        for change in params.changes:
+            path = uri_path(change.uri)
+            if path is not None:
+                ls.submit(f"file change of {change.uri}", ls.engine.workspace_file_changed,
+                          str(path))
+
+    @server.feature(IDLE)
+    async def idle(ls: InklingServer, params=None):
+        """The idle policy (``Engine.idle``) after ``quietMs`` of simulated quiet: what
+        ``inkling replay --via-lsp`` sends where its clock has the typist pause."""
+        quiet = params.get("quietMs") if isinstance(params, dict) else \
+            getattr(params, "quietMs", None)
+        if not isinstance(quiet, (int, float)) or isinstance(quiet, bool):
+            raise JsonRpcInvalidParams(f"{IDLE}: params.quietMs: expected a number of "
+                                       f"milliseconds, got {params!r:.60}")
+        return {"refreshed": await ls.worker.run(ls.engine.idle, quiet)}
 
     @server.feature(DOCUMENT)
     async def document(ls: InklingServer, params=None):

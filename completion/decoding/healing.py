@@ -55,6 +55,15 @@ class TokenTexts:
         return found
 
 
+def token_texts(runtime) -> TokenTexts:
+    """The runtime's TokenTexts, made once per model."""
+    found = runtime.attached.get("token_texts")
+    if found is None:
+        found = runtime.attached["token_texts"] = TokenTexts(runtime.tokenizer,
+                                                             runtime.vocab_size)
+    return found
+
+
 @dataclass(frozen=True)
 class Healing:
     texts: TokenTexts

@@ -143,8 +143,8 @@ def fim_prompt(runtime, prefix: list[int], suffix: list[int]) -> list[int]:
     """The prompt the engine would build for a cursor between ``prefix`` and ``suffix``."""
     if runtime.fim is None:
         return list(prefix)
-    from ..prompt.builder import _TokenIds
-    return runtime.fim.build(runtime.fim_order, prefix, suffix, _TokenIds(runtime))
+    from ..prompt.builder import TokenIds
+    return runtime.fim.build(runtime.fim_order, prefix, suffix, TokenIds(runtime))
 
 
 def line_of(generated: list[int], line_end_ids, stop_ids) -> list[int]:

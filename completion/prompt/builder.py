@@ -14,9 +14,13 @@ fill-in-the-middle prompt: ``ids`` starts with its ``context`` tokens.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from inkling.cache.runtime import ModelRuntime
+
+from ..edit_extent import EditExtent
+from ..options import CompletionOptions
 
 CHARS_PER_TOKEN_WINDOW = 6   # generous: code averages about 3.2 characters per token here
 TOKENS_PER_LINE = 10         # about what a line of code costs (sizes the windows' line grid)
@@ -32,6 +36,8 @@ class Prompt:
     first_line: int = 0       # the document line where the prefix window starts
     lines_below: int = 0      # document lines after the suffix window's end
     context: int = 0          # ids of the repository-context block at the start of ``ids``
+    healed: str = ""          # token healing: the text of the token taken off the prefix's
+                              # end, which the first generated tokens must start with
 
     def edge_zones(self, runtime: ModelRuntime, order: str
                    ) -> tuple[tuple[int, int], tuple[int, int] | None]:
@@ -52,11 +58,36 @@ class Prompt:
     def with_fim(self, runtime: ModelRuntime, order: str, prefix_ids: list[int]) -> "Prompt":
         """This prompt with ``prefix_ids`` before the cursor (token healing takes its last
         token out), the context block kept in front."""
-        import dataclasses
         ids = prefix_ids if runtime.fim is None else \
-            runtime.fim.build(order, prefix_ids, self.suffix_ids, _TokenIds(runtime))
+            runtime.fim.build(order, prefix_ids, self.suffix_ids, TokenIds(runtime))
         return dataclasses.replace(self, ids=self.ids[:self.context] + ids,
                                    prefix_ids=prefix_ids)
+
+    def healed_prompt(self, runtime: ModelRuntime, order: str) -> "Prompt":
+        """This prompt without its last token before the cursor, whose text (``healed``)
+        the decoders then require the first generated tokens to start with (token healing:
+        a word cut mid-token is completed as the tokenizer would write it whole). The
+        prompt itself when there is no such token or it does not decode to whole text."""
+        if len(self.prefix_ids) < 2:
+            return self
+        healed = runtime.decode(self.prefix_ids[-1:])
+        if not healed or "\ufffd" in healed:
+            return self
+        return dataclasses.replace(self.with_fim(runtime, order, self.prefix_ids[:-1]),
+                                   healed=healed)
+
+    def moved_edges(self, extent: EditExtent, runtime: ModelRuntime, order: str
+                    ) -> tuple[tuple[int, int], ...]:
+        """Zones of the window edges with no edit there since the last sync (``extent``):
+        a change of tokens there is the window moving, so what follows is shifted, not
+        stale."""
+        front, end = self.edge_zones(runtime, order)
+        edges = []
+        if extent.front_untouched(self.first_line):
+            edges.append(front)
+        if end is not None and extent.end_untouched(self.lines_below):
+            edges.append(end)
+        return tuple(edges)
 
     @property
     def line_prefix(self) -> str:
@@ -173,12 +204,26 @@ def grid_lines(budget: int, step: float) -> int:
     return max(1, round(budget * step / TOKENS_PER_LINE))
 
 
-def build_prompt(runtime: ModelRuntime, before: str, after: str, prefix_budget: int,
-                 suffix_budget: int, order: str, step: float = 0.0,
-                 context_ids: tuple[int, ...] = ()) -> Prompt:
-    """``before`` / ``after``: the document's text on each side of the cursor; ``step``:
-    the windows move in steps of about this share of their budget (0: line by line);
-    ``context_ids``: a repository-context block, put first."""
+def prompt_at(runtime: ModelRuntime, text: str, offset: int, c: CompletionOptions,
+              context_ids: tuple[int, ...] = ()) -> Prompt:
+    """The prompt a completion at ``offset`` of ``text`` reads, as the options shape it:
+    the windows' budgets (after the context block's room), the fill-in-the-middle order,
+    the line grid, token healing."""
+    order = c.fim_order if c.fim_order != "auto" else runtime.fim_order
+    sizes = budgets(runtime, c.prefix_tokens, c.suffix_tokens, c.max_block_tokens,
+                    -(-len(context_ids) // 32) * 32)
+    prompt = build_prompt(runtime, text[:offset], text[offset:], sizes, order, c.window_step,
+                          context_ids)
+    return prompt.healed_prompt(runtime, order) if c.token_healing else prompt
+
+
+def build_prompt(runtime: ModelRuntime, before: str, after: str, sizes: tuple[int, int],
+                 order: str, step: float = 0.0, context_ids: tuple[int, ...] = ()) -> Prompt:
+    """``before`` / ``after``: the document's text on each side of the cursor; ``sizes``:
+    the prefix and suffix windows' token budgets; ``step``: the windows move in steps of
+    about this share of their budget (0: line by line); ``context_ids``: a
+    repository-context block, put first."""
+    prefix_budget, suffix_budget = sizes
     grid = grid_lines(prefix_budget, step)
     cut = max(0, len(before) - prefix_budget * 24)
     head = normalise_eol(before[cut:])
@@ -203,12 +248,14 @@ def build_prompt(runtime: ModelRuntime, before: str, after: str, prefix_budget: 
         if snapped != suffix:
             suffix, suffix_ids = snapped, runtime.encode(snapped)
     lines_below = lines_kept_out + tail.count("\n", len(suffix))
-    ids = block + runtime.fim.build(order, prefix_ids, suffix_ids, _TokenIds(runtime))
+    ids = block + runtime.fim.build(order, prefix_ids, suffix_ids, TokenIds(runtime))
     return Prompt(ids, prefix, suffix, prefix_ids, suffix_ids, first_line, lines_below,
                   len(block))
 
 
-class _TokenIds(dict):
+class TokenIds(dict):
+    """Special-token ids by text, looked up in the runtime's vocabulary when first asked."""
+
     def __init__(self, runtime: ModelRuntime):
         super().__init__()
         self._runtime = runtime

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import unquote, urlparse
 
+from inkling.analysis.imported_definitions import UNUSED, ImportedDefinitions
 from inkling.cache.runtime import ModelRuntime
 
 from .context_block import EMPTY, ContextBlock, Snippet, assemble
@@ -64,21 +65,41 @@ class _Choice:
 
 
 class RepoContext:
-    """The context blocks of one Engine: the recent files and what was chosen last."""
+    """The context blocks of one Engine: the recent files and what was chosen last.
+    ``open_text(path)``: the text of the open document at ``path``, or None (an open
+    document's text wins over the file on disk)."""
 
-    def __init__(self):
+    def __init__(self, open_text: Callable[[Path], str | None] = lambda p: None):
         self.recent = RecentFiles()
+        self.roots: list[Path] = []                 # the workspace folders, resolved
+        self._open_text = open_text
         self._imports = None                        # ImportedDefinitions, once asked for
         self._last: dict[str, _Choice] = {}         # uri -> the block chosen last
         self._warned = False
+
+    def set_folders(self, folder_uris: list[str]) -> None:
+        self.roots = [p.resolve() for p in map(uri_path, folder_uris) if p is not None]
+
+    def touch(self, uri: str, text: Callable[[], str]) -> None:
+        """Document ``uri`` was opened or edited: a recent file (``text`` read lazily)."""
+        path = uri_path(uri)
+        self.recent.touch(uri, relative(path, self.roots) if path else uri, text)
+
+    def touch_file(self, path: Path) -> None:
+        """A file changed on disk: a recent file, its text as read now."""
+        try:
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return
+        path = path.resolve()
+        self.recent.touch(path.as_uri(), relative(path, self.roots), lambda: text)
 
     def forget(self, uri: str) -> None:
         self.recent.forget(uri)
         self._last.pop(uri, None)
 
     def block(self, mode: str, uri: str, text: str, offset: int, runtime: ModelRuntime,
-              budget: int, roots: list[Path], analysis=None,
-              open_text: Callable[[Path], str | None] = lambda p: None) -> ContextBlock:
+              budget: int, analysis=None) -> ContextBlock:
         """The context block at ``offset`` of document ``uri`` (``text``) within ``budget``
         tokens; EMPTY when nothing is found or the model family has no repository format.
         The last block is kept while the imported definitions are the same and the cursor
@@ -90,8 +111,8 @@ class RepoContext:
                 log.warning("model family %s has no repository format: no context block",
                             runtime.fim.family if runtime.fim else "(no fill-in-the-middle)")
             return EMPTY
-        path = uri_path(uri)
-        imported = self._imported(analysis, uri, text, offset, roots, open_text) \
+        path, roots = uri_path(uri), self.roots
+        imported = self._imported(analysis, uri, text, offset) \
             if mode in ("imports", "both") and analysis is not None else []
         target = relative(path, roots) if path is not None else uri.rsplit("/", 1)[-1]
         repo = roots[0].name if roots else ""
@@ -105,13 +126,12 @@ class RepoContext:
         self._last[uri] = _Choice(key, band, block)
         return block
 
-    def _imported(self, analysis, uri: str, text: str, offset: int, roots: list[Path],
-                  open_text) -> list[Snippet]:
+    def _imported(self, analysis, uri: str, text: str, offset: int) -> list[Snippet]:
         """Snippets of the workspace definitions the document imports, the nearest used
         ranked first; each file's in the order the document first imports from it."""
-        from inkling.analysis.imported_definitions import UNUSED, ImportedDefinitions
+        roots = self.roots
         if self._imports is None or self._imports.index is not analysis.index:
-            self._imports = ImportedDefinitions(analysis.index, open_text)
+            self._imports = ImportedDefinitions(analysis.index, self._open_text)
         symbols = analysis.symbols(uri)
         if symbols is None or not symbols.parsed:
             return []

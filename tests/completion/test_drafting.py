@@ -10,6 +10,7 @@ import torch
 from inkling.cache.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
 from inkling.completion.decoding.greedy import greedy_decode
+from inkling.completion.decoding.request import DecodeRequest
 from inkling.completion.document import Position, Range, TextChange
 from inkling.completion.drafting.draft_tree import cut, from_continuations, linear
 from inkling.completion.engine import Engine
@@ -141,8 +142,8 @@ def _decode_all(rt, prompts, mode):
         cache.sync(ids[:-6])              # then the last tokens as typed: half the prompts
         stop = StopRule(True, "")         # run a draft with them (in the prompt's forward)
         if mode == "none":
-            out = greedy_decode(cache, cache.sync(ids).logits, stop, 24, rt.stop_ids,
-                                rt.decode)
+            out = greedy_decode(DecodeRequest(cache, cache.sync(ids).logits, stop, 24,
+                                              rt.stop_ids, rt.decode))
         else:
             if mode == "prompt-lookup":
                 drafter = lambda ctx, b: prompt_lookup(ctx, b, rt.stop_ids)  # noqa: E731
@@ -150,13 +151,14 @@ def _decode_all(rt, prompts, mode):
                 index = SuffixIndex()
                 index.put("doc", ids)
                 from inkling.completion.drafting.suffix_drafter import SuffixDrafter
-                sources = SuffixDrafter({"document": index, "history": engine.history})
+                sources = SuffixDrafter({"document": index, "history": engine.sources.history})
                 drafter = lambda ctx, b: sources.draft(ctx, b, rt.stop_ids)  # noqa: E731
             first = drafter(ids, 24) if i % 2 else None
             synced = cache.sync(ids, draft=(first.tokens, first.parents) if first else None)
             assert (synced.draft_logits is not None) == bool(first)
-            out = speculative_decode(cache, synced.logits, stop, 24, rt.stop_ids, rt.decode,
-                                     drafter, ids, first=first, first_logits=synced.draft_logits)
+            out = speculative_decode(DecodeRequest(
+                cache, synced.logits, stop, 24, rt.stop_ids, rt.decode, drafter=drafter,
+                context=ids, first=first, first_logits=synced.draft_logits))
         results.append((out.token_ids, out.forwards))
     return results
 
@@ -373,7 +375,7 @@ def test_the_document_source_does_not_draft_the_text_after_the_cursor(tiny_runti
     uri = "file:///w/c.py"
     engine = Engine(InklingOptions().merged({"completion": {"draft": "suffix"}}), runtime=rt)
     engine.open(uri, text)
-    index = engine._sources(uri, engine.document(uri), offset)["document"]
+    index = engine.sources.indexes(uri, engine.document(uri).text, offset, rt)["document"]
     context = rt.encode(text[:offset])
     tree = SuffixDrafter({"document": index}).draft(context, 8, frozenset())
     after = rt.decode(tree.tokens[:3]) if tree.tokens else ""
@@ -381,7 +383,8 @@ def test_the_document_source_does_not_draft_the_text_after_the_cursor(tiny_runti
     once = text.replace("    return w * h\n", "    pass\n")  # "return" only at the cursor
     engine.close(uri)
     engine.open(uri, once)
-    index = engine._sources(uri, engine.document(uri), once.index(" 2 * (w"))["document"]
+    index = engine.sources.indexes(uri, engine.document(uri).text, once.index(" 2 * (w"),
+                                   rt)["document"]
     context = rt.encode(once[:once.index(" 2 * (w")])
     assert not SuffixDrafter({"document": index}).draft(context, 8, frozenset()).tokens
 
@@ -460,7 +463,7 @@ def test_the_tree_chosen_is_the_one_whose_source_the_model_keeps_at_that_match_l
     assert match_bucket(9) == match_bucket(15) == 12 and match_bucket(40) == 16
 
 
-def test_a_finished_completion_scores_every_candidate(tiny_runtime, monkeypatch):
+def test_a_finished_completion_scores_every_candidate(tiny_runtime):
     engine = Engine(InklingOptions().merged({"completion": {"draft": "suffix",
                                                             "max_new_tokens": 12}}),
                     runtime=tiny_runtime)
@@ -474,13 +477,11 @@ def test_a_finished_completion_scores_every_candidate(tiny_runtime, monkeypatch)
     assert all(v >= 0 for v in engine.acceptance.by_match.values())
     assert set(engine.acceptance.margins) >= {"document", "history"}
     assert set(engine.acceptance.search_ms) == set(engine.acceptance.margins)
-    learnt = []
-    learn = Engine._learn
-    monkeypatch.setattr(Engine, "_learn", lambda self, *a: (learnt.append(1), learn(self, *a)))
+    learnt = engine.stats.learnt
     engine.complete("file:///w/l.py", Position(5, 11))
-    assert not learnt
+    assert engine.stats.learnt == learnt
     engine.complete("file:///w/l.py", Position(5, 11))    # runs what the last one left
-    assert learnt == [1]
+    assert engine.stats.learnt == learnt + 1
 
 
 @settings(max_examples=150, deadline=None)
@@ -580,11 +581,12 @@ def test_the_document_is_indexed_only_when_searched(tiny_runtime):
     text = "def f(x):\n    return x + 1\n\n\ndef g(x):\n    return "
     engine.open("file:///w/m.py", text)
     doc = engine.document("file:///w/m.py")
-    index = engine._sources("file:///w/m.py", doc, len(text))["document"]
+    index = engine.sources.indexes("file:///w/m.py", doc.text, len(text), tiny_runtime)["document"]
     assert index._index is None                          # nothing built yet
     context = tiny_runtime.encode(text)
     found = index.found(context)
     assert index._index is not None
     assert [(e.tolist(), n.tolist()) for _, e, n in found] == \
         [(e.tolist(), n.tolist()) for _, e, n in index.index.found(context)]
-    assert engine._sources("file:///w/m.py", doc, len(text))["document"] is index
+    assert engine.sources.indexes("file:///w/m.py", doc.text, len(text),
+                                  tiny_runtime)["document"] is index

@@ -117,7 +117,9 @@ def test_engine_drafts_from_it_and_stays_lossless(tiny_runtime, tiny_model_dir, 
         engine = Engine(InklingOptions().merged({"completion": {
             "draft": "suffix", "datastore": "none", "model_datastore": spec,
             "max_new_tokens": 10, "token_healing": False}}), runtime=tiny_runtime)
-        assert (engine.load_model_datastore() is None) == (spec == "none")
+        prepared = engine.prepare()
+        assert not prepared.failed
+        assert ("no model datastore" in prepared.done) == (spec == "none")
         engine.open(uri, text)
         results[spec] = engine.complete(uri, Position(1, 11))
     assert results[str(path)].drafts[0].text == results["none"].drafts[0].text == \
@@ -130,13 +132,14 @@ def test_engine_drafts_from_it_and_stays_lossless(tiny_runtime, tiny_model_dir, 
     try:
         auto = Engine(InklingOptions().merged({"completion": {"draft": "suffix"}}),
                       runtime=tiny_runtime)
-        with caplog.at_level(logging.WARNING, logger="inkling.engine"):
-            assert auto.load_model_datastore() is None
+        with caplog.at_level(logging.WARNING, logger="inkling.drafting"):
+            assert auto.prepare().done[-1] == "no model datastore"
         assert "another model" in caplog.text
         named = Engine(InklingOptions().merged({"completion": {
             "draft": "suffix", "model_datastore": str(own)}}), runtime=tiny_runtime)
-        with pytest.raises(OptionError, match="another model"):
-            named.load_model_datastore()
+        (step, error), = named.prepare().failed
+        assert step == "model datastore" and isinstance(error, OptionError)
+        assert "another model" in str(error)
     finally:
         own.unlink()
 

@@ -10,12 +10,12 @@ def _special(rt, name):
 
 def test_spm_and_psm_layout(tiny_runtime):
     rt = tiny_runtime
-    p = build_prompt(rt, "def f(x):\n    return ", "\n\nprint(f(1))\n", 100, 50, "spm")
+    p = build_prompt(rt, "def f(x):\n    return ", "\n\nprint(f(1))\n", (100, 50), "spm")
     pre, suf, mid = (_special(rt, t) for t in (INKLING.prefix, INKLING.suffix, INKLING.middle))
     assert p.ids[:2] == [pre, suf]
     assert p.ids[2 + len(p.suffix_ids)] == mid
     assert p.ids[-len(p.prefix_ids):] == p.prefix_ids
-    q = build_prompt(rt, "def f(x):\n    return ", "\n\nprint(f(1))\n", 100, 50, "psm")
+    q = build_prompt(rt, "def f(x):\n    return ", "\n\nprint(f(1))\n", (100, 50), "psm")
     assert q.ids == [pre, *q.prefix_ids, suf, *q.suffix_ids, mid]
     assert rt.decode(p.prefix_ids) == "def f(x):\n    return "
     assert p.line_prefix == "    return " and p.line_suffix == ""
@@ -24,7 +24,7 @@ def test_spm_and_psm_layout(tiny_runtime):
 def test_non_ascii_and_crlf(tiny_runtime):
     before = "naïve = '😀'\r\ndef café():\r\n    return "
     after = "  # ünï\r\nx = 1\r\n"
-    p = build_prompt(tiny_runtime, before, after, 200, 100, "spm")
+    p = build_prompt(tiny_runtime, before, after, (200, 100), "spm")
     assert p.prefix == normalise_eol(before) and "\r" not in p.prefix
     assert p.suffix == "  # ünï\nx = 1\n"
     assert tiny_runtime.decode(p.prefix_ids) == p.prefix
@@ -35,7 +35,7 @@ def test_5000_line_file_stays_within_budget_and_fast(tiny_runtime):
     text = "def big():\n" + "".join(lines)
     cursor = len(text) // 2
     t0 = time.perf_counter()
-    p = build_prompt(tiny_runtime, text[:cursor], text[cursor:], 300, 100, "spm")
+    p = build_prompt(tiny_runtime, text[:cursor], text[cursor:], (300, 100), "spm")
     elapsed = time.perf_counter() - t0
     assert len(p.prefix_ids) <= 300 and len(p.suffix_ids) <= 100
     assert len(p.prefix_ids) > 200                      # the budget is used, not wasted
@@ -63,7 +63,7 @@ def test_grid_windows_move_in_jumps(tiny_runtime):
         typed = text[:200 * 24]
         for i in range(40):
             typed += f"new_{i} = {i}\n"
-            p = build_prompt(tiny_runtime, typed, after, 200, 80, "spm", step)
+            p = build_prompt(tiny_runtime, typed, after, (200, 80), "spm", step)
             assert typed.endswith(p.prefix) and after.startswith(p.suffix)
             assert len(p.prefix_ids) <= 200 and len(p.suffix_ids) <= 80
             fronts[step].append(p.prefix.split("\n", 1)[0])
@@ -74,10 +74,10 @@ def test_grid_windows_move_in_jumps(tiny_runtime):
                 assert (after.count("\n") - p.suffix.count("\n")) % round(80 * step / 10) == 0
     moves = {step: sum(a != b for a, b in zip(f, f[1:])) for step, f in fronts.items()}
     assert moves[0.0] >= 20 and moves[0.2] <= 40 // 4 + 1
-    assert len(build_prompt(tiny_runtime, text, after, 200, 80, "spm", 0.2).prefix_ids) > 200 * 0.6
+    assert len(build_prompt(tiny_runtime, text, after, (200, 80), "spm", 0.2).prefix_ids) > 200 * 0.6
 
 
 def test_grid_never_drops_the_cursor_line(tiny_runtime):
     before = _lines(3) + "x = " + "y" * 4000         # one huge line at the cursor
-    p = build_prompt(tiny_runtime, before, "tail\n" + _lines(50), 100, 40, "spm", 0.5)
+    p = build_prompt(tiny_runtime, before, "tail\n" + _lines(50), (100, 40), "spm", 0.5)
     assert before.endswith(p.prefix) and p.suffix.startswith("tail\n")

@@ -13,7 +13,7 @@ from inkling.completion.document import Position
 from inkling.completion.engine import Engine
 from inkling.completion.errors import OptionError
 from inkling.completion.options import InklingOptions
-from inkling.completion.prompt.builder import build_prompt
+from inkling.completion.prompt.builder import build_prompt, prompt_room
 from inkling.completion.prompt.recent_files import RecentFiles
 from inkling.completion.prompt.repo_format import DEEPSEEK, INKLING, QWEN, repo_format
 
@@ -73,6 +73,14 @@ def _engine(runtime, root: Path, mode: str = "both", **completion) -> Engine:
     return engine
 
 
+def _block(engine: Engine, uri: str, text: str, runtime):
+    """The block a completion at the end of ``text`` reads (the engine's budget for it)."""
+    c = engine.options.completion
+    budget = int(prompt_room(runtime, c.max_block_tokens) * c.context_share)
+    return engine.repo_context.block(c.context, uri, text, len(text), runtime, budget,
+                                     engine.analysis)
+
+
 def _end(text: str) -> Position:
     lines = text.split("\n")
     return Position(len(lines) - 1, len(lines[-1]))
@@ -83,7 +91,7 @@ def test_imported_definitions_make_the_block_with_paths(tiny_runtime, tmp_path):
     engine = _engine(tiny_runtime, root, "imports")
     uri = (root / "main.py").as_uri()
     engine.open(uri, MAIN)
-    block = engine._context_block(uri, MAIN, len(MAIN), tiny_runtime)
+    block = _block(engine, uri, MAIN, tiny_runtime)
     sep = "<|file_sep|>"
     assert block.files == ("pkg/shapes.py", "pkg/units.py")        # the import order
     assert block.text.startswith(f"{sep}pkg/shapes.py\nclass Polygon:\n    sides = 3\n"
@@ -104,8 +112,8 @@ def test_the_block_goes_first_and_the_windows_make_room(tiny_runtime, tmp_path):
     engine = _engine(tiny_runtime, root, "imports")
     uri = (root / "main.py").as_uri()
     engine.open(uri, MAIN)
-    block = engine._context_block(uri, MAIN, len(MAIN), tiny_runtime)
-    p = build_prompt(tiny_runtime, MAIN, "", 100, 30, "spm", 0.0, block.ids)
+    block = _block(engine, uri, MAIN, tiny_runtime)
+    p = build_prompt(tiny_runtime, MAIN, "", (100, 30), "spm", 0.0, block.ids)
     assert p.ids[:p.context] == list(block.ids) and p.context == len(block)
     assert p.ids[p.context] == tiny_runtime.token_id("<|fim_prefix|>")
     healed = p.with_fim(tiny_runtime, "spm", p.prefix_ids[:-1])     # token healing keeps it
@@ -142,11 +150,11 @@ def test_nearest_use_is_kept_when_the_budget_is_short(tiny_runtime, tmp_path):
     uri = (root / "main.py").as_uri()
     engine.open(uri, text)
     at_end = engine.repo_context.block("imports", uri, text, len(text), tiny_runtime, 80,
-                                       engine._roots(), engine.analysis)
+                                       engine.analysis)
     assert "def make_square" in at_end.text and "class Polygon" not in at_end.text
     engine.repo_context.forget(uri)
     at_top = engine.repo_context.block("imports", uri, text, len(MAIN), tiny_runtime, 80,
-                                       engine._roots(), engine.analysis)
+                                       engine.analysis)
     assert "class Polygon" in at_top.text and "def make_square" not in at_top.text
     assert len(at_top) <= 80 and len(at_end) <= 80
     engine.shutdown()
@@ -191,8 +199,8 @@ def test_a_changed_block_is_one_more_spliced_edit(tiny_runtime):
                           (0, "a", 0)),
                   Snippet("pkg/b.py", "ROWS = 30\n", "imports", 0.1, (1, "b", 0))],
                  INKLING, "main.py", "", rt, 200)
-    pa = build_prompt(rt, before, "\n", 400, 40, "spm", 0.0, a.ids)
-    pb = build_prompt(rt, before, "\n", 400, 40, "spm", 0.0, b.ids)
+    pa = build_prompt(rt, before, "\n", (400, 40), "spm", 0.0, a.ids)
+    pb = build_prompt(rt, before, "\n", (400, 40), "spm", 0.0, b.ids)
     assert pa.ids[pa.context:] == pb.ids[pb.context:] and pa.context != pb.context
     cache = PromptCache(rt, "pie", stale_threshold=0.95)
     cache.sync(pa.ids)

@@ -1,0 +1,95 @@
+"""The drafters a speculative decoder calls at each step: ``drafter(context, budget)`` gives
+a draft tree to verify. Each keeps what one completion's drafting did (its steps and their
+times), so that the acceptance meter learns from the finished output afterwards."""
+from __future__ import annotations
+
+import time
+
+from inkling.cache.runtime import ModelRuntime
+
+from .acceptance import AcceptanceMeter
+from .draft_tree import EMPTY, DraftTree
+from .prompt_lookup import prompt_lookup
+from .suffix_drafter import Candidate, SuffixDrafter, pick
+
+
+def line_end_ids(runtime: ModelRuntime) -> frozenset[int]:
+    """The ids of the tokens whose text holds a line end (a line draft ends at one),
+    found once per model."""
+    found = runtime.attached.get("line_end_ids")
+    if found is None:
+        tokenizer = runtime.tokenizer
+        found = runtime.attached["line_end_ids"] = frozenset(
+            i for i in range(tokenizer.get_vocab_size()) if "\n" in tokenizer.decode([i]))
+    return found
+
+
+class PromptLookupDrafter:
+    """Drafts from the prompt itself: the tokens that followed the context's tail the last
+    time it occurred (prompt-lookup decoding)."""
+
+    def __init__(self, prompt_ids: list[int], ends: frozenset[int]):
+        self.context = list(prompt_ids)      # what drafts continue: the whole prompt
+        self.ends = ends                     # ids that end a draft (line ends, end of text)
+        self.times: list[float] = []         # ms of each step
+        self.steps: list = []                # nothing to learn from
+
+    def __call__(self, context: list[int], budget: int) -> DraftTree:
+        return prompt_lookup(context, budget, self.ends)
+
+    def learn(self, output: list[int]) -> bool:
+        return False
+
+
+class TreeDrafter:
+    """Suffix drafting at one completion: the candidates of the sources the meter admits,
+    the tree the meter values most, kept only where verifying it pays."""
+
+    def __init__(self, drafter: SuffixDrafter, meter: AcceptanceMeter, prefix_ids: list[int],
+                 ends: frozenset[int]):
+        self.drafter, self.meter, self.ends = drafter, meter, ends
+        self.context = list(prefix_ids)      # what drafts continue: the ids before the cursor
+        # (tokens generated before the step, its candidates, the sources searched, the
+        # source of the tree verified) of every step that searched
+        self.steps: list[tuple[int, list[Candidate], set[str], str]] = []
+        self.times: list[float] = []         # ms of each step, searched or not
+
+    def __call__(self, context: list[int], budget: int) -> DraftTree:
+        t0 = time.perf_counter()
+        try:
+            return self._step(context, budget)
+        finally:
+            self.times.append((time.perf_counter() - t0) * 1000)
+
+    def _step(self, context: list[int], budget: int) -> DraftTree:
+        meter, drafter = self.meter, self.drafter
+        searched = meter.admitted(drafter.names())
+        if not searched:
+            return EMPTY
+        spent: dict[str, float] = {}
+        generated = context[len(self.context):]
+        found = drafter.candidates(context, budget, generated,
+                                   lambda source: meter.limits(drafter.limits, source),
+                                   searched, spent)
+        meter.searched(spent)
+        tree = pick(found, self.ends, meter.value)
+        if tree.tokens and not meter.pays(tree):
+            tree = EMPTY
+        self.steps.append((len(generated), found, set(spent), tree.source if tree.tokens else ""))
+        return tree
+
+    def learn(self, output: list[int]) -> bool:
+        """Score every step against the finished greedy ``output``: see
+        ``AcceptanceMeter.learn_step``. A source passed over at a step is recorded with
+        what its best candidate would have kept (the verified one was recorded then).
+        True if there was anything to learn from."""
+        if not self.steps:
+            return False
+        for at, candidates, searched, verified in self.steps:
+            if at > len(output):
+                continue
+            best = self.meter.learn_step(candidates, searched, output[at:])
+            for source, n in best.items():
+                if source != verified:
+                    self.meter.record(n, source, verified=False)
+        return True

@@ -1,0 +1,138 @@
+"""Where drafts and n-gram counts come from, for one Engine: the document (indexed at each
+completion's cursor), the workspace, accepted completions, the document's recent
+suggestions, the corpus datastore and the model datastore. Each index has one owner, this
+object, on the engine's thread (the model worker in the server)."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from inkling.cache.runtime import ModelRuntime
+
+from ..errors import OptionError
+from ..prompt.builder import normalise_eol
+from . import model_datastore as md
+from .datastore import Datastore, build_datastore
+from .document_tokens import DocumentTokens
+from .suffix_index import LazyIndex, SuffixIndex
+from .suggestion_history import SuggestionHistory
+from .workspace_index import WorkspaceIndex
+
+log = logging.getLogger("inkling.drafting")
+
+
+class DraftSources:
+    def __init__(self, datastore: Datastore | None = None):
+        self.history = SuffixIndex(min_merge=512)    # accepted completions
+        self.workspace: WorkspaceIndex | None = None  # the workspace's files, once indexed
+        self.datastore = datastore                   # the corpus datastore, once built
+        self._documents: dict[str, tuple[str, int, LazyIndex]] = {}   # uri -> (text, offset, index)
+        self._suggestions: dict[str, SuggestionHistory] = {}
+        self._tokens: DocumentTokens | None = None   # paragraphs tokenized once
+        self._warned: set = set()                    # problems logged once
+
+    def forget(self, uri: str) -> None:
+        """``uri`` was closed."""
+        self._documents.pop(uri, None)
+        self._suggestions.pop(uri, None)
+
+    def accepted(self, ids: list[int]) -> None:
+        """A draft the user accepted, tokenized: what the history source searches."""
+        self.history.append(ids)
+
+    def suggested(self, uri: str, prefix_ids: list[int], outputs: list[list[int]]) -> None:
+        """Keep the drafts just made (their ids) as the document's most recent suggestions."""
+        history = self._suggestions.setdefault(uri, SuggestionHistory())
+        for ids in outputs:
+            history.add(list(prefix_ids), ids)
+
+    def indexes(self, uri: str, text: str, offset: int, runtime: ModelRuntime) -> dict:
+        """The suffix indexes drafts and n-gram counts come from: the document (its index
+        rebuilt lazily when the text or the cursor changed, from paragraphs tokenized
+        once), the workspace, accepted completions.
+
+        The document is indexed as two sequences, the text before the cursor and the text
+        after it: the text before the cursor always matches the context at the cursor
+        itself, at full length, and what follows there is the text the completion goes
+        in front of, which the model seldom writes (its drafts kept 8 tokens in 60)."""
+        cached = self._documents.get(uri)
+        if cached is None or cached[0] is not text or cached[1] != offset:
+            if self._tokens is None or self._tokens.encode != runtime.encode:
+                self._tokens = DocumentTokens(runtime.encode)
+            tokens = self._tokens
+
+            def build() -> SuffixIndex:
+                index = SuffixIndex(layout="hashed")      # rebuilt at every completion
+                index.put_many([(f"{uri}#before", tokens.ids(normalise_eol(text[:offset]))),
+                                (f"{uri}#after", tokens.ids(normalise_eol(text[offset:])))])
+                return index
+            # built when first searched: drafting searches the document only where it pays
+            cached = self._documents[uri] = (text, offset, LazyIndex(build))
+        sources = {"document": cached[2], "history": self.history}
+        if self.workspace is not None:
+            sources["workspace"] = self.workspace
+        return sources
+
+    def ngram_sources(self, uri: str, text: str, offset: int, runtime: ModelRuntime) -> dict:
+        """What superposed decoding takes n-gram counts from: the indexes and the corpus."""
+        sources = self.indexes(uri, text, offset, runtime)
+        if self.datastore is not None:
+            sources["datastore"] = self.datastore
+        return sources
+
+    def draft_sources(self, uri: str, text: str, offset: int, runtime: ModelRuntime,
+                      model_spec: str) -> dict:
+        """What the suffix drafter searches: the indexes, the document's recent
+        suggestions, the corpus datastore and the model datastore ``model_spec`` names."""
+        sources = self.indexes(uri, text, offset, runtime)
+        if uri in self._suggestions:
+            sources["suggestions"] = self._suggestions[uri]
+        if self.datastore is not None:
+            sources["datastore"] = self.datastore
+        model_store = self.model_datastore(runtime, model_spec)
+        if model_store is not None:
+            sources["model"] = model_store
+        return sources
+
+    def build_datastore(self, spec: str, runtime: ModelRuntime, progress=None):
+        """The datastore ``spec`` names (None for ``none``), built once and kept."""
+        if self.datastore is None or self.datastore.spec != spec:
+            self.datastore = build_datastore(spec, runtime.tokenizer.to_str(),
+                                             runtime.encode_batch, progress)
+        return self.datastore
+
+    def model_datastore(self, runtime: ModelRuntime, spec: str):
+        """The model datastore ``spec`` names (None for ``none``, or for ``auto`` when the
+        model folder has none), loaded once per model and file. A named file that is
+        missing, corrupt or another model's raises OptionError; the model folder's own
+        file, found by ``auto``, is skipped with a warning instead."""
+        path = md.resolve(spec, runtime.path)
+        if path is None:
+            return None
+        try:
+            key = ("model_datastore", str(path.resolve()), path.stat().st_mtime_ns)
+        except OSError as exc:
+            raise OptionError(f"model datastore {path}: {exc.strerror}") from None
+        if key not in runtime.attached:            # the store, or why it cannot be used
+            try:
+                runtime.attached[key] = md.load(path, runtime.path)
+            except OptionError as exc:
+                runtime.attached[key] = exc
+        found = runtime.attached[key]
+        if not isinstance(found, OptionError):
+            return found
+        if spec != "auto":
+            raise found
+        if key not in self._warned:
+            self._warned.add(key)
+            log.warning("%s; drafting goes on without it", found)
+        return None
+
+    def index_workspace(self, roots: list[Path], runtime: ModelRuntime, progress=None):
+        """Index the workspace folders for drafting; returns the report."""
+        index = WorkspaceIndex(runtime.encode_batch)
+        report = index.index_folders(roots, progress)
+        if self.workspace is not None:
+            self.workspace.stop()
+        self.workspace = index
+        return report

@@ -1,0 +1,60 @@
+"""What completions search besides the document, built once before the first: the
+workspace indexed and watched, the corpus datastore, the model datastore. The server
+and the replay both prepare through ``Engine.prepare``, so a replay measures what the
+server does."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from inkling.cache.runtime import ModelRuntime
+
+from .drafting.sources import DraftSources
+from .errors import InklingError
+from .options import CompletionOptions
+
+Progress = Callable[[str, float], None]
+
+
+@dataclass
+class Prepared:
+    """What ``prepare`` did: a line per step, and the steps that failed."""
+    done: list[str] = field(default_factory=list)
+    failed: list[tuple[str, InklingError | OSError]] = field(default_factory=list)
+
+
+def uses_datastore(c: CompletionOptions) -> bool:
+    """Whether the options search a datastore: suffix drafting does, and superposed
+    decoding takes n-gram counts from it."""
+    return c.datastore != "none" and (c.draft == "suffix" or c.decoder == "superposed")
+
+
+def prepare(c: CompletionOptions, sources: DraftSources, runtime: ModelRuntime,
+            roots: list[Path], progress: Progress | None = None) -> Prepared:
+    """Build what ``c`` searches and ``sources`` lacks (what is there is kept): the
+    workspace index of ``roots`` (suffix drafting), then watched; the datastore (suffix
+    drafting, superposed decoding); the model datastore (suffix drafting). A step that
+    fails is reported and the others still run."""
+    report, steps = Prepared(), []
+    if c.draft == "suffix" and sources.workspace is None and roots:
+        steps.append(("workspace index", lambda: sources.index_workspace(
+            roots, runtime, progress).summary()))
+    if uses_datastore(c):
+        steps.append(("datastore", lambda: sources.build_datastore(
+            c.datastore, runtime, progress).summary()))
+    if c.draft == "suffix":
+        steps.append(("model datastore", lambda: _summary(sources.model_datastore(
+            runtime, c.model_datastore), "no model datastore")))
+    for name, step in steps:
+        try:
+            report.done.append(step())
+        except (InklingError, OSError) as exc:
+            report.failed.append((name, exc))
+    if sources.workspace is not None:
+        sources.workspace.start_watching()
+    return report
+
+
+def _summary(store, none: str) -> str:
+    return store.summary() if store is not None else none

@@ -1,0 +1,49 @@
+"""What a completion answers: its drafts and what it took to make them."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .document import Position
+
+
+@dataclass(frozen=True)
+class Draft:
+    id: str
+    text: str
+    logprob: float
+    tokens: int
+
+
+@dataclass
+class Completion:
+    uri: str
+    position: Position
+    drafts: list[Draft]
+    trigger: str
+    first_token_ms: float = 0.0     # prompt built and cache brought up to date
+    latency_ms: float = 0.0         # drafts ready
+    model_ms: float = 0.0           # time inside model forward passes
+    forwards: int = 0               # decoding forward passes
+    tokens: int = 0                 # tokens emitted into drafts
+    prefill_tokens: int = 0
+    reused_tokens: int = 0
+    stale_tokens: int = 0           # cached tokens computed against text that has changed
+    refreshed: bool = False         # this completion recomputed stale tokens
+    cache_mode: str = ""            # the mode that brought the cache up to date
+    stopped_by: str = ""
+    block: bool = False
+    draft_ms: tuple[float, ...] = ()   # each retrieval drafting step (search and tree), in ms
+    asked: int = 1                  # drafts asked for (k)
+    dropped: tuple = ()             # decoding.ranking.Dropped: decoded drafts not worth showing
+    shortfall: str = ""             # why fewer than ``asked`` drafts are shown ("" if none)
+    context_tokens: int = 0         # tokens of the repository-context block in the prompt
+    context_text: str = ""          # that block as the model read it
+
+
+@dataclass
+class EngineStats:
+    completions: int = 0
+    accepted: int = 0
+    accepted_chars: int = 0
+    refreshes: int = 0          # stale caches recomputed (during syncs and in idle time)
+    learnt: int = 0             # completions the drafting meter has learnt from
