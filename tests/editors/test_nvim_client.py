@@ -26,7 +26,9 @@ from pathlib import Path
 import pytest
 
 NVIM = shutil.which("nvim")
-pytestmark = pytest.mark.skipif(NVIM is None, reason="nvim is not installed")
+# every test starts a headless Neovim (most of them a server beside it)
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(NVIM is None, reason="nvim is not installed")]
 pynvim = pytest.importorskip("pynvim")
 
 REPO = Path(__file__).resolve().parents[2]

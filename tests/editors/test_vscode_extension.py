@@ -32,6 +32,7 @@ def _npm(*args: str) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+@pytest.mark.slow
 @needs_node_modules
 def test_extension_compiles_and_its_unit_tests_pass():
     compiled = _npm("run", "compile")
@@ -94,6 +95,7 @@ def test_package_manifest_needs_no_prompts():
     assert "object" in props["inkling.enable"]["type"]      # copilot's per-language form
 
 
+@pytest.mark.slow
 @needs_node_modules
 def test_extension_drives_the_real_server(tmp_path, request):
     """With no settings the server holds the options of `inkling serve` with none (stats);
@@ -121,6 +123,7 @@ def test_extension_drives_the_real_server(tmp_path, request):
     assert run.returncode == 0 and "# pass 1" in out, out
 
 
+@pytest.mark.slow
 @needs_node_modules
 def test_extension_with_the_scripted_server():
     """Defects 1 (only settings the user set are sent), 7 (toggling keeps the server), 8 (a

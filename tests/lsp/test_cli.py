@@ -1,11 +1,38 @@
-"""The command line: clear one-line errors on bad input, and a real completion."""
+"""The command line: clear one-line errors on bad input, and a real completion.
+
+The errors are checked in-process through `main` (what `python -m inkling.lsp.cli` runs);
+the completions, which load a model, run the command as a subprocess (slow)."""
 import subprocess
 import sys
 
 import pytest
 
+from inkling.lsp.cli import main
 
-def run_cli(*args, cwd=None):
+
+class Run:
+    """A finished command: its exit status, standard output and standard error."""
+
+    def __init__(self, returncode: int, stdout: str, stderr: str):
+        self.returncode, self.stdout, self.stderr = returncode, stdout, stderr
+
+
+@pytest.fixture
+def run_cli(capsys):
+    """`inkling ARGS...` in this process."""
+    def run(*args) -> Run:
+        capsys.readouterr()
+        try:
+            code = main(list(args))
+        except SystemExit as exc:                         # argparse: --help, bad flags
+            code = exc.code or 0
+        out = capsys.readouterr()
+        return Run(code, out.out, out.err)
+    return run
+
+
+def run_process(*args, cwd=None):
+    """`python -m inkling.lsp.cli ARGS...` as a subprocess."""
     return subprocess.run([sys.executable, "-m", "inkling.lsp.cli", *args], capture_output=True,
                           text=True, cwd=cwd, timeout=300)
 
@@ -19,18 +46,18 @@ def assert_one_line_error(proc, *needles):
         assert needle in lines[0], lines[0]
 
 
-def test_help_lists_every_command():
+def test_help_lists_every_command(run_cli):
     out = run_cli("--help").stdout
     for command in ("complete", "train"):
         assert command in out
 
 
-def test_missing_file(tmp_path):
+def test_missing_file(run_cli, tmp_path):
     assert_one_line_error(run_cli("complete", str(tmp_path / "gone.py"), "--line", "1", "--col", "1"),
                           "gone.py", "no such file")
 
 
-def test_position_out_of_range(tmp_path):
+def test_position_out_of_range(run_cli, tmp_path):
     f = tmp_path / "a.py"
     f.write_text("x = 1\ny = 2\n")
     assert_one_line_error(run_cli("complete", str(f), "--line", "9", "--col", "1"),
@@ -41,7 +68,7 @@ def test_position_out_of_range(tmp_path):
                           "line 0 is out of range")
 
 
-def test_binary_and_non_utf8_files(tmp_path):
+def test_binary_and_non_utf8_files(run_cli, tmp_path):
     b = tmp_path / "blob.bin"
     b.write_bytes(b"\x7fELF\x00\x01\x02")
     assert_one_line_error(run_cli("complete", str(b), "--line", "1", "--col", "1"), "binary")
@@ -51,12 +78,12 @@ def test_binary_and_non_utf8_files(tmp_path):
                           "not UTF-8")
 
 
-def test_directory_is_not_a_file(tmp_path):
+def test_directory_is_not_a_file(run_cli, tmp_path):
     assert_one_line_error(run_cli("complete", str(tmp_path), "--line", "1", "--col", "1"),
                           "not a regular file")
 
 
-def test_missing_model_path_exits_2(tmp_path):
+def test_missing_model_path_exits_2(run_cli, tmp_path):
     f = tmp_path / "a.py"
     f.write_text("x = 1\n")
     proc = run_cli("complete", str(f), "--line", "1", "--col", "5", "--model", str(tmp_path / "m"))
@@ -64,7 +91,7 @@ def test_missing_model_path_exits_2(tmp_path):
     assert_one_line_error(proc, "model path", "does not exist")
 
 
-def test_model_without_rope_exits_2(tmp_path):
+def test_model_without_rope_exits_2(run_cli, tmp_path):
     (tmp_path / "m").mkdir()
     (tmp_path / "m" / "config.json").write_text('{"model_type": "gpt2"}')
     f = tmp_path / "a.py"
@@ -74,11 +101,22 @@ def test_model_without_rope_exits_2(tmp_path):
     assert_one_line_error(proc, "no rotary position embeddings")
 
 
+@pytest.mark.slow
+def test_the_command_exits_with_the_status_and_one_line_of_main(tmp_path):
+    f = tmp_path / "a.py"
+    f.write_text("x = 1\n")
+    proc = run_process("complete", str(f), "--line", "1", "--col", "5", "--model",
+                       str(tmp_path / "m"))
+    assert proc.returncode == 2
+    assert_one_line_error(proc, "model path", "does not exist")
+
+
+@pytest.mark.slow
 def test_complete_with_tiny_model_json(tiny_model_dir, tmp_path):
     import json
     f = tmp_path / "a.py"
     f.write_text("def f(a):\n    return \n")
-    proc = run_cli("complete", str(f), "--line", "2", "--col", "12", "--model", str(tiny_model_dir),
+    proc = run_process("complete", str(f), "--line", "2", "--col", "12", "--model", str(tiny_model_dir),
                    "--json", "--max-new-tokens", "8", "--drafts", "1")   # default: 3 (invoked)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -88,6 +126,6 @@ def test_complete_with_tiny_model_json(tiny_model_dir, tmp_path):
 @pytest.mark.slow
 def test_bundled_model_completes_the_sample(bundled_model_dir, shared_dir):
     store = shared_dir / "samples" / "inventory" / "store.py"
-    proc = run_cli("complete", str(store), "--line", "24", "--col", "20")
+    proc = run_process("complete", str(store), "--line", "24", "--col", "20")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip(), "the bundled model suggested nothing after `return `"
