@@ -113,13 +113,15 @@ def greedy_table(runtime, rounds: int, steps: int = 48) -> None:
 
 def replay_table(runtime, paths: list[str], decoders: list[str], drafts: list[str]) -> int:
     """Section 3; returns how many completions differ between the forwards."""
+    from inkling.completion import engine as engine_module
     from inkling.completion.engine import Engine
     from inkling.completion.options import InklingOptions
     from inkling.lsp.replay import Replayer
     from inkling.lsp.syntax_check import SyntaxChecker
     from inkling.lsp.trace_file import read_trace
     traces = [read_trace(p) for p in paths]
-    checker, decode = SyntaxChecker(), Engine._decode
+    checker = SyntaxChecker()
+    decode = engine_module.decode_drafts          # wrapped where the engine looks it up
     datastore = Engine(InklingOptions(), runtime).build_datastore()
     combos = [(d, m) for d in decoders for m in drafts]
     results = {(c, f): [] for c in combos for f in FORWARDS}
@@ -135,16 +137,16 @@ def replay_table(runtime, paths: list[str], decoders: list[str], drafts: list[st
                 opts = InklingOptions().merged(changes)
                 seen = tokens[combo, f]
 
-                def recorded(self, *a, _seen=seen, **kw):
-                    drafts_, forwards = decode(self, *a, **kw)
+                def recorded(request, decoder, _seen=seen):
+                    drafts_, forwards = decode(request, decoder)
                     _seen.append([list(d.token_ids) for d in drafts_])
                     return drafts_, forwards
-                Engine._decode = recorded
+                engine_module.decode_drafts = recorded
                 try:
                     results[combo, f].append(Replayer(opts, runtime, checker, datastore)
                                              .replay(trace))
                 finally:
-                    Engine._decode = decode
+                    engine_module.decode_drafts = decode
         print(f"  replayed {trace.name}", file=sys.stderr, flush=True)
     print(f"\n3. replay of {len(traces)} traces, each decoder x drafting with each forward "
           "(interleaved trace by trace)")

@@ -39,7 +39,8 @@ import torch  # noqa: E402
 from bench_traces import describe, held_out_traces, sample_traces, toolz_traces  # noqa: E402
 
 from inkling.cache.prompt_cache import PromptCache  # noqa: E402
-from inkling.completion.decoding import greedy as decoding, speculative  # noqa: E402
+from inkling.completion import engine as engine_module  # noqa: E402
+from inkling.completion.decoding import greedy, speculative  # noqa: E402
 from inkling.completion.engine import Engine  # noqa: E402
 from inkling.completion.options import InklingOptions  # noqa: E402
 from inkling.lsp.replay import Replayer  # noqa: E402
@@ -67,7 +68,7 @@ class Recorder:
 
     def install(self) -> None:
         rec = self
-        pick, path_lps, near = decoding.pick, speculative._path_logprobs, speculative.near_tie
+        pick, path_lps, near = greedy.pick, speculative._path_logprobs, speculative.near_tie
         accept, extend_tree, sync = speculative.accept, PromptCache.extend_tree, PromptCache.sync
 
         def picked(logits):
@@ -106,7 +107,7 @@ class Recorder:
                 rec._pre = None
             return res
 
-        decoding.pick = speculative.pick = picked
+        greedy.pick = speculative.pick = picked
         speculative._path_logprobs = path_logprobs
         speculative.near_tie = near_tie
         speculative.accept = accepted
@@ -139,18 +140,18 @@ def replay(options, runtime, checker, datastore, trace, rec: Recorder) -> list[d
     """One trace in one mode: per completion its line, suggestion, token ids and the
     margins of its decided tokens."""
     outs = []
-    decode = Engine._decode
+    decode = engine_module.decode_drafts          # wrapped where the engine looks it up
 
-    def decoded(self, *a, **kw):
+    def decoded(request, decoder):
         rec.decisions = []
-        drafts, forwards = decode(self, *a, **kw)
+        drafts, forwards = decode(request, decoder)
         outs.append(([list(d.token_ids) for d in drafts], rec.decisions))
         return drafts, forwards
-    Engine._decode = decoded
+    engine_module.decode_drafts = decoded
     try:
         result = Replayer(options, runtime, checker, datastore).replay(trace)
     finally:
-        Engine._decode = decode
+        engine_module.decode_drafts = decode
     return [{"line": c.line, "n": n, "drafts": list(c.drafts), "tokens": t,
              "margins": [m for _, m in d]}
             for n, (c, (t, d)) in enumerate(zip(result.completions, outs))]

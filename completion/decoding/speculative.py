@@ -185,8 +185,8 @@ def until_forced(path: list[int], states: list) -> list[int]:
 
 
 def near_tie(out: torch.Tensor, rows: list[int], bound: float) -> int | None:
-    """The index in ``rows`` of the first row of ``out`` whose top two logits are closer
-    than ``bound``, or None."""
+    """The index in ``rows`` of the first row of ``out`` ([n, vocab]) whose top two logits
+    are closer than ``bound``, or None."""
     top = torch.topk(out[rows], 2, dim=-1).values                       # [len(rows), 2]
     close = (top[:, 0] - top[:, 1]) < bound
     return int(close.nonzero()[0, 0]) if bool(close.any()) else None

@@ -20,10 +20,10 @@ Drafts stay coherent for about ten tokens, but on the CPU three superposed steps
 the same drafts' quality at less cost (the k x k scoring with n-gram lookups costs
 about 3 ms a step beside an 8 ms forward: latency p50 1.37 of greedy against 1.58 with
 ten steps; six steps with the earlier score at a = 0.75 gave the same exact_line and
-exact_line_any as three); after ``steps`` the superposed entries are dropped, the kept drafts are run
-exactly as branches over the shared prompt (which also rescores them with their true
-log-probabilities, so incoherent ones are filtered), and each continues greedily as a
-branch.
+exact_line_any as three); after ``steps`` the superposed entries are dropped, the kept
+drafts are run exactly as branches over the shared prompt (which also rescores them
+with their true log-probabilities, so incoherent ones are filtered), and each
+continues greedily as a branch.
 """
 from __future__ import annotations
 
@@ -44,8 +44,9 @@ INCOHERENT_NATS = 2.5       # drop drafts this far below the best per-token log-
 
 def ngram_logprobs(sources: dict, context: list[int], p: torch.Tensor,
                    mix: float = NGRAM_MIX) -> torch.Tensor:
-    """log(mix * q + (1 - mix) * p) [vocab]: q the next-token counts after the context's
-    longest matches in the ``sources``; log p where no source has a match."""
+    """log(mix * q + (1 - mix) * p) [vocab] for the model's p [vocab]: q the next-token
+    counts after the context's longest matches in the ``sources``; log p where no
+    source has a match."""
     counts: dict[int, int] = {}
     for index in sources.values():
         lookup = getattr(index, "ngram_found", index.found)

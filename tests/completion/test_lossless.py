@@ -4,6 +4,7 @@ greedy's own forward shape; the monitor's forced names are taken alike by every 
 branch i is the sequential decoder's draft i, tokens and log-probability included."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import random
 import subprocess
@@ -18,6 +19,7 @@ from hypothesis import strategies as st
 
 from inkling.cache.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
+from inkling.completion import engine as engine_module
 from inkling.completion.decoding import speculative
 from inkling.completion.decoding.branches import branch_decode, sequential_decode
 from inkling.completion.decoding.greedy import greedy_decode
@@ -78,17 +80,34 @@ class SyncKinds:
         monkeypatch.setattr(prompt, "build_prompt", built)
 
 
+def _recording(tokens: list):
+    """The engine's ``decode_drafts``, appending each completion's drafts' token ids to
+    ``tokens`` (set it where the engine looks it up: ``engine.decode_drafts``)."""
+    decode = engine_module.decode_drafts
+
+    def decoded(request, decoder):
+        outs, forwards = decode(request, decoder)
+        tokens.append([list(o.token_ids) for o in outs])
+        return outs, forwards
+    return decoded
+
+
+@contextlib.contextmanager
+def _recorded(tokens: list):
+    """While it lasts, each completion's drafts' token ids are appended to ``tokens``."""
+    decode = engine_module.decode_drafts
+    engine_module.decode_drafts = _recording(tokens)
+    try:
+        yield
+    finally:
+        engine_module.decode_drafts = decode
+
+
 def _replay_modes(runtime, traces, monkeypatch, overrides: dict):
     """Each trace replayed in every mode; per mode, every completion's (line, drafts,
     token ids of each draft)."""
     tokens: list = []
-    decode = Engine._decode
-
-    def decoded(self, *a, **kw):
-        outs, forwards = decode(self, *a, **kw)
-        tokens.append([list(o.token_ids) for o in outs])
-        return outs, forwards
-    monkeypatch.setattr(Engine, "_decode", decoded)
+    monkeypatch.setattr(engine_module, "decode_drafts", _recording(tokens))
     base = InklingOptions().merged(overrides)
     checker, datastore, got = SyntaxChecker(), None, {m: [] for m in MODES}
     for trace in traces:
@@ -191,38 +210,34 @@ def _run_edits(runtime, mode: str, edits, start: int) -> list:
     line, col = start % len(lines), 0
     out = []
     tokens: list = []
-    decode = engine._decode
-
-    def decoded(*a, **kw):
-        outs, forwards = decode(*a, **kw)
-        tokens.append([list(o.token_ids) for o in outs])
-        return outs, forwards
-    engine._decode = decoded
-    for e in edits:
-        text = engine.document(uri).text
-        lines = text.split("\n")
-        line = min(line, len(lines) - 1)
-        col = min(col, len(lines[line]))
-        if e[0] == "type":
-            at = Position(line, col)
-            engine.apply_change(uri, [TextChange(e[1], Range(at, at))])
-            typed = e[1].split("\n")
-            line, col = line + len(typed) - 1, (col if len(typed) == 1 else 0) + len(typed[-1])
-        elif e[0] == "insert_above" and line > 0:
-            at = Position(e[1] % line, 0)
-            engine.apply_change(uri, [TextChange(e[2], Range(at, at))])
-            line += e[2].count("\n")
-        elif e[0] == "delete_above" and line > 1:
-            a = e[1] % (line - 1)
-            engine.apply_change(uri, [TextChange("", Range(Position(a, 0), Position(a + 1, 0)))])
-            line -= 1
-        elif e[0] == "move":
-            line = e[1] % len(lines)
-            col = min(e[2], len(lines[line]))
-        elif e[0] == "complete":
-            tokens.clear()
-            result = engine.complete(uri, Position(line, col))
-            out.append(([d.text for d in result.drafts], tokens[-1]))
+    with _recorded(tokens):
+        for e in edits:
+            text = engine.document(uri).text
+            lines = text.split("\n")
+            line = min(line, len(lines) - 1)
+            col = min(col, len(lines[line]))
+            if e[0] == "type":
+                at = Position(line, col)
+                engine.apply_change(uri, [TextChange(e[1], Range(at, at))])
+                typed = e[1].split("\n")
+                line = line + len(typed) - 1
+                col = (col if len(typed) == 1 else 0) + len(typed[-1])
+            elif e[0] == "insert_above" and line > 0:
+                at = Position(e[1] % line, 0)
+                engine.apply_change(uri, [TextChange(e[2], Range(at, at))])
+                line += e[2].count("\n")
+            elif e[0] == "delete_above" and line > 1:
+                a = e[1] % (line - 1)
+                engine.apply_change(uri, [TextChange("", Range(Position(a, 0),
+                                                                Position(a + 1, 0)))])
+                line -= 1
+            elif e[0] == "move":
+                line = e[1] % len(lines)
+                col = min(e[2], len(lines[line]))
+            elif e[0] == "complete":
+                tokens.clear()
+                result = engine.complete(uri, Position(line, col))
+                out.append(([d.text for d in result.drafts], tokens[-1]))
     return out
 
 
