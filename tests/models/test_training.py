@@ -28,6 +28,7 @@ def test_fim_pieces_use_both_orders_and_keep_the_text():
     assert "".join(chunk_file(chunk * 50, 300)) == chunk * 50
 
 
+@pytest.mark.slow                    # trains a model
 def test_recipe_writes_a_loadable_model(tmp_path):
     out = tmp_path / "m"
     summary = train(TrainOptions(out=str(out), vocab_size=300, hidden_size=32, layers=1, heads=2,
@@ -61,6 +62,7 @@ def test_recipe_writes_a_loadable_model(tmp_path):
         train(TrainOptions(out=str(tmp_path / "m3"), init_from=str(tmp_path / "nowhere")))
 
 
+@pytest.mark.slow                    # trains a model
 def test_ship_copies_the_best_export_and_writes_the_card(tmp_path):
     import shutil
 

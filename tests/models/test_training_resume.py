@@ -34,6 +34,7 @@ def _assert_same(a, b):
     assert a["schedule"] == b["schedule"]
 
 
+@pytest.mark.slow                    # trains a model
 def test_resume_is_bit_identical_to_one_run(tmp_path):
     # several epochs of a small corpus, so the data position crosses an epoch boundary
     opts = dict(TINY, steps=12, max_files=2, batch_size=8)
@@ -55,6 +56,7 @@ def test_resume_is_bit_identical_to_one_run(tmp_path):
     assert steps == [str(i) for i in range(1, 13)]
 
 
+@pytest.mark.slow                    # trains a model
 def test_a_signal_finishes_the_step_saves_and_returns(tmp_path, monkeypatch):
     calls = {"n": 0}
     real_loss = training._loss
@@ -75,6 +77,7 @@ def test_a_signal_finishes_the_step_saves_and_returns(tmp_path, monkeypatch):
     assert not list(out.glob("*.tmp"))
 
 
+@pytest.mark.slow                    # trains a model
 def test_resume_extends_the_budget_without_a_jump(tmp_path):
     out = tmp_path / "ext"
     train(TrainOptions(out=str(out), steps=6, **TINY))
@@ -108,6 +111,7 @@ def test_schedule_stretches_and_cools_down_continuously():
     assert Schedule.from_state(s.state()).state() == s.state()
 
 
+@pytest.mark.slow                    # trains a model
 def test_resume_refuses_a_missing_checkpoint_or_changed_data(tmp_path):
     with pytest.raises(FileNotFoundError, match="no checkpoint.pt"):
         train(TrainOptions(resume=str(tmp_path / "nowhere")), {"resume": str(tmp_path / "nowhere")})
