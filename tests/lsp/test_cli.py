@@ -116,8 +116,9 @@ def test_complete_with_tiny_model_json(tiny_model_dir, tmp_path):
     import json
     f = tmp_path / "a.py"
     f.write_text("def f(a):\n    return \n")
-    proc = run_process("complete", str(f), "--line", "2", "--col", "12", "--model", str(tiny_model_dir),
-                   "--json", "--max-new-tokens", "8", "--drafts", "1")   # default: 3 (invoked)
+    proc = run_process("complete", str(f), "--line", "2", "--col", "12", "--model",
+                       str(tiny_model_dir), "--json", "--max-new-tokens", "8",
+                       "--drafts", "1")                     # default: 3 (invoked)
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert len(out["drafts"]) == 1 and out["prefill_tokens"] > 0
