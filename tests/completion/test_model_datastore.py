@@ -150,6 +150,7 @@ def test_drafter_searches_it_as_the_model_source(tiny_runtime):
     assert tree.source == "model" and tree.tokens[:3] == [5, 6, 7]
 
 
+@pytest.mark.slow                        # `inkling datastore model` as a subprocess
 def test_cli_builds_one_and_refuses_bad_counts(tiny_model_dir, tmp_path):
     out = tmp_path / "cli.npz"
     folder = tmp_path / "code"
