@@ -109,7 +109,8 @@ class CodeAnalysis:
 
     def _index_quietly(self, folders: list) -> None:
         try:
-            self._workspace.set_folders(folders)
+            self._workspace.set_folders(folders)     # walks a folder added since a walk
+            self._workspace.walk()                   # the first time
             if self.options.watch:
                 self._workspace.start()
         except Exception:            # noqa: BLE001

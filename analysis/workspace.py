@@ -131,9 +131,11 @@ class Workspace:
         self._roots: list[Path] = []
         self._filter = WorkspaceFilter([])
         self._subscribers: list[WorkspaceSubscriber] = []
-        self._known: set[Path] = set()           # files handed to a subscriber, not removed
+        self._fed: list[WorkspaceSubscriber] = []   # those a walk has handed the files to
+        self._known: dict[Path, int] = {}        # files handed out (not removed): text hash
         self._observer = None
         self.report = WalkReport()               # the last walk's
+        self.walks = 0
         self._set_roots(folders)
 
     # ----------------------------------------------------------------- setup
@@ -142,8 +144,8 @@ class Workspace:
         return list(self._roots)
 
     def subscribe(self, subscriber: WorkspaceSubscriber) -> None:
-        """Add a subscriber; it is told the folders now and gets files from the next walk
-        (``walk(subscribers=[it])`` catches up one that comes late)."""
+        """Add a subscriber; it is told the folders now and gets the files from the next
+        walk (one that comes after the first catches up alone at the next)."""
         with self._lock:
             if subscriber not in self._subscribers:
                 self._subscribers.append(subscriber)
@@ -153,6 +155,8 @@ class Workspace:
         with self._lock:
             if subscriber in self._subscribers:
                 self._subscribers.remove(subscriber)
+            if subscriber in self._fed:
+                self._fed.remove(subscriber)
 
     @property
     def subscribers(self) -> list[WorkspaceSubscriber]:
@@ -172,7 +176,7 @@ class Workspace:
         if self._observer is not None:
             self.stop()
             self.start()
-        return self._walk(added, self.subscribers, progress)
+        return self._walk(added, list(self._fed), progress)
 
     def _set_roots(self, folders: Iterable) -> None:
         roots = []
@@ -184,15 +188,27 @@ class Workspace:
         self._filter = WorkspaceFilter(roots)
 
     # ------------------------------------------------------------------- walk
-    def walk(self, progress: Progress | None = None,
-             subscribers: list[WorkspaceSubscriber] | None = None) -> WalkReport:
+    def walk(self, progress: Progress | None = None) -> WalkReport:
         """Read every wanted file of every folder once, within the limits, and hand them
-        out in batches (to ``subscribers``, default all). Reports progress as (message,
-        fraction) and returns what was read and what was skipped, and why."""
-        report = self._walk(self.folders, self.subscribers if subscribers is None
-                            else list(subscribers), progress)
+        out in batches to the subscribers that have not had them (all, the first time;
+        one subscribed since catches up alone; none: nothing is read). Reports progress
+        as (message, fraction); returns what was read and what was skipped, and why."""
+        with self._lock:
+            new = [s for s in self._subscribers if s not in self._fed]
+            self._fed.extend(new)
+            self.walks += 1
+        report = self._walk(self.folders, new, progress)
         self.report = report
         return report
+
+    @property
+    def walked(self) -> bool:
+        return self.walks > 0
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a subscriber has not had a walk yet."""
+        return any(s not in self._fed for s in self._subscribers)
 
     def _walk(self, roots: list[Path], subscribers: list, progress: Progress | None
               ) -> WalkReport:
@@ -207,7 +223,8 @@ class Workspace:
                 for s in subscribers:
                     _quietly(s.walk_done)
         report.seconds = time.perf_counter() - t0
-        log.info("workspace: %s", report.summary())
+        if subscribers:
+            log.info("workspace: %s", report.summary())
         if progress:
             progress(report.summary(), 1.0)
         return report
@@ -270,19 +287,22 @@ class Workspace:
             wanted = [f for f in files if s.wants(f.path)]
             if wanted:
                 _quietly(s.put_files, wanted)
-        self._known.update(f.path for f in files)
+        self._known.update((f.path, hash(f.text)) for f in files)
 
     def _remove(self, paths: list[Path]) -> None:
         if paths:
             for s in self._subscribers:
                 _quietly(s.remove_files, list(paths))
-            self._known.difference_update(paths)
+            for p in paths:
+                self._known.pop(p, None)
 
     # ---------------------------------------------------------------- changes
     def file_changed(self, path) -> bool:
-        """Read ``path`` again (it changed, appeared or vanished) and tell the subscribers;
-        what the watcher does for each file event, callable without it (the replay).
-        False when the file is not the workspace's or could not be read (then removed)."""
+        """Read ``path`` again (it changed, appeared or vanished) and tell the subscribers
+        if its text is not what they have (the watcher and an explicit call may both
+        report one change); what the watcher does for each file event, callable without
+        it (the replay). False when the file is not the workspace's or could not be read
+        (then removed)."""
         with self._lock:
             path = self._locate(path)
             if path is None:
@@ -298,10 +318,12 @@ class Workspace:
             if text is None:
                 self._remove([path])
                 return False
+            if self._known.get(path) == hash(text):
+                return True                      # told already
             file = WorkspaceFile(path, text)
             for s in takers:
                 _quietly(s.file_changed, file)
-            self._known.add(path)
+            self._known[path] = hash(text)
             return True
 
     def file_removed(self, path) -> None:
@@ -319,7 +341,7 @@ class Workspace:
             folder = self._locate(folder)
             if folder is None or not self._filter.wanted_folder(folder):
                 return WalkReport()
-            return self._walk([folder], self.subscribers, None)
+            return self._walk([folder], list(self._fed), None)
 
     def _locate(self, path) -> Path | None:
         """``path`` made absolute, its folder's links resolved as the roots' are; None

@@ -30,6 +30,7 @@ from inkling.completion.engine import Engine  # noqa: E402
 from inkling.completion.options import InklingOptions  # noqa: E402
 from inkling.completion.drafting.suffix_drafter import SuffixDrafter  # noqa: E402
 from inkling.completion.drafting.suffix_index import SuffixIndex  # noqa: E402
+from inkling.analysis.workspace import Workspace  # noqa: E402
 from inkling.completion.drafting.workspace_index import WorkspaceIndex  # noqa: E402
 from inkling.lsp.trace_file import ChangeEvent, CompleteEvent  # noqa: E402
 from inkling.models.corpus import load_corpus  # noqa: E402
@@ -116,14 +117,15 @@ def main() -> int:
         root = Path(tmp)
         write_workspace(root, generated_workspace(corpus, args.files, rng))
         tracemalloc.start()
-        ws = WorkspaceIndex(runtime.encode_batch)
-        report = ws.index_folders([root])
+        ws, workspace = WorkspaceIndex(runtime.encode_batch), Workspace([root])
+        workspace.subscribe(ws)
+        report = workspace.walk()
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
         print(f"2. {report.files}-file workspace: indexed in {report.seconds:.2f} s, "
-              f"{report.tokens} tokens, peak {peak / 2**20:.1f} MiB while indexing, "
+              f"{ws.tokens} tokens, peak {peak / 2**20:.1f} MiB while indexing, "
               f"{ws.index.nbytes() / 2**20:.1f} MiB held")
-        ws.start_watching()
+        workspace.start()
         time.sleep(3.0)                 # the watcher sets up its watches on its own thread
         try:
             target = root / "pkg00" / "mod00000.py"
@@ -145,7 +147,7 @@ def main() -> int:
                   f"update cost p50 {statistics.median(ws.updates_ms):.1f} ms, max "
                   f"{max(ws.updates_ms):.1f} ms (target <= 50)")
         finally:
-            ws.stop()
+            workspace.stop()
 
     traces = sample_traces() + held_out_traces(0, 4)
     edits = sum(isinstance(e, ChangeEvent) for t in traces for e in t.events)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from inkling.analysis import AnalysisOptions, CodeAnalysis
+from inkling.analysis.workspace import Workspace
 from inkling.cache.cache_pool import CachePool
 from inkling.cache.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
@@ -35,7 +36,7 @@ from .preparation import Prepared, prepare, uses_datastore
 from .presentation import shown_drafts
 from .prompt.builder import prompt_at, prompt_room
 from .prompt.context_block import EMPTY
-from .prompt.repo_context import RepoContext, uri_path
+from .prompt.repo_context import RepoContext
 from .result import Completion, Draft, EngineStats
 
 Progress = Callable[[str, float], None]
@@ -53,6 +54,7 @@ class Engine:
         self.book = DraftBook()
         self.stats = EngineStats()
         self._folders: list[str] = []              # file:// URIs, from the editor
+        self.workspace = Workspace()               # one walk and one watcher of the folders
         self._analysis: CodeAnalysis | None = None  # made when first needed
         self.sources = DraftSources(datastore)     # what drafting searches
         self.acceptance = AcceptanceMeter()        # sizes suffix drafts to what the model keeps
@@ -103,9 +105,13 @@ class Engine:
 
     def prepare(self, progress: Progress | None = None) -> Prepared:
         """Load the model and build, once, what completions search besides the document
-        (``preparation.prepare``); the server and the replay both call it."""
-        return prepare(self.options.completion, self.sources, self.load_model(progress),
-                       self._roots(), progress)
+        (``preparation.prepare``): the workspace walked once for the symbol index (when
+        the monitor or the imports context is on) and the drafting index, then watched;
+        the datastores. The server and the replay both call it."""
+        c = self.options.completion
+        if self._analysis is None and (c.monitor == "on" or c.context in ("imports", "both")):
+            self._analysis = self._new_analysis()  # subscribed; the walk below feeds it
+        return prepare(c, self.sources, self.load_model(progress), self.workspace, progress)
 
     # ---------------------------------------------------------------- analysis
     @property
@@ -116,36 +122,34 @@ class Engine:
     def workspace_folders(self, folders: list[str]) -> None:
         self._folders = list(folders)
         self.repo_context.set_folders(self._folders)
-        if self._analysis is not None:
-            self._analysis.set_workspace_folders(self._folders)
-
-    def _roots(self) -> list[Path]:
-        return [p for p in map(uri_path, self._folders) if p is not None]
+        self.workspace.set_folders(self._folders)  # a folder added is walked once prepared
 
     @property
     def analysis(self) -> CodeAnalysis:
-        """tree-sitter documents and the symbol index (made when first needed)."""
+        """tree-sitter documents and the symbol index (made when first needed; after
+        ``prepare`` its symbol index catches up on the workspace with a walk of its own)."""
         if self._analysis is None:
-            self._analysis = CodeAnalysis(AnalysisOptions())
-            self._analysis.set_workspace_folders(self._folders)
-            for doc in self.documents.values():
-                self._analysis.open(doc.uri, doc.text, doc.language_id)
+            self._analysis = self._new_analysis()
+            if self.workspace.walked:
+                self.workspace.walk()
         return self._analysis
 
+    def _new_analysis(self) -> CodeAnalysis:
+        analysis = CodeAnalysis(AnalysisOptions())
+        self.workspace.subscribe(analysis.index)
+        for doc in self.documents.values():
+            analysis.open(doc.uri, doc.text, doc.language_id)
+        return analysis
+
     def workspace_file_changed(self, path: str) -> None:
-        """A file on disk changed (the replay's `file` events; watchdog does it in the server)."""
-        if self.sources.workspace is not None:
-            self.sources.workspace.update_file(path)
-        if self._analysis is not None:             # indexed now, not when watchdog sees it
-            self._analysis.index_file(path)
+        """A file on disk changed (the replay's `file` events, the client's
+        didChangeWatchedFiles): every index has it now, not when the watcher sees it."""
+        self.workspace.file_changed(path)
         if self.options.completion.context in ("similar", "both"):
             self.repo_context.touch_file(Path(path))
 
     def shutdown(self) -> None:
-        if self._analysis is not None:
-            self._analysis.shutdown()
-        if self.sources.workspace is not None:
-            self.sources.workspace.stop()
+        self.workspace.stop()
 
     # --------------------------------------------------------------- documents
     def open(self, uri: str, text: str, version: int = 0, language_id: str = "python") -> None:

@@ -5,9 +5,9 @@ server does."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
+from inkling.analysis.workspace import Workspace
 from inkling.cache.runtime import ModelRuntime
 
 from .drafting.sources import DraftSources
@@ -31,15 +31,19 @@ def uses_datastore(c: CompletionOptions) -> bool:
 
 
 def prepare(c: CompletionOptions, sources: DraftSources, runtime: ModelRuntime,
-            roots: list[Path], progress: Progress | None = None) -> Prepared:
-    """Build what ``c`` searches and ``sources`` lacks (what is there is kept): the
-    workspace index of ``roots`` (suffix drafting), then watched; the datastore (suffix
-    drafting, superposed decoding); the model datastore (suffix drafting). A step that
-    fails is reported and the others still run."""
+            workspace: Workspace, progress: Progress | None = None) -> Prepared:
+    """Build what ``c`` searches and ``sources`` lacks (what is there is kept): one walk
+    of the workspace for its subscribers that have not had one (the drafting index, for
+    suffix drafting, subscribed here; the symbol index, by the Engine), then its watcher;
+    the datastore (suffix drafting, superposed decoding); the model datastore (suffix
+    drafting). A step that fails is reported and the others still run."""
     report, steps = Prepared(), []
-    if c.draft == "suffix" and sources.workspace is None and roots:
-        steps.append(("workspace index", lambda: sources.index_workspace(
-            roots, runtime, progress).summary()))
+    if c.draft == "suffix":
+        sources.index_workspace(workspace, runtime)
+    if workspace.waiting and workspace.folders:
+        steps.append(("workspace index", lambda: workspace.walk(progress).summary()))
+    elif workspace.waiting:
+        workspace.walk()                     # no folder yet: one added is walked for them
     if uses_datastore(c):
         steps.append(("datastore", lambda: sources.build_datastore(
             c.datastore, runtime, progress).summary()))
@@ -51,8 +55,8 @@ def prepare(c: CompletionOptions, sources: DraftSources, runtime: ModelRuntime,
             report.done.append(step())
         except (InklingError, OSError) as exc:
             report.failed.append((name, exc))
-    if sources.workspace is not None:
-        sources.workspace.start_watching()
+    if workspace.subscribers:
+        workspace.start()
     return report
 
 

@@ -5,8 +5,8 @@ object, on the engine's thread (the model worker in the server)."""
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
+from inkling.analysis.workspace import Workspace
 from inkling.cache.runtime import ModelRuntime
 
 from ..errors import OptionError
@@ -128,11 +128,15 @@ class DraftSources:
             log.warning("%s; drafting goes on without it", found)
         return None
 
-    def index_workspace(self, roots: list[Path], runtime: ModelRuntime, progress=None):
-        """Index the workspace folders for drafting; returns the report."""
-        index = WorkspaceIndex(runtime.encode_batch)
-        report = index.index_folders(roots, progress)
-        if self.workspace is not None:
-            self.workspace.stop()
-        self.workspace = index
-        return report
+    def index_workspace(self, workspace: Workspace, runtime: ModelRuntime) -> WorkspaceIndex:
+        """The workspace's files for drafting: a WorkspaceIndex tokenizing with the
+        runtime's ``encode_batch``, subscribed to ``workspace`` (its next walk fills it);
+        made again for another model's tokenizer."""
+        index = self.workspace
+        if index is not None and index.encode_batch != runtime.encode_batch:
+            workspace.unsubscribe(index)
+            index = None
+        if index is None:
+            index = self.workspace = WorkspaceIndex(runtime.encode_batch)
+            workspace.subscribe(index)
+        return index

@@ -44,7 +44,6 @@ class WorkspaceIndex:
         self.tokens = 0                          # tokens indexed by walks
         self.updates_ms: list[float] = []        # the cost of each file changed since
         self._pending: dict[str, list[int]] = {}  # a walk's files, indexed when it is done
-        self._workspace: Workspace | None = None  # its own (index_folders), if any
 
     # ------------------------------------------------ a WorkspaceSubscriber
     def wants(self, path: Path) -> bool:
@@ -92,24 +91,10 @@ class WorkspaceIndex:
     # ------------------------------------------------------------- used alone
     def index_folders(self, roots: list[Path], progress: Progress | None = None,
                       limits: WorkspaceLimits = WorkspaceLimits()) -> IndexReport:
-        """Index ``roots`` through a Workspace of its own (a datastore folder)."""
-        if self._workspace is not None:
-            self._workspace.stop()
-        self._workspace = Workspace(roots, limits)
-        self._workspace.subscribe(self)
+        """Index ``roots`` once, through a Workspace of its own, not watched (a datastore
+        folder)."""
+        workspace = Workspace(roots, limits)
+        workspace.subscribe(self)
         tokens = self.tokens
-        report = self._workspace.walk(progress)
+        report = workspace.walk(progress)
         return IndexReport(**vars(report), tokens=self.tokens - tokens)
-
-    def start_watching(self) -> None:
-        """Follow the folders of ``index_folders`` on disk."""
-        if self._workspace is not None:
-            self._workspace.start()
-
-    def update_file(self, path) -> bool:
-        """Read one file again through the Workspace of its own (changed on disk)."""
-        return self._workspace is not None and self._workspace.file_changed(path)
-
-    def stop(self) -> None:
-        if self._workspace is not None:
-            self._workspace.stop()

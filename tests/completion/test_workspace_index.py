@@ -131,9 +131,10 @@ def test_a_late_subscriber_catches_up_alone(tmp_path):
     analysis = CodeAnalysis(AnalysisOptions())
     workspace.subscribe(analysis.index)
     calls = len(ws.encode_batch.calls)
-    workspace.walk(subscribers=[analysis.index])
+    workspace.walk()
     assert analysis.index.module("lib").names == {"X"}
     assert len(ws.encode_batch.calls) == calls              # the drafting index not again
+    assert workspace.walk().files == 0                      # nobody new: nothing read
 
 
 def test_file_changed_updates_and_removes_in_both_indexes(tmp_path):
@@ -210,3 +211,62 @@ def test_one_watcher_event_updates_both_indexes(tmp_path):
                            and str(tmp_path / "pkg" / "made.py") in _keys(ws))
     finally:
         workspace.stop()
+
+
+def test_the_engine_prepares_one_walk_for_both_and_follows_changes(tmp_path, tiny_runtime,
+                                                                   monkeypatch):
+    from inkling.completion.engine import Engine
+    from inkling.completion.options import InklingOptions
+    (tmp_path / "lib.py").write_text("def helper_fn():\n    return 1\n")
+    (tmp_path / "notes.md").write_text("helper notes\n")
+    reads = []
+    real = workspace_module.read_text
+    monkeypatch.setattr(workspace_module, "read_text",
+                        lambda path, limit: (reads.append(path.name), real(path, limit))[1])
+    options = InklingOptions().merged({"completion": {
+        "draft": "suffix", "monitor": "on", "datastore": "none", "modelDatastore": "none"}})
+    engine = Engine(options, tiny_runtime)
+    engine.workspace_folders = [tmp_path.as_uri()]
+    try:
+        prepared = engine.prepare()
+        assert not prepared.failed and sorted(reads) == ["lib.py", "notes.md"]
+        drafting, symbols = engine.sources.workspace, engine.analysis.index
+        assert engine.workspace.subscribers == [symbols, drafting]
+        assert _keys(drafting) == {str(tmp_path / "lib.py"), str(tmp_path / "notes.md")}
+        assert "helper_fn" in symbols.module("lib").functions
+        assert engine.workspace.watching
+        engine.prepare()
+        assert len(reads) == 2                                  # prepared again: kept
+        (tmp_path / "lib.py").write_text("def other_fn():\n    return 2\n")
+        engine.workspace_file_changed(str(tmp_path / "lib.py"))
+        assert "other_fn" in symbols.module("lib").functions
+        assert any(m.length >= 3 for _, m in drafting.matches(tiny_runtime.encode("other_fn")))
+        (tmp_path / "lib.py").unlink()
+        engine.workspace_file_changed(str(tmp_path / "lib.py"))
+        assert symbols.module("lib") is None and _keys(drafting) == {str(tmp_path / "notes.md")}
+    finally:
+        engine.shutdown()
+    assert not engine.workspace.watching
+
+
+def test_a_folder_given_after_the_walk_is_walked_for_every_subscriber(tmp_path):
+    (tmp_path / "lib.py").write_text("X = 1\n")
+    workspace, ws = Workspace(), WorkspaceIndex(Encoder())
+    analysis = CodeAnalysis(AnalysisOptions())
+    workspace.subscribe(ws)
+    workspace.subscribe(analysis.index)
+    workspace.walk()                                        # no folder yet
+    report = workspace.set_folders([tmp_path])
+    assert report.files == 1 and analysis.index.module("lib").names == {"X"}
+    assert _keys(ws) == {str(tmp_path / "lib.py")}
+
+
+def test_the_same_change_told_twice_is_handed_out_once(tmp_path):
+    f = tmp_path / "m.py"
+    f.write_text("a = 1\n")
+    workspace, ws = _drafting(tmp_path)
+    workspace.walk()
+    f.write_text("a = 2\n")
+    calls = len(ws.encode_batch.calls)
+    assert workspace.file_changed(f) and workspace.file_changed(f)   # the watcher, the client
+    assert len(ws.encode_batch.calls) == calls + 1
