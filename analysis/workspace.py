@@ -6,10 +6,16 @@ Lifecycle (the Engine's side)::
     workspace = Workspace([root, ...], WorkspaceLimits())
     workspace.subscribe(analysis.index)          # a WorkspaceSubscriber each
     workspace.subscribe(drafting_index)
-    report = workspace.walk(progress)            # reads every wanted file once, in batches
+    report = workspace.walk(progress)            # reads every wanted file once, in batches,
+                                                 # for the subscribers that have had no walk
     workspace.start()                            # one watchdog observer for all folders
-    workspace.file_changed(path)                 # a change known without the watcher (replay)
+    workspace.set_folders(uris)                  # the editor's folders changed
+    workspace.file_changed(path)                 # a change known without the watcher (replay,
+                                                 # didChangeWatchedFiles); told once per text
     workspace.stop()
+
+(The Engine makes one, gives it the editor's folders, and ``Engine.prepare``
+subscribes, walks and starts it, through ``completion/preparation.py``.)
 
 Subscribers (``WorkspaceSubscriber``) say which files they want and are handed the
 files' text in batches (the drafting index tokenizes a batch at once and builds its
