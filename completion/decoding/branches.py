@@ -162,7 +162,7 @@ def _step_forward(r: DecodeRequest, shared: int, live: list[Branch]) -> list[Ver
     chains = [[b.ids[-1]] + forced_ids(b.monitor, cache.runtime.encode)[
         :r.budget - len(b.ids)] for b in live]
     trees = [r.drafter(list(r.context) + b.ids + chain[1:],
-                       r.budget - len(b.ids) - len(chain) + 1) if r.drafter
+                       r.budget - len(b.ids) - len(chain) + 1) if r.drafter is not None
              else EMPTY for b, chain in zip(live, chains)]
     for b, chain, tree in zip(live, chains, trees):
         base, at, c = len(tokens), shared + len(b.ids) - 1, len(chain)
