@@ -3,7 +3,7 @@ cursor trimmed, cut where the syntax guard finds a new error, and only alternati
 showing (no blank, repeated, whitespace-only, prefix or sub-word ones)."""
 from __future__ import annotations
 
-from .decoding.greedy import Decoded
+from .decoding.steps import Decoded
 from .decoding.ranking import Dropped, worth_showing
 from .decoding.stop_rules import trim_repeated_suffix
 from .prompt.builder import Prompt

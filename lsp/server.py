@@ -22,7 +22,7 @@ from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
 from inkling.cache.errors import ModelError
-from inkling.completion.decoding.greedy import Cancelled
+from inkling.completion.decoding.steps import Cancelled
 from inkling.completion.engine import Engine
 from inkling.completion.errors import DocumentError, InklingError
 from inkling.completion.prompt.repo_context import uri_path
@@ -273,10 +273,8 @@ class InklingServer(LanguageServer):
 
     async def _run_completion(self, uri, position, invoked: bool, token: CancelToken):
         self.status("busy", "completing")
-        c = self.engine.options.completion
-        k = c.drafts if invoked else c.automatic_drafts
         try:
-            result = await self.worker.run(self.engine.complete, uri, position, k,
+            result = await self.worker.run(self.engine.complete, uri, position, None,
                                            "invoked" if invoked else "automatic",
                                            token.is_cancelled)
         except Cancelled:

@@ -4,6 +4,7 @@ from inkling.completion.document import Position, Range, TextChange
 from inkling.completion.engine import Engine
 from inkling.completion.errors import DocumentError, OptionError
 from inkling.completion.options import InklingOptions
+from inkling.completion.decoding.steps import Cancelled
 
 URI = "file:///ws/a.py"
 
@@ -57,7 +58,6 @@ def test_unknown_document_and_bad_position(engine):
 
 
 def test_cancellation_stops_between_forward_passes(engine):
-    from inkling.completion.decoding.greedy import Cancelled
     engine.open(URI, "def f():\n    return \n")
     calls = []
 
