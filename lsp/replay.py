@@ -95,9 +95,7 @@ class _Session:
         uri = self.uri(e.path)
         doc = self.engine.document(uri)
         text, offset = doc.text, doc.offset_at(e.position)
-        c = self.engine.options.completion          # k as the server picks it
-        k = c.drafts if e.trigger == "invoked" else c.automatic_drafts
-        out = self.engine.complete(uri, e.position, k, e.trigger)
+        out = self.engine.complete(uri, e.position, trigger=e.trigger)   # k: the engine's
         drafts = tuple(d.text for d in out.drafts)
         self.latest[e.path] = (e.expected, tuple(out.drafts))
         valid = self.checker.valid(self.language(e.path), text, offset, drafts[0] if drafts else "")
@@ -165,7 +163,8 @@ def _run(session: _Session, tick: Tick) -> None:
     events = session.trace.events
     for done, event in enumerate(events, start=1):
         try:
-            session.engine.idle(session.clock.quiet_before(event))   # as the server's timer
+            quiet = session.clock.quiet_before(event)       # the idle policy, as the server's
+            session.result.idle_tokens += session.engine.idle(quiet)   # timer runs it
             session.apply(event)
         except (DocumentError, TraceError, OSError) as exc:
             session.result.failures.append(session.failure(event, exc))

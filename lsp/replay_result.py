@@ -59,6 +59,7 @@ class TraceResult:
     checks: int = 0
     accepts: int = 0             # accept events replayed
     accepted: int = 0            # of those, drafts taken (their first line was typed next)
+    idle_tokens: int = 0         # stale cache tokens the idle policy recomputed (replay clock)
     failures: list[ReplayFailure] = field(default_factory=list)
     model_ms: float = 0.0
     total_ms: float = 0.0
@@ -121,6 +122,12 @@ def _cost(recs: list[CompletionRecord], edit_ms: list[float]) -> dict:
     }
 
 
+def _idle(results: list[TraceResult]) -> dict:
+    """The idle policy's work between requests, where the replay clock has the typist
+    pause (lsp/replay_clock.py): stale cache tokens recomputed."""
+    return {"refresh_tokens": sum(t.idle_tokens for t in results)}
+
+
 def _accepted(results: list[TraceResult]) -> dict:
     events, taken = sum(t.accepts for t in results), sum(t.accepted for t in results)
     return {"sum": taken, "events": events,
@@ -141,6 +148,7 @@ def summarise(results: list[TraceResult]) -> dict:
                                                  for r in t.completions[1:]]),
         # accept events: the drafts a person took (the history drafting source's input)
         "accepted": _accepted(results),
+        "idle": _idle(results),
         "sync_ok": all(t.sync_ok for t in results),
         "checks": sum(t.checks for t in results),
         "checks_failed": sum(1 for t in results for f in t.failures if f.kind == "check"),

@@ -1,0 +1,78 @@
+"""The replay runs what the server runs: the preparation, the idle policy on the trace's
+clock, accepted drafts; and through `inkling serve` (--via-lsp) it measures the same,
+latencies aside."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from inkling.completion.document import TextChange
+from inkling.lsp.cli import main
+from inkling.lsp.replay_clock import ReplayClock
+from inkling.lsp.retype_trace import retype_trace
+from inkling.lsp.trace_file import ChangeEvent, CompleteEvent, OpenEvent
+
+SOURCE = '''"""Shapes."""
+import math
+
+
+def area(radius):
+    scaled = radius * radius
+    return math.pi * scaled
+
+
+def perimeter(radius):
+    doubled = 2 * radius
+    return math.pi * doubled
+
+
+def describe(radius):
+    a = area(radius)
+    p = perimeter(radius)
+    return f"{radius}: {a:.2f} {p:.2f}"
+'''
+HELPER = "def clamp(x, low, high):\n    return max(low, min(x, high))\n"
+# what a person's wait and the machine's speed change; everything else must match
+TIMING = {"latency_ms", "first_token_ms", "edit_latency_ms", "first_token_ms_typing",
+          "model_ms", "total_ms"}
+
+
+def _change(text: str) -> ChangeEvent:
+    return ChangeEvent("a.py", (TextChange(text),))
+
+
+def test_the_clock_pauses_after_a_typed_line_only():
+    clock = ReplayClock(keystroke_ms=100, line_pause_ms=2000)
+    assert clock.quiet_before(OpenEvent("a.py", "")) == 0
+    assert clock.quiet_before(_change("x = 1")) == 100          # typing on
+    assert clock.quiet_before(_change("\n")) == 100             # the line ends
+    assert clock.quiet_before(CompleteEvent("a.py", None, "y\n")) == 0   # debounce only
+    assert clock.quiet_before(_change("y")) == 2100             # the pause after the line
+    assert clock.quiet_before(_change("z")) == 100
+
+
+def _replay(path, model_dir, capsys, *flags) -> dict:
+    code = main(["replay", str(path), "--model", str(model_dir), "--device", "cpu",
+                 "--max-new-tokens", "4", "--json", "-", *flags])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    return json.loads(out.out)
+
+
+def _without_timing(report: dict) -> dict:
+    report = {k: v for k, v in report.items() if k not in TIMING and k != "config"}
+    report["per_trace"] = {t: _without_timing(v) for t, v in report.get("per_trace", {}).items()}
+    return report
+
+
+@pytest.mark.slow
+def test_default_replay_idles_accepts_and_matches_the_server(tmp_path, tiny_model_dir, capsys):
+    trace = retype_trace("pkg/shapes.py", SOURCE, {"pkg/clamp.py": HELPER})
+    path = trace.write(tmp_path / "shapes.jsonl")
+    here = _replay(path, tiny_model_dir, capsys)
+    assert here["sync_ok"], here["errors"]
+    assert here["accepted"]["events"] > 0              # retype writes accept events
+    assert here["idle"]["refresh_tokens"] > 0           # the typist paused after lines
+    lsp = _replay(path, tiny_model_dir, capsys, "--via-lsp")
+    assert _without_timing(lsp) == _without_timing(here)
