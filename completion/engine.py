@@ -5,12 +5,11 @@ model worker, or the replay's loop); nothing in it is shared with another thread
 the workspace watcher's updates, which the Workspace hands over under its own lock."""
 from __future__ import annotations
 
-import logging
 import time
 from pathlib import Path
 from typing import Callable
 
-from inkling.analysis import AnalysisOptions, CodeAnalysis
+from inkling.analysis import CodeAnalysis
 from inkling.analysis.workspace import Workspace
 from inkling.cache.cache_pool import CachePool
 from inkling.cache.model_loader import load_runtime
@@ -26,22 +25,20 @@ from .decoding.stop_rules import stop_rule_for
 from .document import Document, Position, TextChange
 from .draft_book import DraftBook
 from .drafting.acceptance import AcceptanceMeter
-from .drafting.drafter import PromptLookupDrafter, TreeDrafter, line_end_ids
+from .drafting.drafter import TreeDrafter, drafter_for
 from .drafting.sources import DraftSources
-from .drafting.suffix_drafter import SuffixDrafter
 from .errors import OptionError
+from .open_analysis import OpenAnalysis, wanted
 from .open_documents import OpenDocuments
 from .options import InklingOptions
 from .preparation import Prepared, prepare, uses_datastore
 from .presentation import shown_drafts
-from .prompt.builder import prompt_at, prompt_room
-from .prompt.context_block import EMPTY
+from .prompt.builder import prompt_at
 from .prompt.repo_context import RepoContext
 from .result import Completion, Draft, EngineStats
 
 Progress = Callable[[str, float], None]
 MAX_DRAFTS = 16
-log = logging.getLogger("inkling.engine")
 
 
 class Engine:
@@ -55,7 +52,7 @@ class Engine:
         self.stats = EngineStats()
         self._folders: list[str] = []              # file:// URIs, from the editor
         self.workspace = Workspace()               # one walk and one watcher of the folders
-        self._analysis: CodeAnalysis | None = None  # made when first needed
+        self._analysis = OpenAnalysis(self.workspace, self.documents)   # when first needed
         self.sources = DraftSources(datastore)     # what drafting searches
         self.acceptance = AcceptanceMeter()        # sizes suffix drafts to what the model keeps
         self.repo_context = RepoContext(self.documents.text_at)
@@ -91,8 +88,7 @@ class Engine:
 
     @property
     def datastore(self):
-        """The corpus datastore drafting searches, once built (None before)."""
-        return self.sources.datastore
+        return self.sources.datastore              # the corpus datastore, once built
 
     @property
     def uses_datastore(self) -> bool:
@@ -109,8 +105,8 @@ class Engine:
         the monitor or the imports context is on) and the drafting index, then watched;
         the datastores. The server and the replay both call it."""
         c = self.options.completion
-        if self._analysis is None and (c.monitor == "on" or c.context in ("imports", "both")):
-            self._analysis = self._new_analysis()  # subscribed; the walk below feeds it
+        if wanted(c):
+            self._analysis.subscribe()             # the walk below feeds its symbol index
         return prepare(c, self.sources, self.load_model(progress), self.workspace, progress)
 
     # ---------------------------------------------------------------- analysis
@@ -126,20 +122,8 @@ class Engine:
 
     @property
     def analysis(self) -> CodeAnalysis:
-        """tree-sitter documents and the symbol index (made when first needed; after
-        ``prepare`` its symbol index catches up on the workspace with a walk of its own)."""
-        if self._analysis is None:
-            self._analysis = self._new_analysis()
-            if self.workspace.walked:
-                self.workspace.walk()
-        return self._analysis
-
-    def _new_analysis(self) -> CodeAnalysis:
-        analysis = CodeAnalysis(AnalysisOptions())
-        self.workspace.subscribe(analysis.index)
-        for doc in self.documents.values():
-            analysis.open(doc.uri, doc.text, doc.language_id)
-        return analysis
+        """tree-sitter documents and the symbol index (made when first needed)."""
+        return self._analysis.get()
 
     def workspace_file_changed(self, path: str) -> None:
         """A file on disk changed (the replay's `file` events, the client's
@@ -154,25 +138,19 @@ class Engine:
     # --------------------------------------------------------------- documents
     def open(self, uri: str, text: str, version: int = 0, language_id: str = "python") -> None:
         doc = self.documents.open(uri, text, version, language_id)
-        c = self.options.completion
-        if self._analysis is not None or c.monitor == "on" or c.context in ("imports", "both"):
-            self.analysis.open(uri, text, language_id)
+        self._analysis.opened(doc, self.options.completion)
         self.repo_context.touch(uri, lambda: doc.text)
 
     def apply_change(self, uri: str, changes: list[TextChange], version: int | None = None) -> None:
         doc = self.documents.apply(uri, changes, version)
-        if self._analysis is not None:             # tree.edit and an incremental reparse
-            self._analysis.change(uri, doc.text)
-            if self.options.completion.monitor == "on":
-                self._analysis.prepare(uri)        # the monitor's symbols, before it is asked
+        self._analysis.changed(doc, self.options.completion)
         self.repo_context.touch(uri, lambda: doc.text)
 
     def close(self, uri: str) -> None:
         self.documents.close(uri)
         self.sources.forget(uri)
         self.repo_context.forget(uri)
-        if self._analysis is not None:
-            self._analysis.close(uri)
+        self._analysis.closed(uri)
 
     def document(self, uri: str) -> Document:
         return self.documents.get(uri)
@@ -208,7 +186,7 @@ class Engine:
         doc = self.document(uri).snapshot()
         offset, c, runtime = doc.offset_at(position), self.options.completion, self.load_model()
         model_s0 = runtime.stats.seconds
-        block = self._context_block(uri, doc.text, offset, runtime)
+        block = self.repo_context.at_cursor(c, doc, offset, runtime, self._analysis.get)
         prompt = prompt_at(runtime, doc.text, offset, c, block.ids)
         stop = stop_rule_for(prompt.line_prefix, prompt.prefix, prompt.line_suffix, prompt.suffix)
         cache = self._caches.get(uri, lambda: PromptCache(
@@ -216,7 +194,8 @@ class Engine:
             forward=self.options.model.forward))
         budget, one = (c.max_block_tokens if stop.block else c.max_new_tokens), \
             c.decoder == "greedy" or k == 1
-        drafter = self._drafter(uri, doc, offset, prompt, stop.block)
+        drafter = drafter_for(c.draft, prompt, runtime, stop.block, self.acceptance, lambda: (
+            self.sources.draft_sources(uri, doc.text, offset, runtime, c.model_datastore)))
         first = drafter(drafter.context, budget) if drafter is not None and one else None
         order = c.fim_order if c.fim_order != "auto" else runtime.fim_order
         synced = cache.sync(prompt.ids, prompt.moved_edges(extent, runtime, order),
@@ -234,7 +213,9 @@ class Engine:
             request.context, request.drafter = list(prompt.prefix_ids), None
             request.sources = self.sources.ngram_sources(uri, doc.text, offset, runtime)
         try:
-            guard = self._monitor(request, uri, offset, doc, runtime)
+            guard = None
+            if c.monitor == "on":
+                request.monitor, guard = self._analysis.at_cursor(doc, offset, runtime)
             if prompt.healed:
                 request.monitor = Healing(token_texts(runtime), prompt.healed, request.monitor)
                 request.decode = healed_decode(runtime.decode, prompt.healed)
@@ -261,39 +242,6 @@ class Engine:
             asked=k, dropped=tuple(dropped), context_tokens=len(block), context_text=block.text,
             shortfall=shortfall(k, len(outs), len(drafts), dropped,
                                 "greedy" if k == 1 else c.decoder))
-
-    def _context_block(self, uri: str, text: str, offset: int, runtime: ModelRuntime):
-        """The repository-context block at the cursor (``completion.context``), within its
-        share of the prompt window; empty when off."""
-        c = self.options.completion
-        if c.context == "off":
-            return EMPTY
-        budget = int(prompt_room(runtime, c.max_block_tokens) * c.context_share)
-        analysis = self.analysis if c.context in ("imports", "both") else None
-        return self.repo_context.block(c.context, uri, text, offset, runtime, budget, analysis)
-
-    def _drafter(self, uri: str, doc: Document, offset: int, prompt, block: bool):
-        """The drafter ``completion.draft`` names at ``offset``, or None."""
-        c, runtime = self.options.completion, self._runtime
-        ends = runtime.stop_ids if block else runtime.stop_ids | line_end_ids(runtime)
-        if c.draft == "prompt-lookup":
-            return PromptLookupDrafter(prompt.ids, ends)
-        if c.draft != "suffix":
-            return None
-        sources = self.sources.draft_sources(uri, doc.text, offset, runtime, c.model_datastore)
-        return TreeDrafter(SuffixDrafter(sources), self.acceptance, prompt.prefix_ids, ends)
-
-    def _monitor(self, request: DecodeRequest, uri: str, offset: int, doc: Document,
-                 runtime: ModelRuntime):
-        """Put the monitor state at the cursor in ``request`` when the monitor is on; the
-        syntax guard, or None. Analysis never raises into decoding: what it cannot resolve
-        is unconstrained."""
-        if self.options.completion.monitor != "on":
-            return None
-        an = self.analysis
-        vocab = an.vocabulary(runtime.tokenizer, runtime.vocab_size)
-        request.monitor = an.monitor(uri, offset, vocab, text=doc.text)
-        return an.guard(uri, offset)
 
     def _learn(self, drafter: TreeDrafter, output: list[int]) -> None:
         if drafter.learn(output):

@@ -4,6 +4,7 @@ times), so that the acceptance meter learns from the finished output afterwards.
 from __future__ import annotations
 
 import time
+from typing import Callable
 
 from inkling.cache.runtime import ModelRuntime
 
@@ -11,6 +12,19 @@ from .acceptance import AcceptanceMeter
 from .draft_tree import EMPTY, DraftTree
 from .prompt_lookup import prompt_lookup
 from .suffix_drafter import Candidate, SuffixDrafter, pick
+
+
+def drafter_for(mode: str, prompt, runtime: ModelRuntime, block: bool, meter: AcceptanceMeter,
+                sources: Callable[[], dict]):
+    """The drafter ``mode`` (``completion.draft``) names for one completion at ``prompt``,
+    or None: a draft ends at the end of text, and at a line end unless the completion is
+    a ``block``; ``sources()``: what suffix drafting searches (asked for only then)."""
+    ends = runtime.stop_ids if block else runtime.stop_ids | line_end_ids(runtime)
+    if mode == "prompt-lookup":
+        return PromptLookupDrafter(prompt.ids, ends)
+    if mode != "suffix":
+        return None
+    return TreeDrafter(SuffixDrafter(sources()), meter, prompt.prefix_ids, ends)
 
 
 def line_end_ids(runtime: ModelRuntime) -> frozenset[int]:

@@ -26,6 +26,9 @@ from urllib.parse import unquote, urlparse
 from inkling.analysis.imported_definitions import UNUSED, ImportedDefinitions
 from inkling.cache.runtime import ModelRuntime
 
+from ..document import Document
+from ..options import CompletionOptions
+from .builder import prompt_room
 from .context_block import EMPTY, ContextBlock, Snippet, assemble
 from .recent_files import RecentFiles
 from .repo_format import repo_format
@@ -97,6 +100,17 @@ class RepoContext:
     def forget(self, uri: str) -> None:
         self.recent.forget(uri)
         self._last.pop(uri, None)
+
+    def at_cursor(self, c: CompletionOptions, doc: Document, offset: int,
+                  runtime: ModelRuntime, analysis: Callable[[], object]) -> ContextBlock:
+        """The block ``completion.context`` asks for at ``offset`` of ``doc``, within its
+        share of the prompt window; EMPTY when off. ``analysis()``: the analysis layer,
+        asked for only by the imports context."""
+        if c.context == "off":
+            return EMPTY
+        budget = int(prompt_room(runtime, c.max_block_tokens) * c.context_share)
+        return self.block(c.context, doc.uri, doc.text, offset, runtime, budget,
+                          analysis() if c.context in ("imports", "both") else None)
 
     def block(self, mode: str, uri: str, text: str, offset: int, runtime: ModelRuntime,
               budget: int, analysis=None) -> ContextBlock:

@@ -20,6 +20,7 @@ from inkling.completion.decoding.speculative import accept, speculative_decode
 from inkling.completion.decoding.stop_rules import StopRule
 from inkling.completion.drafting.suffix_index import StreamIndex, SuffixIndex
 from inkling.models.corpus import stdlib_root
+from inkling.completion.open_analysis import OpenAnalysis
 
 from conftest import make_tiny_model
 
@@ -407,7 +408,7 @@ def test_a_completion_that_fails_after_a_drafted_prefill_leaves_only_the_prompt(
         synced.append((self, cache_sync(self, *args, **kwargs)))
         return synced[-1][1]
     monkeypatch.setattr(PromptCache, "sync", sync)
-    monkeypatch.setattr(Engine, "_monitor", lambda *a: 1 / 0)
+    monkeypatch.setattr(OpenAnalysis, "at_cursor", lambda *a: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         engine.complete(uri, Position(5, 18))
     cache, result = synced[-1]

@@ -1,0 +1,70 @@
+"""The analysis layer as one Engine uses it: a CodeAnalysis made when first needed,
+subscribed to the engine's Workspace (its symbol index fed by the one walk and the one
+watcher), told of every open document, and asked for the monitor and the syntax guard at
+a cursor. Owned by the Engine's thread."""
+from __future__ import annotations
+
+from inkling.analysis import AnalysisOptions, CodeAnalysis
+from inkling.analysis.workspace import Workspace
+from inkling.cache.runtime import ModelRuntime
+
+from .document import Document
+from .open_documents import OpenDocuments
+from .options import CompletionOptions
+
+
+def wanted(c: CompletionOptions) -> bool:
+    """Whether the options read the analysis: the monitor, or the imports context."""
+    return c.monitor == "on" or c.context in ("imports", "both")
+
+
+class OpenAnalysis:
+    def __init__(self, workspace: Workspace, documents: OpenDocuments):
+        self._workspace, self._documents = workspace, documents
+        self._analysis: CodeAnalysis | None = None
+
+    @property
+    def made(self) -> bool:
+        return self._analysis is not None
+
+    def subscribe(self) -> None:
+        """Make it before the workspace's first walk, which then feeds its symbol index."""
+        if self._analysis is None:
+            self._analysis = self._new()
+
+    def get(self) -> CodeAnalysis:
+        """The analysis (made now if it was not: after the workspace's walk its symbol
+        index catches up with a walk of its own)."""
+        if self._analysis is None:
+            self._analysis = self._new()
+            if self._workspace.walked:
+                self._workspace.walk()
+        return self._analysis
+
+    def _new(self) -> CodeAnalysis:
+        analysis = CodeAnalysis(AnalysisOptions())
+        self._workspace.subscribe(analysis.index)
+        for doc in self._documents.values():
+            analysis.open(doc.uri, doc.text, doc.language_id)
+        return analysis
+
+    def opened(self, doc: Document, c: CompletionOptions) -> None:
+        if self._analysis is not None or wanted(c):
+            self.get().open(doc.uri, doc.text, doc.language_id)
+
+    def changed(self, doc: Document, c: CompletionOptions) -> None:
+        if self._analysis is not None:             # tree.edit and an incremental reparse
+            self._analysis.change(doc.uri, doc.text)
+            if c.monitor == "on":
+                self._analysis.prepare(doc.uri)    # the monitor's symbols, before it is asked
+
+    def closed(self, uri: str) -> None:
+        if self._analysis is not None:
+            self._analysis.close(uri)
+
+    def at_cursor(self, doc: Document, offset: int, runtime: ModelRuntime):
+        """(monitor state, syntax guard) at ``offset`` of ``doc``. Analysis never raises
+        into decoding: what it cannot resolve is unconstrained (None)."""
+        an = self.get()
+        vocab = an.vocabulary(runtime.tokenizer, runtime.vocab_size)
+        return an.monitor(doc.uri, offset, vocab, text=doc.text), an.guard(doc.uri, offset)
