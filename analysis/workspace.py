@@ -36,12 +36,20 @@ import logging
 import os
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Protocol
 from urllib.parse import unquote, urlparse
 
 from .workspace_filter import WorkspaceFilter
+
+# watchdog 7's inotify backend warns when a folder created under a watched one is registered
+# twice (its recursive registration races the folder's own creation event: the second
+# registration replaces the first, the same watch): harmless, and on the watcher's thread, so
+# no caller could catch it. A process-wide filter for exactly that message, set once here.
+warnings.filterwarnings("ignore", message=r"Callback with id .* already exists for watch",
+                        category=RuntimeWarning)
 
 log = logging.getLogger("inkling.workspace")
 Progress = Callable[[str, float], None]
