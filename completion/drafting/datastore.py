@@ -25,8 +25,11 @@ from typing import Callable
 
 import numpy as np
 
+from inkling.models.corpus import load_corpus
+
 from ..errors import OptionError
 from .suffix_index import SuffixIndex
+from .workspace_index import WorkspaceIndex
 
 log = logging.getLogger("inkling.datastore")
 Progress = Callable[[str, float], None]
@@ -87,11 +90,9 @@ def build_datastore(spec: str, tokenizer_json: str, encode_batch, progress: Prog
         return None
     t0 = time.perf_counter()
     if spec != "corpus":
-        from .workspace_index import WorkspaceIndex
         index = WorkspaceIndex(encode_batch)
         report = index.index_folders([Path(spec)], progress)
         return Datastore(spec, index, report.files, report.tokens, time.perf_counter() - t0)
-    from inkling.models.corpus import load_corpus
     if progress:
         progress("reading the corpus", 0.0)
     files = load_corpus().train

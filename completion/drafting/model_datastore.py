@@ -36,6 +36,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import OptionError
+from ..prompt.builder import TokenIds
 from .suffix_index import StreamIndex
 
 FILE_NAME = "model_datastore.npz"
@@ -143,7 +144,6 @@ def fim_prompt(runtime, prefix: list[int], suffix: list[int]) -> list[int]:
     """The prompt the engine would build for a cursor between ``prefix`` and ``suffix``."""
     if runtime.fim is None:
         return list(prefix)
-    from ..prompt.builder import TokenIds
     return runtime.fim.build(runtime.fim_order, prefix, suffix, TokenIds(runtime))
 
 
