@@ -1,9 +1,37 @@
-"""The `inkling` command line. Each command imports only what it needs."""
+"""The `inkling` command line: `complete`, `serve`, `evaluate` and `train` here, `replay`
+and `trace` in replay_cli.py, `datastore` in datastore_cli.py; what they share is in
+cli_flags.py.
+
+The model, the server and the training recipe are imported by the command that runs
+them, not here: `inkling --help` and the trace commands never load torch (each such
+import says what it costs).
+"""
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import logging
 import sys
+from pathlib import Path
+
+from inkling.cache.errors import ModelError
+from inkling.completion.document import Position, utf16_len
+from inkling.completion.errors import InklingError
+from inkling.completion.options import (CACHE_MODES, DECODERS, DRAFT_MODES, FIM_ORDERS,
+                                        MONITOR_MODES, InklingOptions)
+from inkling.models import resolve_model_path
+from inkling.models.model_card import write_model_card
+from inkling.models.train_options import HELP, TrainOptions
+
+from . import datastore_cli, replay_cli
+from .cli_flags import add_model_flags, add_ray_flags, load_progress, model_changes, ray_options
+
+# Imported inside the commands that need them, because each costs seconds (measured with
+# `python -X importtime`, cumulative, on a busy 2-core machine): inkling.completion.engine
+# 1.8 to 2.5 s (torch, through the prompt cache: 1.4 to 1.9 s of it); inkling.models.training
+# 1.9 to 2.4 s (torch and transformers); inkling.lsp.server 2.4 to 3.0 s (pygls and the
+# Engine). `inkling --help` runs in 0.25 to 0.4 s in all, with none of them.
 
 
 class CliError(Exception):
@@ -29,8 +57,7 @@ def _add_dataclass_flags(p: argparse.ArgumentParser, cls, texts: dict | None = N
 
 
 def _cmd_train(args) -> int:
-    from inkling.models.train_options import TrainOptions
-    from inkling.models.training import train
+    from inkling.models.training import train          # torch, transformers: see the top
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainOptions)
              if getattr(args, f.name) is not None}
     opts = TrainOptions(**given)
@@ -42,7 +69,6 @@ def _cmd_train(args) -> int:
 
 
 def _read_source(path_arg: str) -> str:
-    from pathlib import Path
     path = Path(path_arg)
     if not path.exists():
         raise CliError(f"{path_arg}: no such file")
@@ -59,7 +85,6 @@ def _read_source(path_arg: str) -> str:
 
 def _cli_position(doc, line: int, col: int):
     """1-based line and column (in characters, as editors show them) -> LSP Position."""
-    from inkling.completion.document import Position, utf16_len
     if not 1 <= line <= doc.line_count:
         raise CliError(f"{doc.uri}: line {line} is out of range (the file has "
                        f"{doc.line_count} lines)")
@@ -70,51 +95,31 @@ def _cli_position(doc, line: int, col: int):
     return Position(line - 1, utf16_len(text[:col - 1]))
 
 
-def _load_progress():
-    """A progress bar on standard error (only on a terminal) for model loading."""
-    from tqdm import tqdm
-    bar = tqdm(total=100, desc="loading model", unit="%", file=sys.stderr, disable=None,
-               leave=False, bar_format="{desc}: {bar} {n:.0f}%")
-
-    def report(stage: str, fraction: float) -> None:
-        bar.set_description(stage)
-        bar.n = round(fraction * 100)
-        bar.refresh()
-        if fraction >= 1.0:
-            bar.close()
-    return report
-
-
 def _options_from_args(args):
     """The options `inkling complete`'s flags ask for: a flag not given (None) keeps the
     options tree's default."""
-    from inkling.completion.options import InklingOptions
     completion = {key: value for key, value in (
         ("fim_order", args.fim_order), ("decoder", args.decoder), ("draft", args.draft),
         ("monitor", args.monitor), ("drafts", args.drafts)) if value is not None}
     if args.max_new_tokens:
         completion["max_new_tokens"] = args.max_new_tokens
-    changes = {"model": {"path": args.model or "", "device": args.device, "dtype": args.dtype},
-               "completion": completion}
+    changes = {"model": model_changes(args), "completion": completion}
     if args.cache is not None:
         changes["cache"] = {"mode": args.cache}
     return InklingOptions().merged(changes)
 
 
 def _cmd_complete(args) -> int:
-    import json
-    from pathlib import Path
-
-    from inkling.completion.engine import Engine
+    from inkling.completion.engine import Engine        # torch: see the top
     text = _read_source(args.file)
     engine = Engine(_options_from_args(args))
     k = engine.options.completion.drafts
     uri = Path(args.file).resolve().as_uri()
     engine.open(uri, text)
     position = _cli_position(engine.document(uri), args.line, args.col)
-    engine.load_model(_load_progress())
+    engine.load_model(load_progress())
     if engine.uses_datastore:
-        engine.build_datastore(_load_progress())
+        engine.build_datastore(load_progress())
     result = engine.complete(uri, position, k=k, trigger="invoked")
     if len(result.drafts) < k:
         print(f"inkling: note: the {engine.options.completion.decoder} decoder gave "
@@ -137,19 +142,14 @@ def _cmd_complete(args) -> int:
 
 
 def _cmd_evaluate(args) -> int:
-    import json
-    from pathlib import Path
+    from inkling.completion.engine import Engine        # torch: see the top
 
-    from inkling.completion.engine import Engine, resolve_model_path
-    from inkling.completion.options import InklingOptions
-    from inkling.lsp.evaluation import evaluate_next_line
-    base = InklingOptions().merged({"model": {"path": args.model or "", "device": args.device,
-                                              "dtype": args.dtype}})
+    from .evaluation import evaluate_next_line                          # the Engine too
+    base = InklingOptions().merged({"model": model_changes(args)})
     orders = ["spm", "psm"] if args.fim_order == "both" else [args.fim_order]
     sets = ["stdlib", "package"] if args.held_out == "both" else [args.held_out]
     if args.ray:
-        from .cli_flags import ray_options
-        from .ray_evaluate import evaluate_on_ray
+        from .ray_evaluate import evaluate_on_ray                       # the Engine too
         results, _ = evaluate_on_ray(args.model or "", base, [(h, o) for h in sets
                                                              for o in orders],
                                      args.lines_per_file, args.seed, ray_options(args),
@@ -157,7 +157,7 @@ def _cmd_evaluate(args) -> int:
         results = [r.summary() for r in results]
     else:
         engine = Engine(base)
-        engine.load_model(_load_progress())
+        engine.load_model(load_progress())
         results = [evaluate_next_line(args.model or "", order, args.lines_per_file, args.seed,
                                       engine, held_out).summary()
                    for held_out in sets for order in orders]
@@ -168,7 +168,6 @@ def _cmd_evaluate(args) -> int:
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
     if args.write_card:
-        from inkling.models.model_card import write_model_card
         command = "inkling evaluate " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 else ""
         path = write_model_card(resolve_model_path(args.model or ""), results, command.strip())
         print(f"model card written to {path}")
@@ -176,24 +175,13 @@ def _cmd_evaluate(args) -> int:
 
 
 def _cmd_serve(args) -> int:
-    import logging
+    from inkling.completion.engine import Engine        # torch: see the top
 
-    from inkling.completion.engine import Engine
-    from inkling.lsp.server import serve
+    from .server import serve                           # pygls and the Engine: see the top
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    changes = {"model": {"path": args.model or "", "device": args.device, "dtype": args.dtype}}
-    from inkling.completion.options import InklingOptions
-    serve(Engine(InklingOptions().merged(changes)), args.tcp, args.host)
+    serve(Engine(InklingOptions().merged({"model": model_changes(args)})), args.tcp, args.host)
     return 0
-
-
-def _add_model_flags(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--model", metavar="PATH", help="a local Hugging Face model folder "
-                   "(default: the bundled model)")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
-    p.add_argument("--dtype", default="auto",
-                   help="auto, float32, float16 or bfloat16 (default: auto)")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -206,8 +194,6 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--line", type=int, required=True, help="line, from 1")
     p.add_argument("--col", type=int, required=True, help="column in characters, from 1")
     # flags not given (None): the options tree decides (completion/options.py)
-    from inkling.completion.options import (CACHE_MODES, DECODERS, DRAFT_MODES, FIM_ORDERS,
-                                            MONITOR_MODES, InklingOptions)
     d = InklingOptions()
     p.add_argument("--drafts", type=int, default=None, metavar="K",
                    help=f"number of drafts (default: {d.completion.drafts})")
@@ -226,7 +212,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--cache", default=None, choices=CACHE_MODES,
                    help=f"KV cache mode (default: {d.cache.mode})")
     p.add_argument("--json", action="store_true", help="print JSON with the drafts and timings")
-    _add_model_flags(p)
+    add_model_flags(p)
     p.set_defaults(func=_cmd_complete)
 
     p = sub.add_parser("serve", help="run the language server (stdio, or --tcp PORT)",
@@ -237,7 +223,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="address for --tcp (default: loopback)")
     p.add_argument("--log-level", default="warning",
                    choices=("debug", "info", "warning", "error"))
-    _add_model_flags(p)
+    add_model_flags(p)
     p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser("evaluate", help="measure next-line exact match on held-out files",
@@ -252,21 +238,17 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", metavar="PATH", help="write the results as JSON")
     p.add_argument("--write-card", action="store_true",
                    help="write the model card (README.md) into the model folder")
-    _add_model_flags(p)
-    from .cli_flags import add_ray_flags
+    add_model_flags(p)
     add_ray_flags(p, "the evaluation (every held-out file a task)")
     p.set_defaults(func=_cmd_evaluate)
 
     p = sub.add_parser("train", help="train the bundled model from the standard library",
                        description="Reproduce the bundled model: tokenizer, fill-in-the-middle "
                        "samples, a small Llama, loss log and loss curve.")
-    from inkling.models.train_options import HELP, TrainOptions
     _add_dataclass_flags(p, TrainOptions, HELP)
     p.set_defaults(func=_cmd_train)
-    from .replay_cli import add_commands
-    add_commands(sub)
-    from .datastore_cli import add_commands as add_datastore_commands
-    add_datastore_commands(sub)
+    replay_cli.add_commands(sub)
+    datastore_cli.add_commands(sub)
     return parser
 
 
@@ -277,13 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as exc:
         print(f"inkling: error: {exc}", file=sys.stderr)
         return 2
-    except Exception as exc:  # errors of the Engine and the runtime name their culprit
-        from inkling.cache.errors import ModelError
-        from inkling.completion.errors import InklingError
-        if isinstance(exc, (ModelError, InklingError)):
-            print(f"inkling: error: {exc}", file=sys.stderr)
-            return 2
-        raise
+    except (ModelError, InklingError) as exc:   # the Engine's and the runtime's: they
+        print(f"inkling: error: {exc}", file=sys.stderr)   # name their culprit
+        return 2
 
 
 if __name__ == "__main__":

@@ -1,8 +1,17 @@
-"""Flags shared by several `inkling` commands (no command's private helpers imported
-across modules)."""
+"""What several `inkling` commands share: the model flags, the Ray flags and the
+options they turn into, flag types, and the progress bar a command shows while it loads
+a model. The command modules (cli.py, replay_cli.py, datastore_cli.py) import these
+from here, never one another's private helpers."""
 from __future__ import annotations
 
 import argparse
+import sys
+
+from tqdm import tqdm
+
+from inkling.completion.errors import OptionError
+
+from .ray_pool import RayOptions
 
 
 def positive(text: str) -> int:
@@ -13,6 +22,34 @@ def positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def add_model_flags(p: argparse.ArgumentParser) -> None:
+    """``--model``, ``--device`` and ``--dtype``: which model a command loads, and where."""
+    p.add_argument("--model", metavar="PATH", help="a local Hugging Face model folder "
+                   "(default: the bundled model)")
+    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
+    p.add_argument("--dtype", default="auto",
+                   help="auto, float32, float16 or bfloat16 (default: auto)")
+
+
+def model_changes(args) -> dict:
+    """The options tree's ``model`` branch that the model flags ask for."""
+    return {"path": args.model or "", "device": args.device, "dtype": args.dtype}
+
+
+def load_progress():
+    """A progress bar on standard error (only on a terminal) for model loading."""
+    bar = tqdm(total=100, desc="loading model", unit="%", file=sys.stderr, disable=None,
+               leave=False, bar_format="{desc}: {bar} {n:.0f}%")
+
+    def report(stage: str, fraction: float) -> None:
+        bar.set_description(stage)
+        bar.n = round(fraction * 100)
+        bar.refresh()
+        if fraction >= 1.0:
+            bar.close()
+    return report
 
 
 def add_ray_flags(p: argparse.ArgumentParser, what: str) -> None:
@@ -36,9 +73,6 @@ def add_ray_flags(p: argparse.ArgumentParser, what: str) -> None:
 
 def ray_options(args):
     """The RayOptions the ``--ray*`` flags ask for."""
-    from inkling.completion.errors import OptionError
-
-    from .ray_pool import RayOptions
     if args.ray_retries < 0:
         raise OptionError(f"--ray-retries must be 0 or more, got {args.ray_retries}")
     return RayOptions(address=None if args.ray == "local" else args.ray,

@@ -1,17 +1,27 @@
 """`inkling datastore model`: the model's own continuations, written beside the model.
 
-Only argparse wiring lives at the top; the command imports what it needs.
+The Engine and the drafter are imported by the command (torch: its cost is in cli.py);
+`inkling --help` never loads torch.
 """
 from __future__ import annotations
 
+import dataclasses
 import sys
+import time
+from pathlib import Path
+
+from tqdm import tqdm
+
+from inkling.completion.drafting.model_datastore import (FILE_NAME, SampleOptions,
+                                                         build_model_datastore, fingerprint,
+                                                         save)
+from inkling.completion.errors import OptionError
+from inkling.completion.options import InklingOptions
+
+from .cli_flags import add_model_flags, load_progress, model_changes, positive
 
 
 def add_commands(sub) -> None:
-    from inkling.completion.drafting.model_datastore import SampleOptions
-
-    from .cli import _add_model_flags
-    from .cli_flags import positive
     p = sub.add_parser("datastore", help="build drafting datastores",
                        description="Build the datastores retrieval drafting searches.")
     kinds = p.add_subparsers(dest="datastore_kind", metavar="KIND", required=True)
@@ -21,7 +31,7 @@ def add_commands(sub) -> None:
         "end of its line (greedy), and write the continuations with their contexts as the "
         "model's datastore (`completion.model_datastore`; `auto` finds it in the model "
         "folder).")
-    _add_model_flags(m)
+    add_model_flags(m)
     d = SampleOptions()
     m.add_argument("--from", dest="source", default="corpus", metavar="SOURCE",
                    help="corpus (the bundled model's training files; the default) or a folder")
@@ -36,25 +46,12 @@ def add_commands(sub) -> None:
 
 
 def _cmd_model_datastore(args) -> int:
-    import dataclasses
-    import time
-    from pathlib import Path
-
-    from inkling.completion.drafting.drafter import line_end_ids
-    from inkling.completion.engine import Engine
-    from inkling.completion.drafting.model_datastore import (FILE_NAME, SampleOptions,
-                                                    build_model_datastore, fingerprint, save)
-    from inkling.completion.options import InklingOptions
-
-    from inkling.completion.errors import OptionError
-
-    from .cli import _load_progress
-    engine = Engine(InklingOptions().merged({"model": {"path": args.model or "",
-                                                       "device": args.device,
-                                                       "dtype": args.dtype},
+    from inkling.completion.drafting.drafter import line_end_ids    # torch: see cli.py
+    from inkling.completion.engine import Engine                    # torch: see cli.py
+    engine = Engine(InklingOptions().merged({"model": model_changes(args),
                                              "completion": {"datastore": args.source}}))
-    runtime = engine.load_model(_load_progress())
-    store = engine.build_datastore(_load_progress())        # the code to sample from
+    runtime = engine.load_model(load_progress())
+    store = engine.build_datastore(load_progress())        # the code to sample from
     if store is None:
         raise OptionError("--from none leaves nothing to sample; name corpus or a folder")
     sequences = getattr(store.index, "index", store.index).sequences()   # a folder's WorkspaceIndex
@@ -74,7 +71,6 @@ def _cmd_model_datastore(args) -> int:
 
 
 def _bar(total: int):
-    from tqdm import tqdm
     bar = tqdm(total=total, desc="the model writes continuations", unit="item", file=sys.stderr,
                disable=None)
 

@@ -23,8 +23,8 @@ from tqdm import tqdm
 from inkling.completion.document import Position
 from inkling.completion.engine import Engine
 from inkling.completion.options import InklingOptions
-
 from inkling.models.corpus import load_corpus
+from inkling.models.packages import load_held_out_package
 
 
 @dataclass
@@ -60,7 +60,6 @@ def held_out_files(held_out: str = "stdlib"):
     if held_out == "stdlib":
         return load_corpus().held_out
     if held_out == "package":
-        from inkling.models.packages import load_held_out_package
         return load_held_out_package()
     raise ValueError(f"held_out: stdlib or package, not {held_out!r}")
 

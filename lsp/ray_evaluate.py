@@ -6,27 +6,29 @@ from __future__ import annotations
 import os
 import socket
 
-from inkling.completion.engine import resolve_model_path
-from inkling.completion.errors import InklingError
+import torch
 
-from .evaluation import FileScore, NextLineResult, evaluation_options, held_out_files, \
-    merge_scores
+from inkling.completion.engine import Engine
+from inkling.completion.errors import InklingError
+from inkling.completion.options import InklingOptions
+from inkling.models import resolve_model_path
+
+from .evaluation import (FileScore, NextLineResult, evaluate_file, evaluation_options,
+                         held_out_files, merge_scores)
 from .ray_pool import RayOptions, RayRun, ray_session, run_tasks, ship_model, unpack_model
+from .replay_result import runtime_config
 
 
 class EvaluateWorker:
     """The body of a Ray actor: the model loaded once, one Engine per prompt order."""
 
     def __init__(self, model_blob: dict[str, bytes] | None):
-        import torch
         torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
         self._tmp, self._model_dir = unpack_model(model_blob)   # shipped: written here
         self._engines: dict = {}
         self._files: dict = {}
 
     def _engine(self, options_dict: dict):
-        from inkling.completion.engine import Engine
-        from inkling.completion.options import InklingOptions
         order = options_dict["completion"]["fim_order"]
         if order not in self._engines:
             if self._model_dir is not None:
@@ -38,9 +40,7 @@ class EvaluateWorker:
         return self._engines[order]
 
     def where(self) -> dict:
-        import ray
-
-        from .replay_cli import runtime_config
+        import ray                                  # optional (.[ray]); there on an actor
         engine = next(iter(self._engines.values()), None)
         return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
                 "pid": os.getpid(),
@@ -48,7 +48,6 @@ class EvaluateWorker:
 
     def score(self, options_dict: dict, held_out: str, relpath: str, lines_per_file: int,
               seed: int) -> tuple[str, FileScore]:
-        from .evaluation import evaluate_file
         if held_out not in self._files:
             self._files[held_out] = {f.relpath: f for f in held_out_files(held_out)}
         engine = self._engine(options_dict)

@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from inkling.completion.engine import resolve_model_path
 from inkling.completion.errors import InklingError
+from inkling.models import resolve_model_path
 
 INSTALL_HINT = "--ray needs Ray: pip install -e '.[ray]' (or pip install 'ray[default]>=2.40')"
 

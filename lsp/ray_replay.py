@@ -16,13 +16,21 @@ Ray is optional (``pip install -e '.[ray]'``); without it ``--ray`` says so.
 """
 from __future__ import annotations
 
+import json
 import os
 import socket
 
-from inkling.completion.engine import resolve_model_path
+import torch
+
+from inkling.completion.engine import Engine
+from inkling.completion.options import InklingOptions
+from inkling.models import resolve_model_path
 
 from .ray_pool import (INSTALL_HINT, RayOptions, RayRun, import_ray, ray_session, run_tasks,
                        ship_model, unpack_model)
+from .replay import Replayer
+from .replay_result import ReplayFailure, TraceResult, runtime_config
+from .syntax_check import SyntaxChecker
 
 __all__ = ["INSTALL_HINT", "RayOptions", "RayRun", "ReplayWorker", "import_ray",
            "replay_on_ray"]
@@ -33,7 +41,6 @@ class ReplayWorker:
     set of options, many traces."""
 
     def __init__(self, model_blob: dict[str, bytes] | None):
-        import torch
         torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
         self._tmp, self._model_dir = unpack_model(model_blob)   # shipped: written here
         self._runtimes: dict = {}
@@ -41,13 +48,6 @@ class ReplayWorker:
         self._replayers: dict = {}
 
     def _replayer(self, options_dict: dict):
-        import json
-
-        from inkling.completion.engine import Engine
-        from inkling.completion.options import InklingOptions
-
-        from .replay import Replayer
-        from .syntax_check import SyntaxChecker
         key = json.dumps(options_dict, sort_keys=True)
         if key in self._replayers:
             return self._replayers[key]
@@ -70,9 +70,7 @@ class ReplayWorker:
 
     def where(self) -> dict:
         """This actor's node, host and process, and the runtime it loaded."""
-        import ray
-
-        from .replay_cli import runtime_config
+        import ray                                  # optional (.[ray]); there on an actor
         runtime = next(iter(self._runtimes.values()), None)
         return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
                 "pid": os.getpid(),
@@ -109,7 +107,6 @@ def replay_on_ray(options, traces: list, ray_options: RayOptions, progress_file=
 
 def _lost(trace, attempts: int, exc: Exception):
     """The result of a trace whose actor died on every attempt."""
-    from .replay_result import ReplayFailure, TraceResult
     first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return TraceResult(trace.source, trace.header.name, failures=[ReplayFailure(
         trace.source, None, f"its Ray actor died on each of {attempts} attempts "

@@ -1,26 +1,40 @@
 """`inkling replay` and `inkling trace`: the command-line side of edit traces.
 
-Only argparse wiring lives at the top; each command imports what it needs.
+The replay's Engine is imported by the commands that load a model (torch: its cost is
+in cli.py), and the replay's results and checks by the replay (they import
+inkling.analysis: 80 ms more for `inkling --help`, measured with -X importtime); the
+trace commands and `inkling --help` need neither.
 """
 from __future__ import annotations
 
+import dataclasses
+import json
+import os
 import sys
+from pathlib import Path
+
+from tqdm import tqdm
 
 from inkling.completion.errors import OptionError
+from inkling.completion.options import (CACHE_MODES, DECODERS, DRAFT_MODES, MONITOR_MODES,
+                                        InklingOptions)
 
-from .cli_flags import positive
+from .cli_flags import (add_model_flags, add_ray_flags, load_progress, model_changes, positive,
+                        ray_options)
+from .comparison import ablations, combinations
+from .git_repo import GitRepo
+from .git_trace import GitTraceOptions, GitTracer
+from .retype_trace import RetypeError, RetypeOptions, retype_trace
+from .trace_file import TraceError, read_trace
+
 
 def _add_replay(sub) -> None:
-    from inkling.completion.options import (CACHE_MODES, DECODERS, DRAFT_MODES, MONITOR_MODES,
-                                            InklingOptions)
-
-    from .cli import _add_model_flags
     p = sub.add_parser(
         "replay", help="replay edit traces through the engine and report metrics",
         description="Replay JSON Lines edit traces (../shared/TRACES.md) headless through the "
         "same engine the language server drives; verify every check and report metrics.")
     p.add_argument("traces", nargs="+", metavar="TRACE")
-    _add_model_flags(p)
+    add_model_flags(p)
     d = InklingOptions()                   # flags not given: the options tree decides
     p.add_argument("--cache", default=None, choices=CACHE_MODES,
                    help=f"KV cache mode (default: the options' default, {d.cache.mode})")
@@ -54,7 +68,6 @@ def _add_replay(sub) -> None:
                    "alone (repeatable; e.g. --ablate completion.monitor=off --ablate "
                    "completion.draft=none: what each mechanism buys), interleaved as "
                    "--compare is, with the same 'runs' list and comparison")
-    from .cli_flags import add_ray_flags
     add_ray_flags(p, "the replay (every trace, or trace x combination, a task)")
     p.set_defaults(func=_cmd_replay)
 
@@ -112,8 +125,7 @@ def add_commands(sub) -> None:
 # ----------------------------------------------------------------------- replay
 def replay_options(args):
     """The InklingOptions the flags ask for; a flag not given keeps the options tree's
-    default. Options not implemented yet raise NotImplementedYet (never a silent fallback)."""
-    from inkling.completion.options import InklingOptions
+    default."""
     completion = {key: value for key, value in (
         ("decoder", args.decoder), ("draft", args.draft), ("monitor", args.monitor),
         ("drafts", args.drafts), ("automatic_drafts", args.drafts)) if value is not None}
@@ -122,14 +134,13 @@ def replay_options(args):
     if args.datastore:
         completion["datastore"] = args.datastore
     return InklingOptions().merged({
-        "model": {"path": args.model or "", "device": args.device, "dtype": args.dtype},
-        "completion": completion, "cache": {"mode": args.cache} if args.cache else {}})
+        "model": model_changes(args), "completion": completion,
+        "cache": {"mode": args.cache} if args.cache else {}})
 
 
 def _read_traces(paths: list[str]):
     """(parsed traces, results of traces that failed to parse)."""
-    from .replay_result import ReplayFailure, TraceResult
-    from .trace_file import TraceError, read_trace
+    from .replay_result import ReplayFailure, TraceResult      # inkling.analysis: see the top
     traces, failed = [], []
     for path in paths:
         try:
@@ -140,20 +151,7 @@ def _read_traces(paths: list[str]):
     return traces, failed
 
 
-def runtime_config(runtime) -> dict:
-    """The report's ``config.runtime`` block: what was loaded, where."""
-    return {"model": str(runtime.path), "device": str(runtime.device),
-            "dtype": str(runtime.dtype).removeprefix("torch."), "fim_order": runtime.fim_order,
-            "context_limit": runtime.context_limit, "threads": _threads(runtime)}
-
-
-def _threads(runtime) -> int | None:
-    import torch
-    return torch.get_num_threads() if runtime.device.type == "cpu" else None
-
-
 def _config(options, runtime: dict | None) -> dict:
-    import dataclasses
     config = dataclasses.asdict(options)
     if runtime is not None:
         config["runtime"] = runtime
@@ -163,11 +161,10 @@ def _config(options, runtime: dict | None) -> dict:
 def _replayers(combos, via_lsp: bool):
     """One replayer per combination: the model loaded once per model setting, the
     datastore built once per datastore setting (or one `inkling serve` per combination)."""
-    from inkling.completion.engine import Engine
+    from inkling.completion.engine import Engine        # torch (cli.py says what it costs)
 
-    from .cli import _load_progress
-    from .replay import LspReplayer, Replayer
-    from .syntax_check import SyntaxChecker
+    from .replay import LspReplayer, Replayer           # the Engine too
+    from .syntax_check import SyntaxChecker             # inkling.analysis: see the top
     checker = SyntaxChecker()
     if via_lsp:
         return None, [LspReplayer(c.options, checker) for c in combos]
@@ -175,11 +172,11 @@ def _replayers(combos, via_lsp: bool):
     for c in combos:
         model = (c.options.model.path, c.options.model.device, c.options.model.dtype)
         if model not in runtimes:
-            runtimes[model] = Engine(c.options).load_model(_load_progress())
+            runtimes[model] = Engine(c.options).load_model(load_progress())
         engine = Engine(c.options, runtimes[model])
         spec = c.options.completion.datastore
         if engine.uses_datastore and spec not in datastores:
-            datastores[spec] = engine.build_datastore(_load_progress())
+            datastores[spec] = engine.build_datastore(load_progress())
         replayers.append(Replayer(c.options, runtimes[model], checker,
                                   datastores.get(spec) if engine.uses_datastore else None))
     return next(iter(runtimes.values())), replayers
@@ -189,7 +186,7 @@ def _replay_all(combos, traces, progress_file, via_lsp: bool = False):
     """Replay every trace under every combination, interleaved trace by trace (machine
     noise hits all combinations alike), with a progress bar over events; returns the
     runtime block and one result list per combination."""
-    from tqdm import tqdm
+    from .replay_result import runtime_config           # inkling.analysis: see the top
     runtime, replayers = _replayers(combos, via_lsp)
     results: list[list] = [[] for _ in combos]
     try:
@@ -210,8 +207,7 @@ def _replay_all(combos, traces, progress_file, via_lsp: bool = False):
 def _replay_on_ray(args, combos, traces):
     """(runtime block, results per combination, ray config, interrupted) of a replay
     sharded over Ray: every trace x combination pair is a task."""
-    from .cli_flags import ray_options
-    from .ray_replay import replay_on_ray
+    from .ray_replay import replay_on_ray               # the Engine too
     if args.via_lsp:
         raise OptionError("--ray and --via-lsp cannot be combined (each actor replays "
                           "in process)")
@@ -221,8 +217,6 @@ def _replay_on_ray(args, combos, traces):
 
 
 def _write_json(report: dict, target: str) -> None:
-    import json
-    from pathlib import Path
     text = json.dumps(report, indent=2, ensure_ascii=False) + "\n"
     if target == "-":
         sys.stdout.write(text)
@@ -232,10 +226,8 @@ def _write_json(report: dict, target: str) -> None:
 
 
 def _cmd_replay(args) -> int:
-    from pathlib import Path
-
-    from .comparison import ablations, combinations
-    from .replay_result import comparison_json, replay_json
+    from .replay_result import comparison_json, replay_json     # inkling.analysis: see the top
+    from .report import render_report                   # the same
     options = replay_options(args)
     if args.compare and args.ablate:
         raise OptionError("--compare and --ablate cannot be combined: --compare replays "
@@ -266,7 +258,6 @@ def _cmd_replay(args) -> int:
     if args.json:
         _write_json(report, args.json)
     if args.report:
-        from .report import render_report
         Path(args.report).write_text(render_report(runs[0], report, runs), encoding="utf-8")
     errors = [e for run in report.get("runs", [report]) for e in run["errors"]]
     for error in dict.fromkeys(errors):
@@ -280,9 +271,6 @@ def _cmd_replay(args) -> int:
 
 # ------------------------------------------------------------------------ trace
 def _read_python(arg: str) -> str:
-    from pathlib import Path
-
-    from .retype_trace import RetypeError
     try:
         return Path(arg).read_bytes().decode("utf-8")
     except OSError as exc:
@@ -295,10 +283,6 @@ def _retype_inputs(files: list[str], root: str | None = None
                    ) -> tuple[dict[str, str], list[str]]:
     """(workspace-relative path -> text, each FILE's path); the root is ``root`` or the
     deepest folder holding every FILE."""
-    import os
-    from pathlib import Path
-
-    from .retype_trace import RetypeError
     resolved = [Path(f).resolve() for f in files]
     texts = [_read_python(f) for f in files]
     top = Path(root).resolve() if root else Path(os.path.commonpath([r.parent for r in resolved]))
@@ -310,9 +294,6 @@ def _retype_inputs(files: list[str], root: str | None = None
 
 
 def _cmd_trace_retype(args) -> int:
-    from pathlib import Path
-
-    from .retype_trace import RetypeError, RetypeOptions, retype_trace
     workspace, paths = _retype_inputs(args.files + args.workspace, args.root)
     retyped = list(dict.fromkeys(paths[:len(args.files)]))
     out = Path(args.out)
@@ -334,10 +315,6 @@ def _cmd_trace_retype(args) -> int:
 
 
 def _cmd_trace_git(args) -> int:
-    from pathlib import Path
-
-    from .git_repo import GitRepo
-    from .git_trace import GitTraceOptions, GitTracer
     exts = tuple(e if e.startswith(".") else "." + e for e in (args.ext or [".py"]))
     options = GitTraceOptions(since=args.since, extensions=exts, seed=args.seed,
                               max_commits=max(0, args.max_commits),

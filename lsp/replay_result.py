@@ -168,6 +168,21 @@ def _unique_key(key: str, taken: dict) -> str:
     return out
 
 
+def runtime_config(runtime) -> dict:
+    """The report's ``config.runtime`` block: what was loaded, where (a local replay's,
+    or each Ray actor's)."""
+    return {"model": str(runtime.path), "device": str(runtime.device),
+            "dtype": str(runtime.dtype).removeprefix("torch."), "fim_order": runtime.fim_order,
+            "context_limit": runtime.context_limit, "threads": _threads(runtime)}
+
+
+def _threads(runtime) -> int | None:
+    # torch takes 0.8 s to import (-X importtime) and this module is on `inkling --help`'s
+    # path; a loaded runtime has imported it already, so here it costs nothing
+    import torch
+    return torch.get_num_threads() if runtime.device.type == "cpu" else None
+
+
 def replay_json(results: list[TraceResult], config: dict) -> dict:
     """The object ``inkling replay --json`` writes."""
     per_trace: dict[str, dict] = {}

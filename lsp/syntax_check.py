@@ -5,6 +5,11 @@ for the replay.
 """
 from __future__ import annotations
 
+from tree_sitter import Parser
+
+from inkling.analysis.grammars import Grammars
+from inkling.analysis.syntax_errors import InsertionChecker
+
 
 class SyntaxChecker:
     """One parser per language, reused for every check."""
@@ -14,12 +19,10 @@ class SyntaxChecker:
 
     def _parser(self, language: str):
         if language not in self._parsers:
-            from inkling.analysis.grammars import Grammars
             lang = Grammars().language(language)
             if lang is None:
                 self._parsers[language] = None
             else:
-                from tree_sitter import Parser
                 self._parsers[language] = Parser(lang)
         return self._parsers[language]
 
@@ -27,7 +30,6 @@ class SyntaxChecker:
                          ) -> bool | None:
         """True when ``insertion`` at character ``offset`` of ``text`` adds an ERROR or
         MISSING node to its enclosing statement; None when ``language`` has no grammar."""
-        from inkling.analysis.syntax_errors import InsertionChecker
         parser = self._parser(language)
         if parser is None:
             return None
