@@ -7,7 +7,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import NotImplementedYet, OptionError
+from .errors import OptionError
 
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
@@ -18,11 +18,6 @@ CACHE_MODES = ("full", "pie", "naive")
 DRAFT_MODES = ("none", "prompt-lookup", "suffix")
 MONITOR_MODES = ("off", "on")
 CONTEXT_MODES = ("off", "imports", "similar", "both")
-
-# What this build implements; anything else in the choices above is refused clearly.
-IMPLEMENTED = {"decoder": ("greedy", "branches", "superposed", "sequential"), "cache": ("full", "pie", "naive"),
-               "draft": ("none", "prompt-lookup", "suffix"),
-               "monitor": ("off", "on")}
 
 
 @dataclass
@@ -133,14 +128,11 @@ class InklingOptions:
                               f"and server.debounce_max_ms ({d.debounce_max_ms})")
         if d.debounce_factor <= 0:
             raise OptionError(f"server.debounce_factor must be positive, got {d.debounce_factor}")
-        for key, value, choices in (("decoder", c.decoder, DECODERS), ("draft", c.draft, DRAFT_MODES),
-                                    ("monitor", c.monitor, MONITOR_MODES),
-                                    ("cache", self.cache.mode, CACHE_MODES)):
-            _choice(f"{'cache.mode' if key == 'cache' else 'completion.' + key}", value, choices)
-            if value not in IMPLEMENTED[key]:
-                raise NotImplementedYet(
-                    f"{key} {value!r} is not implemented yet (this build has "
-                    f"{', '.join(IMPLEMENTED[key])})")
+        for name, value, choices in (("completion.decoder", c.decoder, DECODERS),
+                                     ("completion.draft", c.draft, DRAFT_MODES),
+                                     ("completion.monitor", c.monitor, MONITOR_MODES),
+                                     ("cache.mode", self.cache.mode, CACHE_MODES)):
+            _choice(name, value, choices)
 
     def mechanisms(self) -> dict[str, Any]:
         """Which of inkling's mechanisms these options run (`inkling/stats`, the status line)."""
