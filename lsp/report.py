@@ -7,7 +7,11 @@ import io
 import json
 
 from . import metrics as m
-from .replay_result import TraceResult
+from .replay_result import TraceResult, summarise
+
+# matplotlib is imported where a plot is drawn, after render_report has chosen the Agg
+# backend (it must be chosen before pyplot is imported); matplotlib.pyplot takes 0.5 s to
+# import (-X importtime), which only `inkling replay --report` pays.
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
@@ -231,7 +235,6 @@ def render_report(results: list[TraceResult], report: dict,
     section leads the page (the rest describes the first combination)."""
     import matplotlib
     matplotlib.use("Agg")
-    from .replay_result import summarise
     summaries = [summarise([t]) for t in results]
     plots = [("Latency", _latency_plot(results)),
              ("Per trace", _per_trace_plot(results, summaries)),

@@ -6,6 +6,8 @@ import json
 import platform
 from pathlib import Path
 
+import numpy as np
+
 # Training throughput, measured on the recipe's machine (2 shared cores, AVX2 + FMA, no
 # AVX-512/AMX, no GPU; torch 2.13 CPU) with the bundled model's shape, batch 4 x 1024, one
 # step = forward + backward + clipping + AdamW. Other sessions' work ran at the same time,
@@ -64,7 +66,6 @@ def _model_datastore_text(model_dir: Path) -> str:
     path = model_dir / "model_datastore.npz"
     if not path.is_file():
         return ""
-    import numpy as np
     with np.load(path) as z:
         meta = json.loads(z["meta"].tobytes().decode())
         items, tokens = len(z["bounds"]) - 1, len(z["tokens"])
