@@ -15,7 +15,7 @@ from inkling.cache.cache_pool import CachePool
 from inkling.cache.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
 from inkling.cache.runtime import ModelRuntime
-from inkling.models import BUNDLED_MODEL_DIR
+from inkling.models import resolve_model_path
 
 from .decoding.dispatch import decode_drafts
 from .decoding.healing import Healing, healed_decode, token_texts
@@ -82,8 +82,8 @@ class Engine:
     def load_model(self, progress: Progress | None = None) -> ModelRuntime:
         if self._runtime is None:
             m = self.options.model
-            path = Path(m.path) if m.path else BUNDLED_MODEL_DIR
-            self._runtime = load_runtime(path, m.device, m.dtype, progress, m.threads)
+            self._runtime = load_runtime(resolve_model_path(m.path), m.device, m.dtype,
+                                         progress, m.threads)
         return self._runtime
 
     @property
