@@ -9,9 +9,5 @@ class DocumentError(InklingError):
     """An unknown document, or a position or range that does not fit it."""
 
 
-class NotImplementedYet(InklingError):
-    """A feature that was asked for but is not built yet (never a silent fallback)."""
-
-
 class OptionError(InklingError):
     """An option value that is not valid."""

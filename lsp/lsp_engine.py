@@ -13,6 +13,7 @@ import sys
 import threading
 import time
 from dataclasses import asdict
+from pathlib import Path
 
 from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
@@ -22,6 +23,8 @@ from inkling.completion.engine import Completion, Draft
 from inkling.completion.errors import DocumentError, InklingError
 from inkling.completion.options import InklingOptions
 
+from .convert import ACCEPT_COMMAND       # the command an inline item runs when taken
+
 
 class LspEngine:
     def __init__(self, options: InklingOptions, root_uri: str, timeout_s: float = 600):
@@ -29,6 +32,7 @@ class LspEngine:
         self.workspace_folders = [root_uri]
         self.timeout_s = timeout_s
         self._docs: dict[str, Document] = {}
+        self._drafts: dict[str, Draft] = {}       # the last completion's drafts, by server id
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
                                         name="inkling-lsp-client")
@@ -146,9 +150,10 @@ class LspEngine:
             raise DocumentError(f"inkling serve answered no completion for {uri}: "
                                 f"{self.messages[-1] if self.messages else 'no reason given'}")
         self.overhead_ms.append(latency - m.latencyMs)
-        drafts = list(m.drafts)
-        return Completion(uri, position, [Draft(f"lsp{i}", t, 0.0, 0) for i, t in enumerate(drafts)],
-                          trigger, first_token_ms=m.firstTokenMs, latency_ms=latency,
+        drafts = _drafts(list(m.drafts), items)
+        self._drafts = {d.id: d for d in drafts}
+        return Completion(uri, position, drafts, trigger,
+                          first_token_ms=m.firstTokenMs, latency_ms=latency,
                           model_ms=m.modelMs, forwards=m.forwards, tokens=m.tokens,
                           prefill_tokens=m.prefillTokens, reused_tokens=m.reusedTokens,
                           stale_tokens=m.staleTokens, refreshed=m.refreshed,
@@ -156,11 +161,52 @@ class LspEngine:
                           context_tokens=getattr(m, "contextTokens", 0),
                           context_text=getattr(m, "contextText", ""))
 
-    def index_workspace(self, progress=None):
-        return None                                       # the server indexes at start
+    def accept(self, draft_id: str) -> Draft:
+        """The person took a draft: the command the inline item carries, as an editor runs
+        it (``workspace/executeCommand`` inkling.accept; the server's Engine.accept)."""
+        params = lsp.ExecuteCommandParams(command=ACCEPT_COMMAND, arguments=[draft_id])
+        try:
+            self._call(self.client.workspace_execute_command_async(params))
+        except Exception as exc:                          # the server names the draft
+            raise DocumentError(str(exc)) from None
+        return self._drafts.get(draft_id) or Draft(draft_id, "", 0.0, 0)
 
     def workspace_file_changed(self, path: str) -> None:
-        return None                                       # the server's watcher sees it
+        """A file changed on disk: ``workspace/didChangeWatchedFiles``, as an editor that
+        watches files sends it (the server indexes it at once, not when its own watcher
+        sees it)."""
+        params = lsp.DidChangeWatchedFilesParams(changes=[lsp.FileEvent(
+            uri=Path(path).resolve().as_uri(), type=lsp.FileChangeType.Changed)])
+        self._loop.call_soon_threadsafe(self.client.workspace_did_change_watched_files, params)
+
+    def idle(self, quiet_ms: float) -> int:
+        """The server's idle policy after ``quiet_ms`` of the replay clock's quiet."""
+        if not quiet_ms:
+            return 0
+        async def ask():
+            return await self.client.protocol.send_request_async("inkling/idle",
+                                                                 {"quietMs": quiet_ms})
+        answer = self._call(ask())
+        return answer.refreshed if hasattr(answer, "refreshed") else answer["refreshed"]
+
+
+def _drafts(texts: list[str], items) -> list[Draft]:
+    """The drafts of ``inkling/lastCompletion`` (every one, best first) with the ids their
+    inline items' accept commands carry (an empty draft has no item, so no id to accept)."""
+    if isinstance(items, lsp.InlineCompletionList):
+        items = items.items
+    items = list(items or [])
+    ids = iter((item.insert_text, item.command.arguments[0] if item.command else None)
+               for item in items)
+    out = []
+    for i, text in enumerate(texts):
+        draft_id = f"lsp-unoffered-{i}"
+        if text:
+            shown, offered = next(ids, (None, None))
+            if shown == text and isinstance(offered, str):
+                draft_id = offered
+        out.append(Draft(draft_id, text, 0.0, 0))
+    return out
 
 
 def _range(r):

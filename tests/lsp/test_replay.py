@@ -5,6 +5,7 @@ import json
 import pytest
 
 from inkling.completion.engine import Completion, Draft, Engine
+from inkling.completion.errors import OptionError
 from inkling.completion.options import InklingOptions
 from inkling.lsp.cli import main
 from inkling.lsp.replay import Replayer
@@ -195,7 +196,7 @@ def test_an_accepted_draft_feeds_the_history_source(replayer, tiny_runtime, monk
     result = trace(draft + "\n")
     assert result.sync_ok and (result.accepts, result.accepted) == (1, 1), result.failures
     engine, = engines
-    assert [list(seq) for seq in engine.history.sequences()] == [
+    assert [list(seq) for seq in engine.sources.history.sequences()] == [
         list(tiny_runtime.encode(draft.replace("\r\n", "\n")))]
     assert engine.stats.accepted == 1 and engine.stats.accepted_chars == len(draft)
 
@@ -333,20 +334,18 @@ def test_suffix_drafting_with_a_datastore_folder(tmp_path, tiny_model_dir, capsy
 
 
 def test_engine_refusals_surface_as_one_line(tmp_path, tiny_model_dir, capsys, monkeypatch):
-    """What the Engine cannot do yet (such as k drafts) stops the replay with its message."""
-    from inkling.completion.errors import NotImplementedYet
-
+    """What the Engine refuses (an option it cannot honour) stops the replay with its
+    message, on one line."""
     def refuse(self, uri, position, k=None, trigger="automatic", cancelled=None):
-        raise NotImplementedYet(f"{k} drafts need the multi-draft decoders, which are not "
-                                "implemented yet")
+        raise OptionError(f"the number of drafts must be between 1 and 16, got "
+                          f"{self.draft_count(trigger) * 10}")
     monkeypatch.setattr(Engine, "complete", refuse)
     trace = write(tmp_path, "t.jsonl", {"kind": "open", "path": "a.py", "text": "x = 1\n"},
                   {"kind": "complete", "path": "a.py", "position": pos(0, 0), "expected": "x"})
     assert main(["replay", trace, "--model", str(tiny_model_dir), "--device", "cpu",
                  "--drafts", "3"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == "inkling: error: 3 drafts need the multi-draft decoders, which are not " \
-        "implemented yet"
+    assert err == "inkling: error: the number of drafts must be between 1 and 16, got 30"
 
 
 def test_report_marks_unmeasured_metrics(replayer):
@@ -371,6 +370,7 @@ def test_sample_traces_replay_in_sync(replayer, shared_dir):
     assert report["checks"] > 0 and report["latency_ms"]["p50"] > 0
 
 
+@pytest.mark.slow
 def test_replay_via_lsp_keeps_documents_in_sync(tmp_path, tiny_model_dir, capsys):
     text = "def f(a):\n    return a\n"
     edited = "def f(a):\n    b = a\n    return a\n"
@@ -384,3 +384,32 @@ def test_replay_via_lsp_keeps_documents_in_sync(tmp_path, tiny_model_dir, capsys
     assert code == 0 and report["sync_ok"] and report["config"]["via_lsp"]
     assert report["completions"] == 1 and report["checks"] == 1
     assert report["latency_ms"]["p50"] >= report["first_token_ms"]["p50"]
+
+
+@pytest.mark.slow
+def test_accepts_via_lsp_equal_in_process(replayer, tmp_path, tiny_model_dir, capsys):
+    """--via-lsp takes the same drafts through the server's accept command (the id its inline
+    item carries) as the in-process Engine: the same accepted count and quality metrics."""
+    text = "x = 1\ny = "
+    draft = first_draft(replayer, text, pos(1, 4))
+    assert draft.strip(), "the tiny model gave an empty first draft here"
+    typed = text + draft + "\n"
+    trace = write(tmp_path, "t.jsonl", {"kind": "open", "path": "a.py", "text": text},
+                  {"kind": "complete", "path": "a.py", "position": pos(1, 4),
+                   "expected": draft + "\n"}, {"kind": "accept", "path": "a.py"},
+                  change("a.py", (1, 4), (1, 4), draft + "\n"),
+                  {"kind": "complete", "path": "a.py", "position": pos(2, 0), "expected": "z\n"},
+                  {"kind": "accept", "path": "a.py"},
+                  {"kind": "check", "path": "a.py", "sha256": sha(typed)})
+    reports = []
+    for via in ([], ["--via-lsp"]):
+        code = main(["replay", trace, *via, "--model", str(tiny_model_dir), "--device", "cpu",
+                     "--max-new-tokens", "3", "--json", "-"])
+        out = capsys.readouterr()
+        assert code == 0, out.err
+        reports.append(json.loads(out.out))
+    here, lsp = reports
+    assert here["accepted"]["sum"] >= 1 and here["accepted"]["events"] == 2
+    for key in ("accepted", "exact_line", "exact_line_any", "accepted_chars", "sync_ok"):
+        assert lsp[key] == here[key], key
+    assert lsp["per_trace"][trace]["accepted"] == here["per_trace"][trace]["accepted"]
