@@ -22,6 +22,7 @@ because tokenization starts there) when it knows no edit touched the text there.
 from __future__ import annotations
 
 import logging
+import os
 from dataclasses import dataclass
 
 import torch
@@ -48,14 +49,6 @@ class SyncResult:
     # [len(draft), vocab] at the draft's nodes when a draft ran with the prompt (the
     # cache then holds them after the prompt until ``keep_new``), else None
     draft_logits: torch.Tensor | None = None
-
-
-def common_prefix(a: list[int], b: list[int]) -> int:
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
 
 
 class PromptCache:
@@ -153,7 +146,7 @@ class PromptCache:
 
     def _sync_full(self, prompt_ids: list[int], refreshed: bool,
                    draft: tuple[list[int], list[int]] | None = None) -> SyncResult:
-        keep = min(common_prefix(self.ids, prompt_ids), len(prompt_ids) - 1)
+        keep = min(len(os.path.commonprefix([self.ids, prompt_ids])), len(prompt_ids) - 1)
         if True in self.stale[:keep]:
             keep = self.stale.index(True)
         self.truncate(keep)
