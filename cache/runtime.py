@@ -1,6 +1,7 @@
 """A loaded causal LM with its tokenizer and fill-in-the-middle format."""
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -114,12 +115,17 @@ class ModelRuntime:
         if self._is_compact(past):
             logits = self.compact.forward(past, embeds, position_ids)
         else:
-            logits = self.model(inputs_embeds=embeds, past_key_values=past,
+            logits = self.model(inputs_embeds=embeds, **self.cache_arg(past),
                                 position_ids=position_ids, use_cache=True).logits
         self.stats.forwards += 1
         self.stats.tokens += embeds.shape[1]
         self.stats.seconds += time.perf_counter() - t0
         return logits.float()
+
+    def cache_arg(self, past) -> dict:
+        """``past`` as the keyword the model's forward takes: ``cache`` from transformers
+        5.24 on, ``past_key_values`` before (5.24 warns that the old name goes away)."""
+        return {cache_keyword(self.model): past}
 
     def _is_compact(self, past) -> bool:
         from .kv_buffers import KVBuffers
@@ -143,7 +149,7 @@ class ModelRuntime:
             logits = self.compact.forward(past, self.compact.embed(ids), position_ids,
                                           attention_mask, keep).float()
         else:
-            out = self.model(input_ids=input_ids.to(self.device), past_key_values=past,
+            out = self.model(input_ids=input_ids.to(self.device), **self.cache_arg(past),
                              position_ids=position_ids, attention_mask=attention_mask,
                              use_cache=True, logits_to_keep=keep)
             logits = out.logits.float()
@@ -151,3 +157,9 @@ class ModelRuntime:
         self.stats.tokens += input_ids.shape[1]
         self.stats.seconds += time.perf_counter() - t0
         return logits
+
+
+def cache_keyword(model) -> str:
+    """The name of ``model``'s key/value cache argument (``cache`` or ``past_key_values``)."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters \
+        else "past_key_values"

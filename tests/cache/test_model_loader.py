@@ -6,6 +6,7 @@ import pytest
 from inkling.cache.errors import ModelError
 from inkling.cache.model_loader import check_model_dir, load_runtime
 from inkling.models.tokenizer_recipe import train_tokenizer
+from inkling.cache.runtime import cache_keyword
 from conftest import make_tiny_model
 
 
@@ -137,8 +138,8 @@ def test_large_layers_are_packed_for_onednn_and_give_the_same_logits(tied):
             got, want = [], []
             for m, out in ((model, got), (ref, want)):
                 past = DynamicCache(config=cfg)
-                m(input_ids=x[:, :40], past_key_values=past, use_cache=True)
-                out.append(m(input_ids=x[:, 40:40 + rows], past_key_values=past,
+                m(input_ids=x[:, :40], **{cache_keyword(m): past}, use_cache=True)
+                out.append(m(input_ids=x[:, 40:40 + rows], **{cache_keyword(m): past},
                              use_cache=True).logits)
             assert torch.allclose(got[0], want[0], atol=1e-4, rtol=1e-4), \
                 (rows, (got[0] - want[0]).abs().max())

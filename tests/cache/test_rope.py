@@ -4,6 +4,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM, DynamicCache
 
 from inkling.cache.rope import RopeRotator, UnsupportedRope
+from inkling.cache.runtime import cache_keyword
 
 
 def _model(**overrides):
@@ -18,7 +19,7 @@ def _layer0_keys(model, ids, start):
     past = DynamicCache(config=model.config)
     pos = torch.arange(start, start + len(ids))[None]
     with torch.no_grad():
-        model(input_ids=torch.tensor([ids]), past_key_values=past, position_ids=pos)
+        model(input_ids=torch.tensor([ids]), **{cache_keyword(model): past}, position_ids=pos)
     return past.layers[0].keys                                  # [1, kv_heads, n, head_dim]
 
 
