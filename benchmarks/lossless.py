@@ -68,16 +68,16 @@ class Recorder:
 
     def install(self) -> None:
         rec = self
-        pick, path_lps, near = greedy.pick, speculative._path_logprobs, speculative.near_tie
-        accept, extend_tree, sync = speculative.accept, PromptCache.extend_tree, PromptCache.sync
+        pick, path_lps, near = greedy.pick, speculative.Walk.logprobs, speculative.near_tie
+        walk, extend_tree, sync = speculative.walk, PromptCache.extend_tree, PromptCache.sync
 
         def picked(logits):
             rec.decisions.append((int(torch.argmax(logits)), margin(logits)))
             return pick(logits)
 
-        def path_logprobs(tree, path, out):
-            rec.decisions += [(tree.tokens[n], margin(out[tree.parents[n] + 1])) for n in path]
-            return path_lps(tree, path, out)
+        def path_logprobs(w, tree, n):
+            rec.decisions += [(tree.tokens[w.path[j]], margin(w.rows[j])) for j in range(n)]
+            return path_lps(w, tree, n)
 
         def near_tie(out, rows, bound):
             at = near(out, rows, bound)
@@ -85,12 +85,12 @@ class Recorder:
                 rec.redecided.append(margin(out[rows[at]]))
             return at
 
-        def accepted(tree, logits):
-            path, row = accept(tree, logits)
+        def walked(tree, out, root, states=None):
+            w = walk(tree, out, root, states)
             if rec.noise and rec._pre is not None:
-                rec._compare(tree, logits, path)
+                rec._compare(tree, w.rows, w.path)
             rec._pre = None
-            return path, row
+            return w
 
         def tree_forward(cache, tokens, parents, keep_last=0):
             if rec.noise and keep_last == 0 and len(tokens) > 1:
@@ -108,17 +108,18 @@ class Recorder:
             return res
 
         greedy.pick = speculative.pick = picked
-        speculative._path_logprobs = path_logprobs
+        speculative.Walk.logprobs = path_logprobs
         speculative.near_tie = near_tie
-        speculative.accept = accepted
+        speculative.walk = walked
         PromptCache.extend_tree = tree_forward
         PromptCache.sync = synced
 
     def _compare(self, tree, logits, path) -> None:
         """Greedy's forward for each walked row (the root's, then each accepted node's)
-        over a copy of the cache the drafted forward ran on."""
+        over a copy of the cache the drafted forward ran on. logits: [len(path) + 1,
+        vocab], the walked rows."""
         kind, ref, root, ref0 = self._pre
-        for i, r in enumerate([0] + [n + 1 for n in path]):
+        for i, r in enumerate(range(len(path) + 1)):
             if i == 0:
                 row = ref0 if kind == "prefill" else ref.extend([root])[-1]
             else:

@@ -72,6 +72,8 @@ class Verification:
     start: int                 # the cache index of the chain's first token
     ref: tuple[int, bool]      # (rows, last_only): the plain forward that computes the
                                # chain's last row in greedy's own shape
+    states: list | None = None  # the monitor state at each row from the chain's last
+                                # (``allowed_tree``), when known before the forward
 
 
 def speculative_decode(r: DecodeRequest) -> Decoded:
@@ -120,7 +122,7 @@ def speculative_decode(r: DecodeRequest) -> Decoded:
             raise Cancelled()
         chain = [tok] + forced_ids(monitor, encode)[:budget - len(ids)]
         tree = r.drafter(r.context + ids + chain[1:], budget - len(ids) - len(chain) + 1)
-        tree = allowed_tree(tree, monitor, chain[1:])
+        tree, states = allowed_tree(tree, monitor, chain[1:])
         start, c = len(cache.ids), len(chain)
         t0 = time.perf_counter()
         if tree.tokens:
@@ -131,7 +133,7 @@ def speculative_decode(r: DecodeRequest) -> Decoded:
         forwards += 1
         if meter is not None:
             meter.cost.record(c + len(tree), (time.perf_counter() - t0) * 1000)
-        step = Verification(chain, tree, out, start, (c, False))
+        step = Verification(chain, tree, out, start, (c, False), states)
 
 
 def near_tie_bound(dtype: torch.dtype) -> float:
@@ -155,23 +157,71 @@ def _accepted(cache: PromptCache, step: Verification, monitor, meter, bound: flo
     for i, t in enumerate(step.chain[1:]):          # as greedy decoding takes them
         taken.append((t, float(torch.log_softmax(out[i], -1)[t])))
         monitor = advance(monitor, t)
-    states = node_states(monitor, tree)
-    rows = _masked_rows(out[c - 1:], states)                            # [1 + n, vocab]
-    path, _ = accept(tree, rows)
+    w = walk(tree, out[c - 1:], monitor, step.states)
     if meter is not None and len(tree):
-        meter.record(len(path), tree.source)
-    path = until_forced(path, states)
-    walked = [0] + [i + 1 for i in path]
-    tie = near_tie(rows, walked, bound) if len(tree) else None
+        meter.record(len(w.path), tree.source)
+    path = w.path[:w.forced_at()]
+    tie = near_tie(w.rows, list(range(len(path) + 1)), bound) if len(tree) else None
     if tie is not None:
         path = path[:tie]
-    row = walked[len(path)]
     cache.keep_new(step.start, list(range(c)) + [c + i for i in path])
-    nxt = rows[row]
+    n = len(path)
+    nxt = w.rows[n]                                                     # [vocab]
     if tie is not None:
-        n, last_only = step.ref if tie == 0 else (1, True)
-        nxt = masked(cache.rerun(n, last_only), states[row])                # [vocab]
-    return taken + _path_logprobs(tree, path, rows) + [pick(nxt)], states[row], tie is not None
+        rows, last_only = step.ref if tie == 0 else (1, True)
+        nxt = masked(cache.rerun(rows, last_only), w.states[n])             # [vocab]
+    return taken + w.logprobs(tree, n) + [pick(nxt)], w.states[n], tie is not None
+
+
+@dataclass
+class Walk:
+    """The walk of a verified tree from its root: ``path`` the accepted node indices,
+    ``rows`` [len(path) + 1, vocab] the logits of each walked row as the monitor masks
+    them (the root's first), ``states`` the monitor state at each walked row."""
+    path: list[int]
+    rows: torch.Tensor
+    states: list
+
+    def forced_at(self) -> int:
+        """How much of ``path`` comes before the first node after which the monitor
+        forces a name (that node's token is then the next token, and the name is fed
+        after it)."""
+        for j in range(len(self.path)):
+            st = self.states[j + 1]
+            if st is not None and st.forced_text():
+                return j
+        return len(self.path)
+
+    def logprobs(self, tree: DraftTree, n: int) -> list[tuple[int, float]]:
+        """(token, log-probability) of the first ``n`` accepted nodes, each from the row
+        of its parent (the walked row before it)."""
+        if n == 0:
+            return []
+        toks = [tree.tokens[node] for node in self.path[:n]]
+        lp = torch.log_softmax(self.rows[:n], -1)[torch.arange(n), toks]    # [n]
+        return list(zip(toks, lp.tolist()))
+
+
+def walk(tree: DraftTree, out: torch.Tensor, root, states: list | None = None) -> Walk:
+    """Walk the verified ``tree`` (out: [1 + n, vocab], root first) the way greedy decoding
+    would go: from each walked row, masked by its monitor state, to the child whose token
+    is the row's argmax. Only walked rows are masked, and only their states advanced
+    (``states``, one per row, when the caller has them; else from ``root`` along the way)."""
+    kids: dict[int, dict[int, int]] = {}
+    for i, p in enumerate(tree.parents):
+        kids.setdefault(p, {})[tree.tokens[i]] = i
+    path, rows, walked = [], [], [root]
+    node, row = -1, 0
+    while True:
+        logits = masked(out[row], walked[-1])                               # [vocab]
+        rows.append(logits)
+        child = kids.get(node, {}).get(int(torch.argmax(logits))) if kids else None
+        if child is None:
+            return Walk(path, torch.stack(rows), walked)
+        path.append(child)
+        node, row = child, child + 1
+        walked.append(states[row] if states is not None else
+                      advance(walked[-1], tree.tokens[child]))
 
 
 def until_forced(path: list[int], states: list) -> list[int]:
@@ -192,40 +242,19 @@ def near_tie(out: torch.Tensor, rows: list[int], bound: float) -> int | None:
     return int(close.nonzero()[0, 0]) if bool(close.any()) else None
 
 
-def _path_logprobs(tree: DraftTree, path: list[int], out: torch.Tensor
-                   ) -> list[tuple[int, float]]:
-    """(token, log-probability) of each accepted node, from the row of its parent (the
-    root's is row 0). out: [1 + len(tree), vocab]."""
-    if not path:
-        return []
-    toks = [tree.tokens[n] for n in path]
-    rows = out[[tree.parents[n] + 1 for n in path]]                     # [len(path), vocab]
-    lp = torch.log_softmax(rows, -1)[torch.arange(len(path)), toks]     # [len(path)]
-    return list(zip(toks, lp.tolist()))
-
-
-def _masked_rows(out: torch.Tensor, states: list) -> torch.Tensor:
-    """out [1 + n, vocab] with each row masked by the monitor state of its path (rows
-    whose state is None as they are)."""
-    rows = [r for r, st in enumerate(states) if st is not None]
-    if rows:
-        out = out.clone()
-        for r in rows:
-            out[r] = masked(out[r], states[r])
-    return out
-
-
-def allowed_tree(tree: DraftTree, monitor, fed: list[int]) -> DraftTree:
+def allowed_tree(tree: DraftTree, monitor, fed: list[int]) -> tuple[DraftTree, list | None]:
     """``tree`` less each node whose token the monitor masks where it comes (and the
     nodes under it): no accepted path can hold one, since every row is masked by its
     path's state, so it would only cost a row of the forward. ``monitor``: the state
-    before ``fed``, the tokens between it and the tree's root."""
+    before ``fed``, the tokens between it and the tree's root. Also returns the monitor
+    state at each row of the kept tree (the root's first), or None without a monitor."""
     if monitor is None or not len(tree):
-        return tree
+        return tree, None
     root = monitor
     for t in fed:
         root = root.advance_token(t)
     states: list = []                        # per node: its state, None when dropped
+    kept: list = [root]                      # per kept row: its state
     tokens, parents, new_index = [], [], {}
     for i, (tok, p) in enumerate(zip(tree.tokens, tree.parents)):
         before = root if p < 0 else states[p]
@@ -237,9 +266,10 @@ def allowed_tree(tree: DraftTree, monitor, fed: list[int]) -> DraftTree:
         tokens.append(tok)
         parents.append(-1 if p < 0 else new_index[p])
         states.append(before.advance_token(tok))
+        kept.append(states[-1])
     if len(tokens) == len(tree):
-        return tree
-    return DraftTree(tokens, parents, tree.score, tree.source, tree.match)
+        return tree, kept
+    return DraftTree(tokens, parents, tree.score, tree.source, tree.match), kept
 
 
 def node_states(monitor, tree: DraftTree) -> list:

@@ -109,7 +109,49 @@ def test_a_draft_tree_loses_the_nodes_its_monitor_masks():
 
     #        0:1 -> 1:2 -> 2:3        3:2 (masked after 0) -> 4:3      5:5 -> 6:5 (masked)
     tree = DraftTree([1, 2, 3, 2, 3, 5, 5], [-1, 0, 1, -1, 3, -1, 5], 1.0, "s", 2)
-    got = allowed_tree(tree, Alternating(1), [0])          # the root comes after a 0
+    got, states = allowed_tree(tree, Alternating(1), [0])  # the root comes after a 0
     assert got.tokens == [1, 2, 3, 5] and got.parents == [-1, 0, 1, -1]
     assert (got.source, got.match) == ("s", 2)
-    assert allowed_tree(tree, None, [0]) is tree
+    assert [s.last for s in states] == [0, 1, 2, 3, 5]     # the root's, then each kept node's
+    assert allowed_tree(tree, None, [0]) == (tree, None)
+
+
+def test_a_verified_tree_is_walked_masking_only_the_rows_it_walks():
+    """``walk``: the accepted path is the one the fully masked rows give (``accept``),
+    but only the walked rows are masked and only their states advanced."""
+    import torch
+
+    from inkling.completion.drafting.draft_tree import DraftTree
+    from inkling.completion.decoding.speculative import accept, walk
+
+    calls = []
+
+    class NoOdd:                  # odd tokens are masked everywhere
+        def __init__(self, seen):
+            self.seen = seen
+
+        def mask(self, device=None):
+            calls.append(self.seen)
+            m = torch.zeros(8, dtype=torch.bool)
+            m[::2] = True
+            return m
+
+        def advance_token(self, t):
+            return NoOdd(self.seen + (t,))
+
+    #   root -> 0:2 -> 1:4 -> 2:6        root -> 3:3 (odd)      0:2 -> 4:1
+    tree = DraftTree([2, 4, 6, 3, 1], [-1, 0, 1, -1, 0], 1.0, "s", 1)
+    out = torch.full((6, 8), -1.0)
+    for row, best in enumerate([3, 4, 1, 0, 7, 7]):   # unmasked argmax per row
+        out[row, best] = 5.0
+    for row, second in enumerate([2, 1, 4, 0, 0, 0]):  # what the mask leaves best
+        out[row, second] = 4.0
+    full = torch.stack([out[r].masked_fill(~NoOdd(()).mask(), float("-inf"))
+                        for r in range(6)])
+    want, _ = accept(tree, full)
+    calls.clear()
+    w = walk(tree, out, NoOdd(()))
+    assert w.path == want == [0, 1]
+    assert calls == [(), (2,), (2, 4)]                 # the root's row, then each accepted
+    assert w.rows.shape == (3, 8) and [int(r.argmax()) for r in w.rows] == [2, 4, 4]
+    assert [t for t, _ in w.logprobs(tree, 2)] == [2, 4]
