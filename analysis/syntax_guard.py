@@ -14,6 +14,7 @@ from functools import cached_property
 
 from .grammars import Grammars
 from .syntax_errors import InsertionChecker
+from .text_edit import byte_offset
 from .vocabulary import is_ident_char
 
 MAX_CHECKS = 32
@@ -48,7 +49,7 @@ class SyntaxGuard:
         """Length of the longest valid prefix of ``draft`` (the whole draft when there is
         no grammar). Tries the whole draft, then line ends, then token boundaries of the
         first line that fails, longest first, at most ``max_checks`` parses."""
-        if self.checker is None or self.valid(draft):
+        if self.checker is None or self.inert(draft) or self.valid(draft):
             return len(draft)
         checks, best_line = 1, 0
         ends = [i for i, ch in enumerate(draft) if ch == "\n"]
@@ -67,6 +68,52 @@ class SyntaxGuard:
             if self.valid(draft[:cut]):
                 return cut
         return best_line
+
+
+    def inert(self, draft: str) -> bool:
+        """Whether ``draft`` provably adds no error without a parse: the cursor is inside
+        a string literal the tree holds whole (no error in it, its closing quote there)
+        and the draft has no quote, backslash, brace (f-strings) or, in a one-line
+        string, line end; or inside a line comment and the draft has no line end. The lexer
+        then reads the same tokens, one string or comment longer. In a document being
+        typed every check is a reparse of about a millisecond, and drafts inside
+        docstrings and comments are common."""
+        if self.tree is None or any(ch in draft for ch in "\r\x0c\v"):
+            return False
+        b = byte_offset(self.text, self.offset)
+        root = self.tree.root_node
+        node = _literal_at(root, b) or (_literal_at(root, b - 1) if b else None)
+        if node is None or node.has_error:
+            return False
+        if node.type == "comment":
+            line_comment = (node.text or b"").startswith((b"#", b"//"))
+            return line_comment and node.start_byte < b <= node.end_byte and "\n" not in draft
+        kids = node.children
+        if len(kids) < 2 or kids[0].type != "string_start" or kids[-1].type != "string_end" \
+                or kids[-1].is_missing or not kids[0].end_byte <= b <= kids[-1].start_byte:
+            return False
+        opener = kids[0].text or b""
+        if "\n" in draft and opener[-3:] not in (b'"""', b"'''"):
+            return False
+        return not any(ch in draft for ch in "\"'\\{}")
+
+
+def _literal_at(root, b: int):
+    """The string or comment node holding byte ``b`` (the smallest node there, or one of
+    its ancestors below the statement), or None; None too inside an ERROR node, where
+    the parser's recovery weighs the bytes it skips, so that a longer token could
+    change it."""
+    node = root.descendant_for_byte_range(b, b)
+    while node is not None and node.type not in ("string", "comment"):
+        if node.is_error or node.type.endswith(("statement", "definition", "block", "module")):
+            return None
+        node = node.parent
+    up = node
+    while up is not None:
+        if up.is_error:
+            return None
+        up = up.parent
+    return node
 
 
 def longest_valid_prefix(text: str, offset: int, draft: str, language: str = "python",

@@ -60,3 +60,43 @@ def test_guard_checks_are_bounded():
     draft = "x = (" + "a + " * 200
     g = SyntaxGuard(text, offset, "python", max_checks=8)
     assert g.longest_valid_prefix(draft) <= len(draft)
+
+
+INSIDE = [
+    'def f():\n    """Return |the total.\n    """\n    return 1\n',
+    "x = 'a|b'\n",
+    "x = f'a|b{y}'\n",
+    "y = 1  # a note|\nz = 2\n",
+    "y = 1  # a| note\n",
+    'def f(:\n    s = """unclosed |\n',           # a broken document: parsed, not assumed
+    "s = '|\n",                                   # an unterminated string
+    'x = """|"""\n',
+]
+
+
+@pytest.mark.parametrize("doc", INSIDE)
+@pytest.mark.parametrize("draft", ["the sum of it", "a\nb", "it's", 'say "hi"', "a\\n",
+                                   "{x}", "*/ x", "", "   ", "x = (1,"])
+def test_a_draft_taken_without_a_parse_is_one_the_parse_finds_valid(doc, draft):
+    """``inert`` (no parse) only where the reference check, a reparse, finds no new
+    error: inside a string or line comment, for text the lexer keeps inside it."""
+    from inkling.analysis.grammars import Grammars
+    text, offset = _split(doc)
+    tree = Grammars().parser("python").parse(text.encode())
+    guard = SyntaxGuard(text, offset, "python", tree=tree)
+    reference = SyntaxGuard(text, offset, "python")
+    if guard.inert(draft):
+        assert reference.valid(draft), (doc, draft)
+    assert guard.longest_valid_prefix(draft) == reference.longest_valid_prefix(draft)
+
+
+def test_plain_text_in_a_docstring_or_comment_needs_no_parse():
+    from inkling.analysis.grammars import Grammars
+    parser = Grammars().parser("python")
+    for doc, draft, inert in [(INSIDE[0], "the sum\n    of it", True), (INSIDE[1], "cd", True),
+                              (INSIDE[1], "c\nd", False), (INSIDE[3], " more", True),
+                              (INSIDE[2], "{z}", False), (INSIDE[5], "text", False),
+                              (INSIDE[6], "text", False), (PY, "x = 1", False)]:
+        text, offset = _split(doc)
+        guard = SyntaxGuard(text, offset, "python", tree=parser.parse(text.encode()))
+        assert guard.inert(draft) is inert, (doc, draft)
