@@ -244,10 +244,20 @@ class MonitorState:
         """``torch.bool [vocab]`` of the tokens allowed next, or None for "any token".
 
         Shared and cached: apply it with ``logits.masked_fill(~mask, -inf)`` (never
-        in place on the mask)."""
+        in place on the mask). Kept on the state once computed (a tree's node is asked
+        once per child and again when its row is walked); None at once outside code
+        (every constraint below is one of code)."""
         masks = self.context.masks
-        if masks is None:
+        if masks is None or not self.scan.in_code:
             return None
+        kept = self.__dict__.get("_kept_mask")
+        if kept is not None and kept[0] == device:
+            return kept[1]
+        found = self._mask(masks, device)
+        self.__dict__["_kept_mask"] = (device, found)   # a cache beside the frozen fields
+        return found
+
+    def _mask(self, masks, device):
         site, allowed = self.site, self.allowed
         if allowed is not None:
             if not masks.has_prefix(allowed, site.typed) and not site.escape:

@@ -161,6 +161,23 @@ def test_monitor_state_end_to_end(tmp_path: Path, tiny_tokenizer):
     assert state.advance("nonsense").mask() is None
 
 
+def test_a_mask_is_computed_once_per_state_and_never_outside_code(tmp_path: Path,
+                                                                 tiny_tokenizer, monkeypatch):
+    from inkling.analysis.monitor import MonitorState
+    a = analysis_for(tmp_path, {"c.py": CLASS.replace("|", "")})
+    state = open_at(a, tmp_path / "c.py", CLASS, a.vocabulary(tiny_tokenizer))
+    computed = []
+    original = MonitorState._mask
+    monkeypatch.setattr(MonitorState, "_mask",
+                        lambda self, masks, device: computed.append(self) or
+                        original(self, masks, device))
+    first = state.mask()
+    assert state.mask() is first and computed == [state]           # kept on the state
+    quoted = state.advance('x + "self.')                             # inside a string
+    assert quoted.mask() is None and computed == [state]
+    assert quoted.advance('"\n        return self.').mask() is not None
+
+
 def test_attributes_a_path_assigns_become_members(tmp_path: Path, tiny_tokenizer):
     a = analysis_for(tmp_path, {"c.py": CLASS.replace("|", "")})
     vocab = a.vocabulary(tiny_tokenizer)
