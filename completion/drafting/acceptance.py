@@ -59,6 +59,7 @@ class AcceptanceMeter:
     search_ms: dict[str, float] = field(default_factory=dict)   # source -> ms a search
     kept_per_forward: float = 1.0   # drafted tokens a verification keeps, all sources
     _chances: dict[str, int] = field(default_factory=dict)
+    _limits: dict = field(default_factory=dict, repr=False)    # (base, span, nodes) -> limits
 
     def accepted(self, source: str = "") -> float:
         return self.rates.get(source, self.prior)
@@ -90,7 +91,11 @@ class AcceptanceMeter:
         a = self.accepted(source)
         span = max(2, min(base.max_spec, round(2 + 3 * a)))
         nodes = max(4, min(base.max_nodes, round(4 + 8 * a)))
-        return replace(base, max_spec=span, max_nodes=nodes)
+        key = (base, span, nodes)
+        found = self._limits.get(key)
+        if found is None:               # a handful of sizes: made once each
+            found = self._limits[key] = replace(base, max_spec=span, max_nodes=nodes)
+        return found
 
     def admitted(self, sources) -> set[str]:
         """Of ``sources`` (names), those worth searching this step: not yet measured, or
