@@ -63,6 +63,9 @@ class OpenDocument:
     free_names: tuple | None = None         # what a free read may name (``readable_parts``)
     free_version: int = -1                  # the tree version and the workspace's names
     free_workspace: frozenset | None = None  # (an index change makes a new set) they are of
+    # the last monitor's lexical scan: (the text scanned, from where, the state after it);
+    # the next keystroke's scan in the same statement goes on from it
+    scanned: tuple[str, int, ScanState] | None = None
 
 
 @dataclass
@@ -248,12 +251,26 @@ class CodeAnalysis:
         tree, text = doc.tree, doc.tree.text
         scope = cursor_scope(symbols, text, offset, tree.root, self.index.extractor())
         start = scan_start(tree.root, text, offset, headers=scope.headers)
-        scan = ScanState().advance(text[start:offset])
+        scan = self._scan(doc, text[start:offset], start)
         masks = self.masks_for(vocab) if vocab is not None else None
         context = MonitorContext(scope, Resolver(self.index), self.index, masks,
                                  self.options.statement_start_self,
                                  readable=lambda: self._readable(doc, symbols))
         return MonitorState(context, scan)
+
+    @staticmethod
+    def _scan(doc: OpenDocument, segment: str, start: int) -> ScanState:
+        """The scanner's state after ``segment`` (the text from ``start`` to the cursor),
+        going on from the last scan when it scanned a prefix of the segment from the
+        same place (the person typing on in a statement): the scanner is incremental,
+        so that is the state a whole scan gives."""
+        last = doc.scanned
+        if last is not None and last[1] == start and segment.startswith(last[0]):
+            scan = last[2].advance(segment[len(last[0]):])
+        else:
+            scan = ScanState().advance(segment)
+        doc.scanned = (segment, start, scan)
+        return scan
 
     def _readable(self, doc: OpenDocument, symbols: FileSymbols) -> tuple | None:
         """The names a free read in ``doc`` may name, as (workspace's, document's); cached

@@ -178,6 +178,26 @@ def test_a_mask_is_computed_once_per_state_and_never_outside_code(tmp_path: Path
     assert quoted.advance('"\n        return self.').mask() is not None
 
 
+def test_typing_on_in_a_statement_scans_on_from_the_last_state(tmp_path: Path, monkeypatch):
+    """The monitor's scan goes on from the previous keystroke's (the segment from the
+    statement's start grew), and gives the state a whole scan gives, keystroke by
+    keystroke, across a string, brackets and a new statement."""
+    from inkling.analysis import code_analysis
+    head = "import os\n\n\ndef f(items):\n    "
+    typed = 'total = g(items, "a, (b", [1,\n        2]) + os.sep\n    return total'
+    a = analysis_for(tmp_path, {"m.py": head + "\n"})
+    whole = []
+    original = code_analysis.ScanState
+    monkeypatch.setattr(code_analysis, "ScanState", lambda: whole.append(1) or original())
+    for n in range(1, len(typed) + 1):
+        text = head + typed[:n] + "|\n"
+        state = open_at(a, tmp_path / "m.py", text)
+        cursor = text.index("|")
+        _, at, scan = a._docs[(tmp_path / "m.py").as_uri()].scanned
+        assert scan == original().advance(text[at:cursor]) == state.scan
+    assert len(whole) < len(typed) / 4          # most keystrokes went on from the last scan
+
+
 def test_attributes_a_path_assigns_become_members(tmp_path: Path, tiny_tokenizer):
     a = analysis_for(tmp_path, {"c.py": CLASS.replace("|", "")})
     vocab = a.vocabulary(tiny_tokenizer)
