@@ -26,7 +26,11 @@ margin keeps being measured. On the drafting benchmark's first six traces the mo
 datastore's margin ended each trace between 0.7 and 1.8 tokens a step, the request's
 and the recent suggestions' between 0 and 1, the corpus datastore's and the document's
 at most 0.1, the workspace's and the accepted completions' at 0: those last four are
-mostly searched one step in eight.
+mostly searched only on their turn. Their turn comes every other step: a margin
+measured on few steps undersells a source whose best candidate comes in runs, and on
+the held-out retype traces (toolz, monitor on) searching each source one step in 8, 4,
+2 or every step made 2.44, 2.55, 2.61 and 2.66 tokens a forward, with the completion
+latency p50 the same within the noise (one run each, ``benchmarks/README.md``).
 
 Which source's tree is verified is chosen by what the model has kept, too: each tree's
 expected yield is the measured acceptance of its source at its match length (``value``),
@@ -50,7 +54,7 @@ class AcceptanceMeter:
     prior: float = 1.0           # accepted draft tokens per verification before any is seen
     weight: float = 0.1          # weight of the newest verification in the average
     rates: dict[str, float] = field(default_factory=dict)   # source -> average
-    explore_every: int = 8
+    explore_every: int = 2
     cost: VerifyCost = field(default_factory=VerifyCost)
     # (source, match-length bucket) -> accepted tokens of its trees, averaged
     by_match: dict[tuple[str, int], float] = field(default_factory=dict)
