@@ -161,7 +161,7 @@ def _accepted(cache: PromptCache, step: Verification, monitor, meter, bound: flo
     if meter is not None and len(tree):
         meter.record(len(w.path), tree.source)
     path = w.path[:w.forced_at()]
-    tie = near_tie(w.rows, list(range(len(path) + 1)), bound) if len(tree) else None
+    tie = near_tie(w.rows[:len(path) + 1], None, bound) if len(tree) else None
     if tie is not None:
         path = path[:tie]
     cache.keep_new(step.start, list(range(c)) + [c + i for i in path])
@@ -234,10 +234,10 @@ def until_forced(path: list[int], states: list) -> list[int]:
     return path
 
 
-def near_tie(out: torch.Tensor, rows: list[int], bound: float) -> int | None:
+def near_tie(out: torch.Tensor, rows: list[int] | None, bound: float) -> int | None:
     """The index in ``rows`` of the first row of ``out`` ([n, vocab]) whose top two logits
-    are closer than ``bound``, or None."""
-    top = torch.topk(out[rows], 2, dim=-1).values                       # [len(rows), 2]
+    are closer than ``bound``, or None; ``rows`` None: every row of ``out`` (no gather)."""
+    top = torch.topk(out if rows is None else out[rows], 2, dim=-1).values   # [rows, 2]
     close = (top[:, 0] - top[:, 1]) < bound
     return int(close.nonzero()[0, 0]) if bool(close.any()) else None
 
