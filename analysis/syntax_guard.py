@@ -69,7 +69,6 @@ class SyntaxGuard:
                 return cut
         return best_line
 
-
     def inert(self, draft: str) -> bool:
         """Whether ``draft`` provably adds no error without a parse: the cursor is inside
         a string literal the tree holds whole (no error in it, its closing quote there)

@@ -28,8 +28,7 @@ import torch
 from ..drafting.draft_tree import EMPTY
 from .greedy import greedy_decode
 from .request import DecodeRequest
-from .speculative import (Verification, accept, near_tie, near_tie_bound, node_states,
-                          speculative_decode, until_forced)
+from .speculative import Verification, near_tie, near_tie_bound, speculative_decode, walk
 from .steps import Cancelled, Decoded, advance, finish, forced_ids, masked
 from .stop_rules import line_count
 
@@ -228,27 +227,22 @@ def _take(r: DecodeRequest, shared: int, b: Branch, step: Verification, forwards
         check_branch(r, b, forwards)
         if b.done is not None:
             return False
-    out = step.out[c - 1:]                            # [1 + len(tree), vocab], root first
-    states = node_states(b.monitor, tree)
-    if b.monitor is not None:                         # each row masked by its path's state
-        out = torch.stack([masked(out[row], st) for row, st in enumerate(states)])
-    path, _ = accept(tree, out)
-    path = until_forced(path, states)
-    tie = near_tie(out, [0] + [i + 1 for i in path], near_tie_bound(r.cache.runtime.dtype))
-    for node in path[:tie]:
+    w = walk(tree, step.out[c - 1:], b.monitor)      # rows masked by their path's state
+    path = w.path[:w.forced_at()]
+    tie = near_tie(w.rows[:len(path) + 1], None, near_tie_bound(r.cache.runtime.dtype))
+    for j, node in enumerate(path[:tie]):
         tok = tree.tokens[node]
         if tok in r.stop_ids:
             b.done = finish(r, b.ids, b.logprob, forwards, "end-of-text")
             return False
-        b.add(tok, float(torch.log_softmax(out[tree.parents[node] + 1], -1)[tok]))
+        b.add(tok, float(torch.log_softmax(w.rows[j], -1)[tok]))   # its parent's row
         b.cached.append(root_entry + c + node)
         check_branch(r, b, forwards)
         if b.done is not None:
             return False
     path = path[:tie]
-    row = path[-1] + 1 if path else 0
-    b.monitor = states[row]
-    nxt = out[row]                                    # [vocab]
+    b.monitor = w.states[len(path)]
+    nxt = w.rows[len(path)]                           # [vocab]
     if tie is not None:                               # in greedy's own shape
         alone = r.cache.gathered(list(range(shared)) + b.cached)
         nxt = masked(alone.rerun(*(step.ref if tie == 0 else (1, True))), b.monitor)

@@ -224,16 +224,6 @@ def walk(tree: DraftTree, out: torch.Tensor, root, states: list | None = None) -
                       advance(walked[-1], tree.tokens[child]))
 
 
-def until_forced(path: list[int], states: list) -> list[int]:
-    """``path`` up to the first node after which the monitor forces a name (that node's
-    token is then the next token, and the name is fed after it)."""
-    for j, node in enumerate(path):
-        st = states[node + 1]
-        if st is not None and getattr(st, "forced_text", None) is not None and st.forced_text():
-            return path[:j]
-    return path
-
-
 def near_tie(out: torch.Tensor, rows: list[int] | None, bound: float) -> int | None:
     """The index in ``rows`` of the first row of ``out`` ([n, vocab]) whose top two logits
     are closer than ``bound``, or None; ``rows`` None: every row of ``out`` (no gather)."""
@@ -270,14 +260,3 @@ def allowed_tree(tree: DraftTree, monitor, fed: list[int]) -> tuple[DraftTree, l
     if len(tokens) == len(tree):
         return tree, kept
     return DraftTree(tokens, parents, tree.score, tree.source, tree.match), kept
-
-
-def node_states(monitor, tree: DraftTree) -> list:
-    """The monitor state after the root (row 0) and after each tree node (row i + 1)."""
-    if monitor is None:
-        return [None] * (len(tree) + 1)
-    states = [monitor]
-    for tok, parent in zip(tree.tokens, tree.parents):
-        st = states[parent + 1]
-        states.append(None if st is None else st.advance_token(tok))
-    return states
