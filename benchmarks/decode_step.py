@@ -2,6 +2,7 @@
 
     python benchmarks/decode_step.py [--model PATH] [--context 900] [--rounds 7]
                                      [--replay TRACE ...] [--decoders ...] [--drafts ...]
+                                     [--replay-only]
 
 1. One forward of n rows (a chain, as a verified draft) after ``--context`` cached
    tokens, n = 1, 4, 16, 64: milliseconds of wall time and of this thread's CPU time
@@ -184,6 +185,8 @@ def main() -> int:
                     help="'defaults' keeps the options' decoder (superposed for invoked k, "
                     "greedy while typing)")
     ap.add_argument("--drafts", default="none,suffix")
+    ap.add_argument("--replay-only", action="store_true",
+                    help="only section 3 (the forwards' identity over the traces)")
     args = ap.parse_args()
     runtime = load_runtime(args.model, device=args.device, dtype="float32")
     if runtime.compact is None:
@@ -191,8 +194,9 @@ def main() -> int:
     print(f"model {runtime.path.name}, {runtime.device}, float32, "
           f"{torch.get_num_threads()} threads")
     context = [10 + (i * 37) % (runtime.vocab_size - 10) for i in range(args.context)]
-    forward_table(runtime, context, args.rounds, args.reps)
-    greedy_table(runtime, max(1, args.rounds // 3))
+    if not args.replay_only:
+        forward_table(runtime, context, args.rounds, args.reps)
+        greedy_table(runtime, max(1, args.rounds // 3))
     if args.replay:
         differ = replay_table(runtime, args.replay, args.decoders.split(","),
                               args.drafts.split(","))

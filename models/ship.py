@@ -58,7 +58,10 @@ def ship(src_arg: str, dest: Path = BUNDLED_MODEL_DIR) -> dict:
     summary = json.loads((dest / "train_summary.json").read_text())
     from .model_card import write_model_card
     write_model_card(dest, evals=None, command="")
-    print(f"shipped {src} -> {dest} (validation loss {summary.get('validation_loss')}).\n"
+    val, pkg = summary.get("validation_loss"), summary.get("validation_loss_package")
+    losses = "" if val is None else f" (validation loss {val:.4f} held-out stdlib" + (
+        f", {pkg:.4f} held-out package)" if pkg is not None else ")")
+    print(f"shipped {src} -> {dest}{losses}.\n"
           "Next: measure next-line exact match and write it into the card, then make the model "
           "datastore again (the shipped one is now stale):\n"
           "  inkling evaluate --write-card\n"
