@@ -94,7 +94,8 @@ def main() -> int:
     ap.add_argument("--compare", default="off,both", metavar="V1,V2")
     ap.add_argument("--model", help="a model folder (default: the bundled model)")
     ap.add_argument("--out", type=Path, help="keep traces, JSON and report here (default: a "
-                    "temporary folder; the JSON is copied to benchmarks/results/)")
+                    "temporary folder; with the bundled model the JSON is copied to "
+                    "benchmarks/results/)")
     args = ap.parse_args()
     tmp = tempfile.TemporaryDirectory(prefix="inkling-repo-context-")
     out = args.out or Path(tmp.name)
@@ -105,7 +106,7 @@ def main() -> int:
     report = replay(traces, args.compare, out / "repo_context.json", out / "repo_context.html",
                     args.model)
     results = Path(__file__).resolve().parent / "results"
-    if results.is_dir():
+    if results.is_dir() and not args.model:      # the results are the bundled model's
         (results / "repo_context.json").write_text(json.dumps(report, indent=2) + "\n")
     print(table(report))
     return 0
