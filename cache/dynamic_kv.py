@@ -45,7 +45,9 @@ class DynamicKV(DynamicCache):
             layer.keys = layer.keys[..., :n, :]
             layer.values = layer.values[..., :n, :]
 
-    def gather(self, index: torch.Tensor, holes: torch.Tensor) -> None:
+    def gather(self, index: torch.Tensor, holes: torch.Tensor, start: int = 0) -> None:
+        # (``start``, the entries already in place, is KVBuffers' shortcut: this copy of
+        # transformers' layout rebuilds every layer's tensors whole)
         for layer in self.layers:
             layer.keys = layer.keys.index_select(-2, index).index_fill_(-2, holes, 0)
             layer.values = layer.values.index_select(-2, index).index_fill_(-2, holes, 0)

@@ -84,12 +84,15 @@ class KVBuffers:
     def truncate(self, n: int) -> None:
         self.length = min(self.length, max(0, n))
 
-    def gather(self, index: torch.Tensor, holes: torch.Tensor) -> None:
+    def gather(self, index: torch.Tensor, holes: torch.Tensor, start: int = 0) -> None:
         """The cache becomes the old entries at ``index`` [m] (one per new position),
-        with zeros at ``holes`` (positions new tokens will fill)."""
+        with zeros at ``holes`` (positions new tokens will fill). The first ``start``
+        entries stay where they are (``index[:start]`` is ``0 .. start - 1``): only the
+        rest is copied, so typing near the end of a long cache moves a few entries, not
+        all of them."""
         self.reserve(max(0, len(index) - self.length))
         for t in (self.keys, self.values):                    # [L, 1, kv, cap, d]
-            t[..., :len(index), :] = t.index_select(3, index)
+            t[..., start:len(index), :] = t.index_select(3, index[start:])
             t.index_fill_(3, holes, 0)
         self.length = len(index)
 

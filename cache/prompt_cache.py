@@ -222,7 +222,9 @@ class PromptCache:
                            else old.new_zeros(len(seg)) for seg in segs])        # [n]
         holes = torch.cat([torch.arange(seg.start, seg.end) for seg in segs if not seg.kept])
         device = self.runtime.device
-        self.past.gather(index.to(device), holes.to(device))
+        head = segs[0]                       # a kept head at its old place is not moved
+        start = len(head) if head.kept and head.old_start == 0 else 0
+        self.past.gather(index.to(device), holes.to(device), start)
         if self.rotator is None or self.mode != "pie":
             return
         for seg in segs:
