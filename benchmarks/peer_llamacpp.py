@@ -214,7 +214,9 @@ def get_vocab_base_pre(self, tokenizer):
     finally:
         logger.setLevel(level)
     if not gpt2_pre_tokenizer(str(self.dir_model)):
-        raise NotImplementedError("BPE pre-tokenizer not recognized, and not GPT-2's")
+        raise ValueError(f"{self.dir_model}/tokenizer.json: its pre-tokenizer is neither in "
+                         "llama.cpp's converter table nor GPT-2's byte-level one; this "
+                         "benchmark cannot map it")
     logger.info("pre-tokenizer hash not in the converter's table; tokenizer.json's "
                 "pre-tokenizer is GPT-2's byte-level one: gpt-2")
     return "gpt-2"
