@@ -8,6 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
+from .loss_projection import trend
+
+PROJECTED_LOSS = 3.2          # the loss the card projects the tokens for
+
 # Training throughput, measured on the recipe's machine (2 shared cores, AVX2 + FMA, no
 # AVX-512/AMX, no GPU; torch 2.13 CPU) with the bundled model's shape, batch 4 x 1024, one
 # step = forward + backward + clipping + AdamW. Other sessions' work ran at the same time,
@@ -124,6 +128,30 @@ The bundled model uses the `{order}` order by default (`inkling.json`); the
 `completion.fim_order` option picks the other. Both orders are measured with token
 healing (the last token before the cursor is decoded again), which inkling does by
 default."""
+
+
+def _projection_text(model_dir: Path) -> str:
+    """What more tokens would give, from the loss log (``loss_projection``)."""
+    log = model_dir / "training_log.tsv"
+    std, pkg = trend(log, "val_loss"), trend(log, "val_loss_pkg")
+    if std is None:
+        return ""
+    def line(t, name):
+        to = t.tokens_for(PROJECTED_LOSS)
+        reach = (f"it would reach {PROJECTED_LOSS} at about {to / 1e6:,.0f} M tokens"
+                 if to is not None else "it does not fall")
+        return (f"- {name}: {t.per_doubling:.3f} nats per doubling of the tokens ({t.points} "
+                f"evaluations of run {t.run}, {t.first_tokens / 1e6:.1f} M to "
+                f"{t.last_tokens / 1e6:.1f} M tokens over all runs); twice the tokens would "
+                f"give about {t.loss_at(2 * t.last_tokens):.3f}; {reach}.")
+    rows = [line(std, "held-out standard library")]
+    if pkg is not None:
+        rows.append(line(pkg, "held-out package"))
+    return ("What more tokens would give: a straight line of the validation loss against the "
+            "logarithm of the tokens seen, through the last run's evaluations from its "
+            "highest on (at its constant learning rate: the anneal at the end of a budget "
+            "usually gains more, a model this small flattens sooner):\n\n" + "\n".join(rows)
+            + "\n\n")
 
 
 def _schedule_text(summary: dict) -> str:
@@ -306,7 +334,7 @@ Validation loss (held-out standard-library files, same sample mix): **{_fmt_loss
 nats/token (final training loss {_fmt_loss(summary.get('final_train_loss'))}); on the held-out
 package's rows (toolz, with repository-level samples): {_fmt_loss(summary.get('validation_loss_package'))}.
 
-{_evals_text(evals, command, order)}
+{_projection_text(model_dir)}{_evals_text(evals, command, order)}
 
 ## Training throughput
 
