@@ -9,10 +9,10 @@ share of the prompt window (``completion.context_share``).
 Imported definitions come first (the nearest used first); chunks of recent files fill
 what the budget leaves.
 
-Stability, so that the cache keeps what follows the block: a block is kept while the
-imported definitions are the same and the cursor stays within ``KEEP_LINES`` lines of where
-it was chosen; distances to the cursor are measured from its band of ``LINE_GRID`` lines;
-chunks are matched with the lines above that band, and a chunk chosen last time keeps a
+Stability, so that the cache keeps what follows the block: a block is kept while no
+imported definition is added (one that goes away stays in it) and the cursor stays within
+``KEEP_LINES`` lines of where it was chosen; distances to the cursor are measured from its
+band of ``LINE_GRID`` lines; chunks are matched with the lines above that band, and a chunk chosen last time keeps a
 bonus (``recent_files.STICKY``).
 """
 from __future__ import annotations
@@ -116,8 +116,8 @@ class RepoContext:
               budget: int, analysis=None) -> ContextBlock:
         """The context block at ``offset`` of document ``uri`` (``text``) within ``budget``
         tokens; EMPTY when nothing is found or the model family has no repository format.
-        The last block is kept while the imported definitions are the same and the cursor
-        stays within KEEP_LINES lines of where it was chosen."""
+        The last block is kept while no imported definition is added (``_keeps``) and the
+        cursor stays within KEEP_LINES lines of where it was chosen."""
         fmt = repo_format(runtime)
         if fmt is None:
             if not self._warned:
@@ -133,7 +133,7 @@ class RepoContext:
         key = (mode, tuple((s.path, s.text, s.order) for s in imported), budget, target, repo,
                id(runtime))
         band, last = _band(text, offset), self._last.get(uri)
-        if last is not None and last.key == key and abs(band - last.band) < KEEP_LINES:
+        if last is not None and _keeps(last.key, key) and abs(band - last.band) < KEEP_LINES:
             return last.block
         similar = self._similar(uri, text, offset) if mode in ("similar", "both") else []
         block = assemble(imported + similar, fmt, target, repo, runtime, budget)
@@ -178,6 +178,15 @@ class RepoContext:
         chunks = self.recent.similar(query, uri, MAX_CHUNKS, sticky=sticky)
         return [Snippet(c.path, c.text, "similar", SIMILAR_RANK + 1 - c.score, (c.path, c.start))
                 for c in chunks]
+
+
+def _keeps(last: tuple, key: tuple) -> bool:
+    """Whether a block chosen for ``last`` still serves ``key``: the same settings and no
+    imported definition it lacks. Definitions that went away are kept in it: while a
+    person retypes an import line, or the file does not parse for a keystroke, the
+    imports vanish and come back, and each change would cost the cache the block and
+    what follows it."""
+    return last[0] == key[0] and last[2:] == key[2:] and set(key[1]) <= set(last[1])
 
 
 def _band(text: str, offset: int) -> int:

@@ -234,6 +234,36 @@ def test_engine_splices_when_the_imports_change(tiny_runtime, tmp_path):
     engine.shutdown()
 
 
+def test_imports_that_vanish_for_a_keystroke_keep_the_block(tiny_runtime, tmp_path):
+    """Retyping an import line (or a keystroke that breaks the parse) takes the imported
+    definitions away and brings them back: the block stays the same object all along,
+    so the cache keeps it and what follows; a definition that is new rebuilds it."""
+    root = _workspace(tmp_path)
+    engine = _engine(tiny_runtime, root, "imports")
+    uri = (root / "main.py").as_uri()
+    engine.open(uri, MAIN)
+    first = _block(engine, uri, MAIN, tiny_runtime)
+    assert first.files == ("pkg/shapes.py", "pkg/units.py")
+    for text in (MAIN.replace("from pkg import units\n", "from pkg imp\n"),    # mid-line
+                 MAIN.replace("from pkg import units\n", ""),                    # gone
+                 MAIN.replace("def build():", "def build(:"),                      # no parse
+                 MAIN):                                                           # back
+        engine.apply_change(uri, [_whole(engine.document(uri).text, text)])
+        assert _block(engine, uri, text, tiny_runtime) is first, text
+    grown = MAIN.replace("from pkg.shapes import Polygon, make_square",
+                         "from pkg.shapes import Polygon, make_square, MAX_SIDES")
+    engine.apply_change(uri, [_whole(engine.document(uri).text, grown)])
+    again = _block(engine, uri, grown, tiny_runtime)
+    assert again is not first and "MAX_SIDES = 12" in again.text
+    engine.shutdown()
+
+
+def _whole(old: str, new: str):
+    from inkling.completion.document import Range, TextChange
+    lines = old.split("\n")
+    return TextChange(new, Range(Position(0, 0), Position(len(lines) - 1, len(lines[-1]))))
+
+
 def _insert(line: int, text: str):
     from inkling.completion.document import TextChange
     from inkling.completion.document import Range
