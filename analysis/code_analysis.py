@@ -256,7 +256,7 @@ class CodeAnalysis:
         context = MonitorContext(scope, Resolver(self.index), self.index, masks,
                                  self.options.statement_start_self,
                                  readable=lambda: self._readable(doc, symbols))
-        return MonitorState(context, scan)
+        return MonitorState.at(context, scan)
 
     @staticmethod
     def _scan(doc: OpenDocument, segment: str, start: int) -> ScanState:

@@ -173,6 +173,19 @@ class MonitorState:
     assigned: frozenset = frozenset()
     bound: frozenset = frozenset()       # names this path has bound (``x = ``, ``for x in``)
 
+    @classmethod
+    def at(cls, context: MonitorContext, scan: ScanState) -> "MonitorState":
+        """The state at the cursor: what the cursor's line binds or assigns before it
+        counts as bound already (``names = cls.|`` binds ``names`` for the lines the draft
+        writes after it, though the tree of the half-typed line may not hold it yet)."""
+        state = cls(context, scan)
+        if not scan.in_code or not scan.line:
+            return state
+        assigned = state._assigned_on(scan.line, frozenset()) if "=" in scan.line \
+            and not scan.frames else frozenset()
+        bound = _bound_on(scan.line, frozenset()) if _BINDS.search(scan.line) else frozenset()
+        return cls(context, scan, assigned, bound)
+
     def advance(self, text: str) -> "MonitorState":
         """The state after ``text`` (an emitted token's text) is appended."""
         if not text:

@@ -185,6 +185,32 @@ def test_monitor_through_the_analysis(tmp_path: Path, bundled_model_dir: Path):
     assert not ok(state, "return f(by)")                        # ...are no names
 
 
+def test_what_the_cursor_line_binds_before_the_cursor_is_bound(tmp_path: Path,
+                                                              bundled_model_dir: Path):
+    """``fresh = len(by.|`` and ``self.wide = by.|``, half typed: the tree may not hold the
+    binding yet, but the lines the draft writes after it may read ``fresh`` and
+    ``self.wide``."""
+    from tokenizers import Tokenizer
+    tok = Tokenizer.from_file(str(bundled_model_dir / "tokenizer.json"))
+
+    def ok(s, text):
+        for tid in tok.encode(text).ids:
+            m = s.mask()
+            if m is not None and not m[tid]:
+                return False
+            s = s.advance_token(tid)
+        return True
+
+    for line, read in (("fresh = len(by.", "__class__)\n        return fresh"),
+                       ("self.wide = by.", "real\n        if self.wide:"),
+                       ("for fresh in by.", "real:\n            print(fresh)")):
+        text = MODULE.replace("|", line + "|")
+        a = analysis_for(tmp_path, {"m.py": text.replace("|", "")})
+        state = open_at(a, tmp_path / "m.py", text, a.vocabulary(tok))
+        assert ok(state, read), line
+        assert not ok(state, "__class__)\n        return undefined_thing"), line
+
+
 def test_builtin_keywords_come_from_signatures():
     from inkling.analysis.monitor import builtin_keywords
     assert builtin_keywords("isinstance") == frozenset()
