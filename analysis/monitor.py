@@ -192,6 +192,8 @@ class MonitorState:
             return self
         scan, assigned, bound = self.scan, self.assigned, self.bound
         for i, piece in enumerate(text.split("\n")):        # each line's end is checked
+            if i and scan.in_code and _BINDS.search(scan.line):
+                bound = _bound_on(scan.line, bound)   # the whole line: ``import X``, ``as X``
             scan = scan.advance(piece if i == 0 else "\n" + piece)
             if "=" in piece and not scan.frames and scan.in_code:
                 assigned = self._assigned_on(scan.line, assigned)

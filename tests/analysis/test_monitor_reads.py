@@ -178,6 +178,9 @@ def test_monitor_through_the_analysis(tmp_path: Path, bundled_model_dir: Path):
     assert not ok(state, "self.wide(by)")
     assert ok(state, "self.size(by)")
     assert ok(state, "x = [y for y in range(by)]")           # comprehension variables
+    assert ok(state, "from os import path\n        return path")   # bound by the import
+    assert ok(state, "import os.path as osp\n        return osp")
+    assert not ok(state, "from os import path\n        return paths")
     assert not ok(state, "isinstance(undefined_thing")           # it takes no keywords
     assert ok(state, "print(by, sep")                           # print takes sep=
     assert ok(state, "total(items=")                            # total's own keyword
