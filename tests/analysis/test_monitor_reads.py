@@ -150,6 +150,16 @@ def test_new_attribute_at_a_statement_start_must_be_assigned():
     assert "(" not in _allowed(masks.ended_target_mask(), vocab)
 
 
+def _walks(tokenizer, state, text: str) -> bool:
+    """Whether every token of ``text`` is allowed where it comes, from ``state`` on."""
+    for tid in tokenizer.encode(text).ids:
+        m = state.mask()
+        if m is not None and not m[tid]:
+            return False
+        state = state.advance_token(tid)
+    return True
+
+
 def test_monitor_through_the_analysis(tmp_path: Path, bundled_model_dir: Path):
     """The monitor of a real document: reads, a path's own bindings, new attributes."""
     from tokenizers import Tokenizer
@@ -162,13 +172,8 @@ def test_monitor_through_the_analysis(tmp_path: Path, bundled_model_dir: Path):
                                                   "Box", "by"} <= shared | own
     assert "undefined_thing" not in shared | own
 
-    def ok(s, text):                    # every token of ``text`` allowed where it comes
-        for tid in tiny_tokenizer.encode(text).ids:
-            m = s.mask()
-            if m is not None and not m[tid]:
-                return False
-            s = s.advance_token(tid)
-        return True
+    def ok(s, text):
+        return _walks(tiny_tokenizer, s, text)
 
     assert ok(state, "return total(LIMIT)")
     assert not ok(state, "return undefined_thing")
@@ -197,12 +202,7 @@ def test_what_the_cursor_line_binds_before_the_cursor_is_bound(tmp_path: Path,
     tok = Tokenizer.from_file(str(bundled_model_dir / "tokenizer.json"))
 
     def ok(s, text):
-        for tid in tok.encode(text).ids:
-            m = s.mask()
-            if m is not None and not m[tid]:
-                return False
-            s = s.advance_token(tid)
-        return True
+        return _walks(tok, s, text)
 
     for line, read in (("fresh = len(by.", "__class__)\n        return fresh"),
                        ("self.wide = by.", "real\n        if self.wide:"),
