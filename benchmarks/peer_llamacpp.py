@@ -1,7 +1,7 @@
 """inkling against llama.cpp on the same model, side by side in one run (issue 24).
 
     .venv/bin/python benchmarks/peer_llamacpp.py [--limit N] [--threads 2[,1]]
-        [--traces FILE_OR_DIR ...] [--cache-dir DIR] [--checks-only]
+        [--inkling-threads 2] [--traces FILE_OR_DIR ...] [--cache-dir DIR] [--checks-only]
 
 What it does:
 
@@ -30,7 +30,9 @@ What it does:
    every completion (interleaved, so machine noise hits all alike):
 
    * inkling with its defaults, and inkling with ``completion.draft=none`` (one token per
-     forward);
+     forward); with ``--inkling-threads 2``, inkling with its defaults again, its forward
+     on 2 threads (the runtime's own choice for the bundled model is 1), to set beside
+     llama-server on 2;
    * llama-server ``/completion`` given the token ids of inkling's own prompt for that
      completion, ``cache_prompt`` on, greedy, one slot, ``n_predict`` = inkling's token
      budget, streamed: the client ends the completion where inkling's stop rule ends it
@@ -775,13 +777,22 @@ class Replay:
     """The interleaved replay: two inkling sessions per trace and the llama servers."""
 
     def __init__(self, runtime, servers: dict[int, tuple[LlamaServer, LlamaServer]],
-                 datastore, bar):
+                 datastore, bar, inkling_threads: tuple[int, ...] = ()):
         from inkling.completion.options import InklingOptions
         from inkling.lsp.syntax_check import SyntaxChecker
         self.runtime, self.servers, self.datastore, self.bar = runtime, servers, datastore, bar
         self.options = {"inkling": InklingOptions(),
                         "inkling draft=none": InklingOptions().merged(
                             {"completion": {"draft": "none"}})}
+        # inkling's forward on more threads (defaults otherwise): torch's intra-op thread
+        # count is set for that system's completions and put back after each
+        import torch
+        self.base_threads = torch.get_num_threads()
+        self.threads = {"inkling": self.base_threads, "inkling draft=none": self.base_threads}
+        for t in inkling_threads:
+            if t != self.base_threads:
+                self.options[f"inkling -t{t}"] = InklingOptions()
+                self.threads[f"inkling -t{t}"] = t
         self.checker = SyntaxChecker()
         # the prompt is computed again on a twin runtime (its own chunked encoder, the same
         # model, never run) so that a llama system asked before inkling has inkling's ids
@@ -838,6 +849,7 @@ class Replay:
                      prompt, rule, c.max_block_tokens if rule.block else c.max_new_tokens)
 
     def complete(self, sessions, event, group: str, probe: SyncProbe) -> None:
+        import torch
         point = self.point(sessions["inkling"], event)
         k = self.count % len(self.order)
         order = self.order[k:] + self.order[:k]
@@ -845,7 +857,11 @@ class Replay:
         got: dict[str, Sample] = {}
         for name in order:
             if name in sessions:
-                got[name], seen = inkling_sample(sessions[name], event, probe)
+                torch.set_num_threads(self.threads[name])
+                try:
+                    got[name], seen = inkling_sample(sessions[name], event, probe)
+                finally:
+                    torch.set_num_threads(self.base_threads)
                 if name == "inkling":
                     self.ids_agree[0] += seen == point.prompt.ids
                     self.ids_agree[1] += 1
@@ -935,15 +951,25 @@ def print_table(systems: list[System], group: str | None = None) -> dict[str, di
 
 
 def ratio_lines(table: dict[str, dict], threads: list[int]) -> list[tuple[str, bool]]:
-    ink = table["inkling"]
+    """The issue's checks for inkling against each llama-server thread count; for an
+    ``inkling -tN`` column (``--inkling-threads``), against llama.cpp on the same N."""
+    out = _ratios(table["inkling"], "inkling", table, threads)
+    for t in threads:
+        if f"inkling -t{t}" in table:
+            out += _ratios(table[f"inkling -t{t}"], f"inkling -t{t}", table, [t])
+    return out
+
+
+def _ratios(ink: dict, who: str, table: dict[str, dict], threads: list[int]
+            ) -> list[tuple[str, bool]]:
     out = []
     for t in threads:
         ids, infill = table[f"llama ids -t{t}"], table[f"llama /infill -t{t}"]
         checks = (
-            (f"decoding ms/token: inkling {_fmt(ink['decode'], '.2f')} vs llama.cpp -t{t} "
+            (f"decoding ms/token: {who} {_fmt(ink['decode'], '.2f')} vs llama.cpp -t{t} "
              f"{_fmt(ids['decode'], '.2f')}", ink["decode"], ids["decode"], 1.0),
-            (f"latency p50: inkling / llama-server same ids -t{t}", ink["p50"], ids["p50"], 0.75),
-            (f"latency p50: inkling / llama.vim /infill -t{t}", ink["p50"], infill["p50"], 0.5),
+            (f"latency p50: {who} / llama-server same ids -t{t}", ink["p50"], ids["p50"], 0.75),
+            (f"latency p50: {who} / llama.vim /infill -t{t}", ink["p50"], infill["p50"], 0.5),
         )
         for text, a, b, target in checks:
             if a is None or not b:
@@ -988,6 +1014,9 @@ def parse_args():
                     help=f"llama.cpp's source, build and GGUF (default {DEFAULT_CACHE})")
     ap.add_argument("--threads", default="2",
                     help="llama-server threads, comma-separated for several servers (default 2)")
+    ap.add_argument("--inkling-threads", default="", metavar="N[,N]",
+                    help="inkling with its defaults again, its forward on N threads, for each "
+                         "N other than the runtime's own (a column 'inkling -tN')")
     ap.add_argument("--checks-only", action="store_true",
                     help="build, convert and check the tokens; no replay")
     return ap.parse_args()
@@ -1029,7 +1058,8 @@ def replay(args, runtime, datastore, servers, sets) -> tuple[Replay, dict]:
     total = sum(min(cap, c) for c in counts)
     with tqdm(total=total, desc="replaying", unit="completion", file=sys.stderr) as bar, \
             SyncProbe() as probe:
-        run = Replay(runtime, servers, datastore, bar)
+        run = Replay(runtime, servers, datastore, bar, tuple(
+            int(t) for t in args.inkling_threads.split(",") if t.strip()))
         for (group, trace), n in zip(loaded, counts):
             bar.set_postfix_str(trace.name[:30])
             run.trace(trace, group, min(cap, n), probe)

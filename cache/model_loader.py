@@ -115,7 +115,6 @@ def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
     """Load a model folder into a :class:`ModelRuntime`; raises ModelError with the reason.
     On the CPU this sets torch's thread count for the process (``pick_threads``): the
     runtime is the one owner of it."""
-    """Load a model folder into a :class:`ModelRuntime`; raises ModelError with the reason."""
     path = Path(path).expanduser().resolve()
     report = progress or (lambda stage, fraction: None)
     report("checking model folder", 0.0)
