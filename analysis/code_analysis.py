@@ -292,13 +292,8 @@ class CodeAnalysis:
         doc = self._docs.get(uri)
         if doc is None or doc.tree is None:
             return None
-        text, quote = doc.tree.text, ""
-        if self.grammars.monitored(doc.language):        # the lexical scan is Python's
-            start = scan_start(doc.tree.root, text, offset)
-            scan = self._scan(doc, text[start:offset], start)
-            quote = scan.quote if scan.mode == "string" else ""
-        return SyntaxGuard(text, offset, doc.language, self.grammars,
-                           tree=doc.tree.tree.copy(), open_string=quote)
+        return SyntaxGuard(doc.tree.text, offset, doc.language, self.grammars,
+                           tree=doc.tree.tree.copy())
 
     # ---------------------------------------------------------------- metrics
     def undefined_names(self, uri: str, offset: int, draft: str) -> list[str] | None:

@@ -29,10 +29,6 @@ class SyntaxGuard:
     grammars: Grammars = field(default_factory=Grammars)
     tree: object = None                 # a current tree of ``text`` (parsed when omitted)
     max_checks: int = MAX_CHECKS
-    # the delimiter of the string the lexer is inside at ``offset`` ("" in code), from a
-    # lexical scan of the statement so far: it knows where the tree does not (a docstring
-    # being typed, its closing quotes not there yet, leaves the tree no string to see)
-    open_string: str = ""
 
     @cached_property
     def parser(self):
@@ -80,15 +76,8 @@ class SyntaxGuard:
         string, line end; or inside a line comment and the draft has no line end. The lexer
         then reads the same tokens, one string or comment longer. In a document being
         typed every check is a reparse of about a millisecond, and drafts inside
-        docstrings and comments are common. The same holds wherever the lexical scan
-        says the cursor is inside a string (``open_string``), whole in the tree or not:
-        the rest of the file is lexed as it was, after a longer string."""
-        if any(ch in draft for ch in "\r\x0c\v"):
-            return False
-        if self.open_string:
-            return not any(ch in draft for ch in "\"'\\{}") and (
-                "\n" not in draft or len(self.open_string) == 3)
-        if self.tree is None:
+        docstrings and comments are common."""
+        if self.tree is None or any(ch in draft for ch in "\r\x0c\v"):
             return False
         b = byte_offset(self.text, self.offset)
         root = self.tree.root_node

@@ -100,35 +100,3 @@ def test_plain_text_in_a_docstring_or_comment_needs_no_parse():
         text, offset = _split(doc)
         guard = SyntaxGuard(text, offset, "python", tree=parser.parse(text.encode()))
         assert guard.inert(draft) is inert, (doc, draft)
-
-
-# a docstring being typed back (a retype trace of toolz's dicttoolz.py): its closing quotes
-# are not there yet, and tree-sitter's recovery of the unterminated string moves with any
-# text inserted in it, so a reparse finds a "new" error in a doctest's "..." and the guard
-# trimmed it to nothing; the lexer reads the rest of the file the same after it
-OPEN_DOCSTRING = '''def f(x):
-    """ Doc.
-
-    >>> f(1)
-    Traceback (most recent call last):
-        |
-'''
-
-
-def test_text_inside_a_docstring_being_typed_is_kept(tmp_path):
-    from analysis_helpers import analysis_for, open_at
-    text, offset = _split(OPEN_DOCSTRING)
-    assert SyntaxGuard(text, offset, "python").longest_valid_prefix("...") == 0  # the tree's view
-    a = analysis_for(tmp_path)
-    path = tmp_path / "m.py"
-    open_at(a, path, OPEN_DOCSTRING)
-    guard = a.guard(path.as_uri(), offset)
-    assert guard.open_string == '"""'
-    for draft in ("...", "KeyError: y", "a line\n    and the next"):
-        assert guard.longest_valid_prefix(draft) == len(draft), draft
-    assert not guard.inert('..."""')          # what could end the string is still parsed
-    code = OPEN_DOCSTRING.replace('"""', "#")  # in code no string is open: parsed as before
-    open_at(a, path, code)
-    in_code = a.guard(path.as_uri(), code.index("|"))
-    assert in_code.open_string == ""
-    assert in_code.longest_valid_prefix("x = (1,") < len("x = (1,")
