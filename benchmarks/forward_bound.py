@@ -63,16 +63,13 @@ def linear_parts(compact, n: int):
 
 def weight_tensors(compact) -> list[torch.Tensor]:
     """Every weight the forward multiplies by (dense; a packed output layer unpacked)."""
-    out = []
-    for layer in compact.model.model.layers:
-        a, p = layer.self_attn, layer.mlp
-        for lin in (a.q_proj, a.k_proj, a.v_proj, a.o_proj, p.gate_proj, p.up_proj,
-                    p.down_proj):
-            out.append(getattr(lin, "weight_t", None) if hasattr(lin, "weight_t")
-                       else lin.weight)
-    head = compact.model.lm_head
-    out.append(head.weight_t if hasattr(head, "weight_t") else head.weight)
-    return [w.detach().contiguous() for w in out]
+    layers = compact.model.model.layers
+    linears = [lin for layer in layers for lin in (
+        layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj,
+        layer.self_attn.o_proj, layer.mlp.gate_proj, layer.mlp.up_proj, layer.mlp.down_proj)]
+    linears.append(compact.model.lm_head)
+    return [lin.weight_t if hasattr(lin, "weight_t") else lin.weight
+            for lin in linears]
 
 
 def attention_parts(compact, n: int, past: int):

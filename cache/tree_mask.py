@@ -23,15 +23,6 @@ def ancestors(parents: list[int]) -> list[list[int]]:
     return seen
 
 
-def tree_sees(parents: list[int]) -> torch.Tensor:
-    """[n, n] bool: node i sees node j (j is i or one of its ancestors)."""
-    n = len(parents)
-    seen = ancestors(parents)
-    sees = torch.zeros((n, n), dtype=torch.bool)
-    sees[[i for i, cols in enumerate(seen) for _ in cols], [j for cols in seen for j in cols]] = True
-    return sees
-
-
 def tree_mask(parents: list[int], past: int, dtype: torch.dtype
               ) -> tuple[torch.Tensor, torch.Tensor]:
     """(positions [n]: ``past`` + depth, additive mask [n, past + n]: 0 where node i
