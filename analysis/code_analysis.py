@@ -38,6 +38,7 @@ from .grammars import Grammars
 from .monitor import MonitorContext, MonitorState
 from .python_scanner import ScanState
 from .resolver import Resolver
+from .open_string import SCANNED_LANGUAGES, string_quote
 from .statement_start import scan_start
 from .symbol_index import SymbolIndex
 from .symbols import FileSymbols
@@ -292,8 +293,12 @@ class CodeAnalysis:
         doc = self._docs.get(uri)
         if doc is None or doc.tree is None:
             return None
-        return SyntaxGuard(doc.tree.text, offset, doc.language, self.grammars,
-                           tree=doc.tree.tree.copy())
+        text, quote = doc.tree.text, ""
+        if doc.language in SCANNED_LANGUAGES:      # the same scan as the monitor's
+            start = scan_start(doc.tree.root, text, offset)
+            quote = string_quote(self._scan(doc, text[start:offset], start))
+        return SyntaxGuard(text, offset, doc.language, self.grammars,
+                           tree=doc.tree.tree.copy(), open_string=quote)
 
     # ---------------------------------------------------------------- metrics
     def undefined_names(self, uri: str, offset: int, draft: str) -> list[str] | None:

@@ -58,6 +58,7 @@ class ScanState:
     mode: str = "code"                  # "code" | "comment" | "string"
     quote: str = ""                     # the open string's delimiter
     raw: bool = False
+    formatted: bool = False             # the open string is an f-string (its braces hold code)
     escape: bool = False
     closing: int = 0                    # quote characters seen toward a triple close
     pending: str = ""                   # quote characters seen in code (maybe a triple)
@@ -154,8 +155,9 @@ def _string_char(s: ScanState, ch: str) -> ScanState:
 
 def _code_char(s: ScanState, ch: str) -> ScanState:
     if ch in "'\"":
-        raw = bool((m := _STRING_PREFIX.search(s.line)) and "r" in m.group(1).lower())
-        return replace(s, pending=ch, raw=raw, line=s.line + ch)
+        prefix = m.group(1).lower() if (m := _STRING_PREFIX.search(s.line)) else ""
+        return replace(s, pending=ch, raw="r" in prefix, formatted="f" in prefix,
+                       line=s.line + ch)
     if ch == "#":
         return replace(s, mode="comment", line=s.line + ch)
     if ch == "\n":

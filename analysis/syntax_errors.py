@@ -5,6 +5,13 @@ start, mapped back to the document before the insertion (an old error that merel
 grows over the inserted text is the same error). Old errors do not count against the
 insertion: the document may be broken while someone types. The old tree is parsed once
 per (text) and each insertion is reparsed incrementally from it.
+
+One case is decided without the trees: text that stays inside the string literal the lexer
+is in at the insertion point (``stays_in_string``). The lexer then reads the same tokens,
+one string longer, so no error can be new; but where that string is still open (a
+docstring being typed, its closing quotes not there yet) the rest of the file is one
+long unterminated string, and tree-sitter's recovery from it moves with every byte, so
+comparing error nodes there reports the insertion's length, not its syntax.
 """
 from __future__ import annotations
 
@@ -61,6 +68,17 @@ def enclosing_statement(root, lo: int, hi: int):
     return node
 
 
+def stays_in_string(quote: str, insertion: str) -> bool:
+    """Whether ``insertion``, typed inside an open (not formatted) string literal whose
+    delimiter is ``quote``, leaves the lexer in that string with no other token changed:
+    no quote or backslash, no line end unless the string is triple-quoted, and none of
+    the line breaks Python reads besides \n. (Braces are text in a string that is not
+    an f-string; ``quote`` is never an f-string's.)"""
+    if not quote or any(ch in insertion for ch in "\"'\\\r\x0c\v"):
+        return False
+    return "\n" not in insertion or len(quote) == 3
+
+
 @dataclass
 class InsertionChecker:
     """Checks insertions into one text at one offset (the old tree parsed once, or
@@ -69,6 +87,8 @@ class InsertionChecker:
     text: str
     offset: int
     tree: object = None          # ``text``'s tree when the caller has one (not parsed again)
+    open_string: str = ""        # the delimiter of the (not formatted) string the lexer is
+                                 # inside at ``offset``, "" in code or when not known
     _before: bytes = b""
     _tree: object = None
     _start: int = 0
@@ -79,7 +99,7 @@ class InsertionChecker:
         self._start = byte_offset(self.text, self.offset)
 
     def introduces_error(self, insertion: str) -> bool:
-        if not insertion:
+        if not insertion or stays_in_string(self.open_string, insertion):
             return False
         data = insertion.encode("utf-8", "surrogatepass")
         ins = Insertion(self._start, len(data))

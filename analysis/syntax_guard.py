@@ -29,6 +29,8 @@ class SyntaxGuard:
     grammars: Grammars = field(default_factory=Grammars)
     tree: object = None                 # a current tree of ``text`` (parsed when omitted)
     max_checks: int = MAX_CHECKS
+    open_string: str = ""               # the plain string the lexer is inside at ``offset``
+                                        # (``inkling.analysis.open_string``), "" in code
 
     @cached_property
     def parser(self):
@@ -39,7 +41,8 @@ class SyntaxGuard:
         if not self.parser:
             return None
         return InsertionChecker(self.parser, self.text, self.offset,
-                                self.tree.copy() if self.tree is not None else None)
+                                self.tree.copy() if self.tree is not None else None,
+                                self.open_string)
 
     def valid(self, draft: str) -> bool | None:
         """No new ERROR/MISSING node in the statement; None without a grammar."""
@@ -101,10 +104,11 @@ def _literal_at(root, b: int):
     """The string or comment node holding byte ``b`` (the smallest node there, or one of
     its ancestors below the statement), or None; None too inside an ERROR node, where
     the parser's recovery weighs the bytes it skips, so that a longer token could
-    change it."""
+    change it, and inside an f-string's replacement field, which holds code."""
     node = root.descendant_for_byte_range(b, b)
     while node is not None and node.type not in ("string", "comment"):
-        if node.is_error or node.type.endswith(("statement", "definition", "block", "module")):
+        if node.is_error or node.type == "interpolation" or \
+                node.type.endswith(("statement", "definition", "block", "module")):
             return None
         node = node.parent
     up = node

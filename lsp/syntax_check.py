@@ -8,6 +8,7 @@ from __future__ import annotations
 from tree_sitter import Parser
 
 from inkling.analysis.grammars import Grammars
+from inkling.analysis.open_string import open_string_at
 from inkling.analysis.syntax_errors import InsertionChecker
 
 
@@ -29,11 +30,15 @@ class SyntaxChecker:
     def introduces_error(self, language: str, text: str, offset: int, insertion: str
                          ) -> bool | None:
         """True when ``insertion`` at character ``offset`` of ``text`` adds an ERROR or
-        MISSING node to its enclosing statement; None when ``language`` has no grammar."""
+        MISSING node to its enclosing statement; None when ``language`` has no grammar.
+        Text that stays inside the string the lexer is in adds none (the rule the syntax
+        guard uses: ``inkling.analysis.syntax_errors.stays_in_string``)."""
         parser = self._parser(language)
         if parser is None:
             return None
-        return InsertionChecker(parser, text, offset).introduces_error(insertion)
+        tree = parser.parse(text.encode("utf-8", "surrogatepass"))
+        quote = open_string_at(tree.root_node, text, offset, language)
+        return InsertionChecker(parser, text, offset, tree, quote).introduces_error(insertion)
 
     def valid(self, language: str, text: str, offset: int, insertion: str) -> bool | None:
         bad = self.introduces_error(language, text, offset, insertion)
