@@ -8,6 +8,7 @@ trace commands and `inkling --help` need neither.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import os
 import sys
@@ -184,19 +185,23 @@ def _replayers(combos, via_lsp: bool):
 
 def _replay_all(combos, traces, progress_file, via_lsp: bool = False):
     """Replay every trace under every combination, interleaved trace by trace (machine
-    noise hits all combinations alike), with a progress bar over events; returns the
-    runtime block and one result list per combination."""
+    noise hits all combinations alike) and in turn forward and backward (combinations
+    1, 2, .., n for the first trace, n, .., 1 for the second: no combination always runs
+    first, right after another's), with a progress bar over events; returns the runtime
+    block and one result list per combination."""
     from .replay_result import runtime_config           # inkling.analysis: see the top
     runtime, replayers = _replayers(combos, via_lsp)
+    gc.freeze()               # the model and the datastores, as the server does once ready
     results: list[list] = [[] for _ in combos]
     try:
         total = sum(len(t.events) for t in traces) * len(combos)
         with tqdm(total=total, desc="replaying", unit="event", file=progress_file,
                   disable=None) as bar:
-            for trace in traces:
+            for t, trace in enumerate(traces):
                 bar.set_postfix_str(trace.name[:40])
-                for i, replayer in enumerate(replayers):
-                    results[i].append(replayer.replay(trace, bar.update))
+                order = range(len(replayers)) if t % 2 == 0 else reversed(range(len(replayers)))
+                for i in order:
+                    results[i].append(replayers[i].replay(trace, bar.update))
     finally:
         if via_lsp:
             for replayer in replayers:

@@ -30,4 +30,4 @@ run decoders_no_datastore $py benchmarks/decoders.py --datastore none --decoders
 run monitor       $py benchmarks/monitor.py "${model[@]}"
 run lsp_overhead  $py benchmarks/lsp_overhead.py "${model[@]}"
 run monitor_cost  $py benchmarks/monitor_cost.py
-run defaults      $py benchmarks/defaults.py
+run defaults      $py benchmarks/defaults.py --runs 3

@@ -111,8 +111,8 @@ def test_traces_are_interleaved_across_combinations(tiny_model_dir, monkeypatch)
     traces = [read_trace(p) for p in TRACES[:2]]
     _, runs = _replay_all(combos, traces, None)
     names = [t.name for t in traces]
-    assert order == [(names[0], "none"), (names[0], "prompt-lookup"),
-                     (names[1], "none"), (names[1], "prompt-lookup")]
+    assert order == [(names[0], "none"), (names[0], "prompt-lookup"),      # in turn forward
+                     (names[1], "prompt-lookup"), (names[1], "none")]      # and backward
     assert [len(r) for r in runs] == [2, 2]
     # lossless drafting: the same suggestions under both
     assert [[c.drafts for c in t.completions] for t in runs[0]] == \
