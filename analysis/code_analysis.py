@@ -36,9 +36,9 @@ from .document_tree import DocumentTree
 from .draft_names import DraftNames, readable_parts
 from .grammars import Grammars
 from .monitor import MonitorContext, MonitorState
+from .open_string import SCANNED_LANGUAGES, string_quote
 from .python_scanner import ScanState
 from .resolver import Resolver
-from .open_string import SCANNED_LANGUAGES, string_quote
 from .statement_start import scan_start
 from .symbol_index import SymbolIndex
 from .symbols import FileSymbols
