@@ -11,7 +11,9 @@ document reallocates a handful of times in its life.
 
 ``layers`` and ``get_seq_length()`` read like transformers' ``DynamicCache`` (views,
 for inspection and tests); the compact forward (``compact_llama.py``) is the only
-writer.
+writer, or the native one (``native_llama.py``) of its subclass ``NativeBuffers``: a
+store and everything made from it (``empty_like``, ``select``) keep their type, which
+says which forward runs them.
 """
 from __future__ import annotations
 
@@ -65,8 +67,8 @@ class KVBuffers:
 
     def empty_like(self) -> "KVBuffers":
         layers, _, kv_heads, _, head_dim = self.keys.shape
-        return KVBuffers(layers, kv_heads, head_dim, self.keys.dtype, self.keys.device,
-                         self.length)
+        return type(self)(layers, kv_heads, head_dim, self.keys.dtype, self.keys.device,
+                          self.length)
 
     # ------------------------------------------------------------ writing
     def reserve(self, extra: int) -> None:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import inspect
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +13,7 @@ from tokenizers import Tokenizer
 from .chunked_encoder import ChunkedEncoder
 from .fim import FimFormat
 
-FORWARDS = ("auto", "compact", "reference")
+FORWARDS = ("auto", "native", "compact", "reference")
 
 
 @dataclass
@@ -45,6 +46,11 @@ class ModelRuntime:
     # the reason in ``compact_refusal``: the model then runs transformers' forward only
     compact: object | None = field(default=None, repr=False)
     compact_refusal: str = ""
+    # the compact forward with its layers in C++ (cache/native_llama.py), built on first
+    # request (compiling the extension takes about 30 s once per machine); _native holds it
+    # or the reason it cannot run, under _native_lock
+    _native: object | None = field(default=None, repr=False)
+    _native_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def __post_init__(self) -> None:
         if self.encoder is None:
@@ -83,26 +89,48 @@ class ModelRuntime:
         return emb
 
     def forward_kind(self, forward: str = "auto") -> str:
-        """``compact`` or ``reference``: which forward a cache asking for ``forward``
-        (auto | compact | reference) runs; asking for ``compact`` on a model without one
-        is an error naming the reason."""
+        """``native``, ``compact`` or ``reference``: which forward a cache asking for
+        ``forward`` (auto | native | compact | reference) runs; asking for ``native`` or
+        ``compact`` on a model without one is an error naming the reason."""
         if forward not in FORWARDS:
             raise ValueError(f"model.forward must be one of {', '.join(FORWARDS)}, "
                              f"got {forward!r}")
         # a model swapped in after loading (benchmarks, tests) has no compact twin
         usable = self.compact is not None and self.compact.model is self.model
-        if forward == "compact" and not usable:
+        if forward in ("compact", "native") and not usable:
             from .errors import ModelError
             why = self.compact_refusal or "the model was replaced after loading"
-            raise ModelError(f"model {self.path} has no compact forward ({why}); "
+            raise ModelError(f"model {self.path} has no {forward} forward ({why}); "
                              "use model.forward auto or reference")
+        if forward == "native":
+            self.native_forward()
+            return "native"
         return "compact" if usable and forward != "reference" else "reference"
+
+    def native_forward(self):
+        """The native forward over this model (built on the first call); raises
+        ModelError naming why it cannot run here (a GPU, float16, a failed build)."""
+        from .errors import ModelError
+        from .native_llama import NativeLlama, NativeUnavailable
+        with self._native_lock:
+            if self._native is None:
+                try:
+                    self._native = NativeLlama(self.model)
+                except NativeUnavailable as exc:
+                    self._native = str(exc)
+            if isinstance(self._native, str):
+                raise ModelError(f"model {self.path}: {self._native}; "
+                                 "use model.forward auto, compact or reference")
+            return self._native
 
     def new_kv(self, forward: str = "auto"):
         """An empty key/value store for one document: preallocated buffers for the
         compact forward, a transformers ``DynamicCache`` for the reference one. The
         store's type decides which forward ``forward`` runs."""
-        if self.forward_kind(forward) == "compact":
+        kind = self.forward_kind(forward)
+        if kind == "native":
+            return self.native_forward().new_buffers(self.dtype, self.device)
+        if kind == "compact":
             return self.compact.new_buffers(self.dtype, self.device)
         from .dynamic_kv import DynamicKV
         return DynamicKV(self.model.config)
@@ -113,7 +141,7 @@ class ModelRuntime:
         t0 = time.perf_counter()
         embeds = embeds.to(self.device, self.dtype)
         if self._is_compact(past):
-            logits = self.compact.forward(past, embeds, position_ids)
+            logits = self._runner(past).forward(past, embeds, position_ids)
         else:
             logits = self.model(inputs_embeds=embeds, **self.cache_arg(past),
                                 position_ids=position_ids, use_cache=True).logits
@@ -131,6 +159,11 @@ class ModelRuntime:
         from .kv_buffers import KVBuffers
         return isinstance(past, KVBuffers)
 
+    def _runner(self, past):
+        """The forward that writes ``past`` (buffers): native or compact, by their type."""
+        from .native_llama import NativeBuffers
+        return self._native if isinstance(past, NativeBuffers) else self.compact
+
     @torch.inference_mode()
     def forward(self, input_ids: torch.Tensor, past, position_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None, last_only: bool = False,
@@ -146,8 +179,8 @@ class ModelRuntime:
             if position_ids is None:
                 position_ids = torch.arange(past.length, past.length + ids.shape[1],
                                             device=self.device)[None]
-            logits = self.compact.forward(past, self.compact.embed(ids), position_ids,
-                                          attention_mask, keep).float()
+            logits = self._runner(past).forward(past, self.compact.embed(ids), position_ids,
+                                                attention_mask, keep).float()
         else:
             out = self.model(input_ids=input_ids.to(self.device), **self.cache_arg(past),
                              position_ids=position_ids, attention_mask=attention_mask,

@@ -11,7 +11,7 @@ from .errors import OptionError
 
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
-FORWARDS = ("auto", "compact", "reference")
+FORWARDS = ("auto", "native", "compact", "reference")
 FIM_ORDERS = ("auto", "psm", "spm")
 DECODERS = ("greedy", "branches", "superposed", "sequential")
 CACHE_MODES = ("full", "pie", "naive")
@@ -26,8 +26,10 @@ class ModelOptions:
     device: str = "auto"        # auto | cpu | cuda | cuda:N
     dtype: str = "auto"         # auto | float32 | float16 | bfloat16
     # auto: the compact forward (cache/compact_llama.py) for the Llama family, transformers'
-    # own for other models; reference: transformers' always (what compact is tested against)
-    forward: str = "auto"       # auto | compact | reference
+    # own for other models; native: the compact forward's layers in C++ for few rows
+    # (cache/native_llama.py; float32 on the CPU; compiled on first use); reference:
+    # transformers' always (what compact and native are tested against)
+    forward: str = "auto"       # auto | native | compact | reference
     # CPU threads of the forward (0: by the rule in cache/model_loader.py, pick_threads: one
     # for a model under 100 M parameters, whose forward is overhead-bound and stalls when a
     # second thread waits for a core another process holds; all cores for a larger one)

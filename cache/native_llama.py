@@ -1,0 +1,159 @@
+"""The compact forward with its decoder layers in one C++ call (``native/llama_step.cpp``).
+
+A one-row step of the bundled model through :class:`~.compact_llama.CompactLlama` is
+about 200 torch ops; 1.26 of its 3.68 ms are spent outside the weight products and
+attention (``benchmarks/forward_bound.py``), and torch's GEMV streams the small weights at
+half the rate a plain read reaches. :class:`NativeLlama` runs the layers of a forward of
+up to :data:`MAX_ROWS` rows as one call of plain loops over the same weights (the
+model's own, [in, out] as ``cpu_layout`` holds them) and the same preallocated key /
+value buffers; the rotary tables and the output layer stay in torch, and forwards of
+more rows (prompt chunks) run the compact forward, where MKL's GEMM pays.
+
+Float32 on the CPU only, Llama-family layers without biases (``refusal`` says why not).
+The extension is compiled on first use with the C++ compiler torch finds (about 30 s,
+once per machine: torch's extension cache); :func:`load_extension` raises
+:class:`NativeUnavailable` naming what failed, and the model loader then keeps the
+compact forward, saying so.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+from pathlib import Path
+
+import torch
+
+from .compact_llama import CompactLlama
+from .cpu_layout import InputMajorLinear
+from .kv_buffers import KVBuffers
+
+log = logging.getLogger(__name__)
+
+MAX_ROWS = 64
+SOURCE = Path(__file__).with_name("native") / "llama_step.cpp"
+EXTENSION = "inkling_llama_step"
+
+
+class NativeUnavailable(RuntimeError):
+    """The native layers cannot run here (no compiler, a failed build, a model outside
+    what they cover)."""
+
+
+class _Extension:
+    """The compiled module, built once per process under a lock."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._module = None
+        self._error: str | None = None
+
+    def get(self):
+        with self._lock:
+            if self._module is None and self._error is None:
+                try:
+                    self._module = _build()
+                except Exception as exc:   # a compiler's failure has many types
+                    first = str(exc).strip().splitlines()
+                    self._error = f"{type(exc).__name__}: {first[0] if first else ''}"
+            if self._module is None:
+                raise NativeUnavailable(f"the native layers did not build ({self._error})")
+            return self._module
+
+
+def _build():
+    from torch.utils import cpp_extension
+    return cpp_extension.load(name=EXTENSION, sources=[str(SOURCE)],
+                              extra_cflags=["-O3", "-march=native", "-fno-trapping-math"], verbose=False)
+
+
+EXTENSION_BUILD = _Extension()
+
+
+def load_extension():
+    """The compiled extension (built on first use); raises NativeUnavailable."""
+    return EXTENSION_BUILD.get()
+
+
+def refusal(model: torch.nn.Module) -> str | None:
+    """Why the native layers cannot run ``model`` (beyond the compact forward's own
+    refusal), or None."""
+    params = next(model.parameters())
+    if params.device.type != "cpu":
+        return f"the model is on {params.device.type} (the native layers are CPU code)"
+    if params.dtype != torch.float32:
+        return f"the model is {params.dtype} (the native layers are float32)"
+    for block in model.model.layers:
+        a, m = block.self_attn, block.mlp
+        for lin in (a.q_proj, a.k_proj, a.v_proj, a.o_proj, m.gate_proj, m.up_proj,
+                    m.down_proj):
+            if not isinstance(lin, InputMajorLinear):
+                return f"{type(lin).__name__} layers (the native layers read [in, out] weights)"
+            if lin.bias is not None:
+                return "biases in the attention projections"
+    if not torch.is_tensor(getattr(block.input_layernorm, "weight", None)):
+        return "norms without a weight"
+    return None
+
+
+class NativeBuffers(KVBuffers):
+    """Key / value buffers the native layers write (the same layout: the type tells the
+    runtime which forward runs a store)."""
+
+
+class NativeLlama(CompactLlama):
+    """:class:`CompactLlama` whose forwards of at most MAX_ROWS rows run the decoder
+    layers in C++; the same signature and results (to float rounding)."""
+
+    def __init__(self, model: torch.nn.Module, extension=None):
+        super().__init__(model)
+        why = refusal(model)
+        if why is not None:
+            raise NativeUnavailable(f"{type(model).__name__}: no native layers: {why}")
+        self.extension = extension or load_extension()
+        self.weights: list[torch.Tensor] = []
+        for block in model.model.layers:
+            a, m = block.self_attn, block.mlp
+            self.weights += [block.input_layernorm.weight,
+                             *(lin.weight_t for lin in (a.q_proj, a.k_proj, a.v_proj, a.o_proj)),
+                             block.post_attention_layernorm.weight,
+                             *(lin.weight_t for lin in (m.gate_proj, m.up_proj, m.down_proj))]
+        self.weights = [w.detach().contiguous() for w in self.weights]
+        self.eps = float(model.model.layers[0].input_layernorm.variance_epsilon)
+        self.final_norm = self.norm.weight.detach().contiguous()
+        self.no_mask = torch.empty(0)
+
+    def new_buffers(self, dtype: torch.dtype, device: torch.device) -> NativeBuffers:
+        return NativeBuffers.for_config(self.config, dtype, device)
+
+    @torch.inference_mode()
+    def forward(self, kv: KVBuffers, embeds: torch.Tensor, positions: torch.Tensor,
+                mask: torch.Tensor | None = None, keep: int = 0) -> torch.Tensor:
+        """As :meth:`CompactLlama.forward`: embeds [1, n, hidden], positions [1, n],
+        mask None or [1, 1, n, length + n] (additive float or bool) -> logits
+        [1, keep or n, vocab]."""
+        n, past = embeds.shape[1], kv.length
+        if n > MAX_ROWS or embeds.dtype != torch.float32:
+            return super().forward(kv, embeds, positions, mask, keep)
+        kv.reserve(n)
+        cos, sin = self.rotary(embeds, position_ids=positions)           # [1, n, d] each
+        half = sin.shape[-1] // 2
+        sin = torch.cat((-sin[0, :, :half], sin[0, :, half:]), -1)       # [n, d]
+        x = embeds[0].contiguous().clone()                               # [n, hidden]
+        hidden = self.extension.layers_forward(
+            x, self.weights, kv.keys, kv.values, past, cos[0].contiguous(), sin,
+            _additive(mask, self.no_mask), self.final_norm, self.eps, self.scaling,
+            self.heads, self.kv_heads, keep)                              # [keep or n, hidden]
+        kv.length = past + n
+        return self.head(hidden)[None]                                    # [1, keep, vocab]
+
+
+def _additive(mask: torch.Tensor | None, empty: torch.Tensor) -> torch.Tensor:
+    """mask [1, 1, n, L] (bool: True where a row may attend; or additive float) ->
+    additive float32 [n, L], or ``empty`` for the causal default."""
+    if mask is None:
+        return empty
+    m = mask[0, 0]
+    if m.dtype == torch.bool:
+        return torch.zeros(m.shape, dtype=torch.float32).masked_fill_(
+            ~m, torch.finfo(torch.float32).min)
+    return m.to(torch.float32).contiguous()

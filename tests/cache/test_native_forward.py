@@ -1,0 +1,169 @@
+"""The native forward (cache/native_llama.py, its layers in C++) against transformers'.
+
+The same PromptCache paths as test_compact_forward.py (prefill in chunks, some larger
+than the native rows, appends, chains, draft trees and their accepted paths, pie splices
+with re-rotated keys, a branch's gathered cache, superposed embeddings) on random-weight
+Llama and Mistral models, grouped and not: logits within 1e-4 of the reference, greedy
+tokens identical, the buffers' keys and values within float rounding. The C++ sums in
+its own order, so equality to the bit is not expected; the result must not depend on the
+thread count. What it cannot run is refused with the reason.
+"""
+import random
+
+import pytest
+import torch
+
+from conftest import make_tiny_model
+from inkling.cache import native_llama
+from inkling.cache.errors import ModelError
+from inkling.cache.model_loader import load_runtime
+from inkling.cache.native_llama import MAX_ROWS, NativeBuffers, load_extension
+from inkling.cache.prompt_cache import PromptCache
+from test_compact_forward import FAMILIES, _model
+
+NATIVE_FAMILIES = [k for k in sorted(FAMILIES) if k != "qwen2"]       # qwen2: biases
+
+
+@pytest.fixture(scope="module", params=NATIVE_FAMILIES)
+def runtime(request, tmp_path_factory):
+    rt = load_runtime(_model(tmp_path_factory.mktemp("m"), request.param), device="cpu",
+                      dtype="float32")
+    assert rt.forward_kind("native") == "native"
+    return rt
+
+
+def _both(rt, mode="full", **kw):
+    return {f: PromptCache(rt, mode, forward=f, **kw) for f in ("reference", "native")}
+
+
+def _close(a: torch.Tensor, b: torch.Tensor) -> None:
+    assert a.shape == b.shape
+    assert torch.allclose(a, b, atol=1e-4, rtol=0), (a - b).abs().max()
+    assert torch.equal(a.argmax(-1), b.argmax(-1))
+
+
+def _ids(rt, n, seed=0):
+    g = random.Random(seed)
+    return [g.randrange(3, rt.vocab_size) for _ in range(n)]
+
+
+def test_appends_chains_trees_and_accepted_paths(runtime):
+    caches = _both(runtime, prefill_chunk=MAX_ROWS + 36)     # chunks past the native rows
+    prompt = _ids(runtime, 230)
+    outs = {}
+    for name, c in caches.items():
+        o = [c.extend(prompt, last_only=True),
+             c.extend([7]), c.extend([8, 9, 10]), c.extend(_ids(runtime, 40, seed=9))]
+        o.append(c.extend_tree([11, 12, 13, 14, 15], [-1, 0, 0, 2, 1]))
+        c.keep_new(len(c.ids) - 5, [0, 2, 3])
+        o += [c.extend([16]), c.rerun(3)]
+        o.append(c.extend_tree([17, 18], [-1, 0]))
+        c.keep_new(len(c.ids) - 2, [0])
+        o.append(c.extend([19]))
+        outs[name] = o
+    assert type(caches["native"].past) is NativeBuffers
+    for a, b in zip(outs["reference"], outs["native"]):
+        _close(a, b)
+    ref, nat = caches["reference"].past, caches["native"].past
+    assert nat.get_seq_length() == ref.get_seq_length() == len(caches["native"].ids)
+    for x, y in zip(ref.layers, nat.layers):
+        assert torch.allclose(x.keys, y.keys, atol=1e-4, rtol=0)
+        assert torch.allclose(x.values, y.values, atol=1e-4, rtol=0)
+
+
+def test_pie_edits_and_large_splices(runtime):
+    caches = _both(runtime, "pie", stale_threshold=1.0, prefill_chunk=40)
+    base = _ids(runtime, 150, seed=1)
+    edits = [base[:20] + [5, 6] + base[20:],
+             base[:10] + base[14:] + [9],
+             base[:60] + _ids(runtime, 50, seed=2) + base[60:],
+             base[5:] + [4]]
+    for ids in edits:
+        got = {name: c.sync(ids) for name, c in caches.items()}
+        assert got["reference"].mode == got["native"].mode
+        assert got["reference"].reused == got["native"].reused
+        _close(got["reference"].logits, got["native"].logits)
+
+
+def test_branches_gathered_and_superposed_embeddings(runtime):
+    caches = _both(runtime)
+    prompt = _ids(runtime, 70, seed=3)
+    emb = runtime.input_embeddings().weight[[5, 6, 7]].detach() * 0.5     # [3, hidden]
+    outs = {}
+    for name, c in caches.items():
+        c.extend(prompt, last_only=True)
+        tree = c.extend_masked([20, 21, 22, 23], [70, 71, 70, 71],
+                               [[70], [70, 71], [72], [72, 73]], shared=70)
+        alone = c.gathered(list(range(70)) + [72, 73])
+        if name == "native":
+            assert type(alone.past) is NativeBuffers                # the type travels
+        outs[name] = [tree, alone.rerun(2, last_only=False), alone.extend([24])]
+        c.truncate(70)
+        outs[name].append(c.extend_embeds(emb))
+    for a, b in zip(outs["reference"], outs["native"]):
+        _close(a, b)
+
+
+def test_greedy_tokens_identical(runtime):
+    tokens = {}
+    for name, c in _both(runtime).items():
+        logits, out = c.extend(_ids(runtime, 90, seed=4), last_only=True)[-1], []
+        for _ in range(40):
+            out.append(int(logits.argmax()))
+            logits = c.extend([out[-1]])[-1]
+        tokens[name] = out
+    assert tokens["reference"] == tokens["native"]
+
+
+def test_projection_matches_torch_for_any_shape():
+    ext = load_extension()
+    g = torch.Generator().manual_seed(0)
+    for n, inner, out in ((1, 64, 64), (3, 256, 688), (17, 70, 33), (64, 128, 1000)):
+        x = torch.randn(n, inner, generator=g)
+        w = torch.randn(inner, out, generator=g)
+        assert torch.allclose(ext.project_rows(x, w), x @ w, atol=1e-4, rtol=1e-5)
+    with pytest.raises(RuntimeError, match="do not chain"):
+        ext.project_rows(torch.randn(2, 5), torch.randn(6, 3))
+    with pytest.raises(RuntimeError, match="float32"):
+        ext.project_rows(torch.randn(2, 5, dtype=torch.float64), torch.randn(5, 3))
+
+
+def test_the_thread_count_does_not_change_a_bit(tmp_path):
+    # large enough that projections split across threads (PARALLEL_MIN_MACS)
+    path = make_tiny_model(tmp_path / "wide", hidden_size=256, intermediate_size=688,
+                           num_attention_heads=8, num_key_value_heads=2)
+    rt = load_runtime(path, device="cpu", dtype="float32")
+    before = torch.get_num_threads()
+    outs = []
+    try:
+        for threads in (1, 2):
+            torch.set_num_threads(threads)
+            c = PromptCache(rt, "full", forward="native")
+            outs.append([c.extend(_ids(rt, 50, seed=6), last_only=True), c.extend([5]),
+                         c.extend_tree([6, 7, 8], [-1, 0, 0])])
+    finally:
+        torch.set_num_threads(before)
+    for a, b in zip(*outs):
+        assert torch.equal(a, b)
+
+
+def test_what_the_native_forward_cannot_run_is_refused(tmp_path, monkeypatch):
+    half = load_runtime(make_tiny_model(tmp_path / "half"), device="cpu", dtype="bfloat16")
+    with pytest.raises(ModelError, match="native layers are float32.*model.forward auto"):
+        PromptCache(half, "full", forward="native")
+    assert PromptCache(half, "full").forward == "compact"                # auto is unchanged
+    qwen = load_runtime(_model(tmp_path, "qwen2"), device="cpu", dtype="float32")
+    with pytest.raises(ModelError, match="biases"):
+        qwen.forward_kind("native")
+
+
+def test_a_failed_build_is_an_error_naming_it(tiny_model_dir, monkeypatch):
+    def no_compiler():
+        raise OSError("g++: command not found")
+    monkeypatch.setattr(native_llama, "EXTENSION_BUILD", native_llama._Extension())
+    monkeypatch.setattr(native_llama, "_build", no_compiler)
+    rt = load_runtime(tiny_model_dir, device="cpu", dtype="float32")
+    for _ in range(2):                                  # the reason is kept, not retried
+        with pytest.raises(ModelError, match="did not build.*g\\+\\+: command not found"):
+            PromptCache(rt, "full", forward="native")
+    assert PromptCache(rt, "full", forward="compact").forward == "compact"
