@@ -1,19 +1,19 @@
-"""A decoding step: transformers' forward (reference) against the compact forward, side by side.
+"""A decoding step: transformers' forward (reference) against the compact and native forwards, side by side.
 
     python benchmarks/decode_step.py [--model PATH] [--context 900] [--rounds 7]
                                      [--replay TRACE ...] [--decoders ...] [--drafts ...]
-                                     [--replay-only]
+                                     [--forwards reference,compact,native] [--replay-only]
 
 1. One forward of n rows (a chain, as a verified draft) after ``--context`` cached
    tokens, n = 1, 4, 16, 64: milliseconds of wall time and of this thread's CPU time
    (the CPU time is what the step costs; the wall time also holds the waits for a core on
-   a shared machine). Rounds alternate between the two forwards.
+   a shared machine). Rounds alternate between the forwards, forward and backward.
 2. Greedy decoding of 48 tokens after real prompts (standard-library code): ms per decoded
    token, and whether the tokens are the same.
 3. With ``--replay``: the traces replayed through the Engine (as ``inkling replay`` does)
    under each decoder x drafting combination with each forward, interleaved trace by trace;
    per combination latency p50 / p95, model ms per decoded token, and every completion's
-   token ids and suggestions compared between the two forwards.
+   token ids and suggestions compared with the reference forward's.
 """
 from __future__ import annotations
 
@@ -25,11 +25,12 @@ from pathlib import Path
 
 import torch
 
+from inkling.cache.errors import ModelError
 from inkling.cache.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
 from inkling.models import BUNDLED_MODEL_DIR
 
-FORWARDS = ("reference", "compact")
+FORWARDS = ("reference", "compact", "native")
 ROWS = (1, 4, 16, 64)
 
 
@@ -40,13 +41,14 @@ def timed(fn) -> tuple[float, float]:
     return (time.perf_counter() - w) * 1000, (time.thread_time() - c) * 1000
 
 
-def forward_table(runtime, context: list[int], rounds: int, reps: int) -> None:
-    caches = {f: PromptCache(runtime, "full", forward=f) for f in FORWARDS}
+def forward_table(runtime, context: list[int], rounds: int, reps: int,
+                  forwards: tuple[str, ...]) -> None:
+    caches = {f: PromptCache(runtime, "full", forward=f) for f in forwards}
     for c in caches.values():
         c.extend(context, last_only=True)
-    ms = {(f, n): ([], []) for f in FORWARDS for n in ROWS}
+    ms = {(f, n): ([], []) for f in forwards for n in ROWS}
     for r in range(rounds):
-        for f in FORWARDS if r % 2 else FORWARDS[::-1]:
+        for f in forwards if r % 2 else forwards[::-1]:
             c = caches[f]
             for n in ROWS:
                 tokens, parents = [100 + i for i in range(n)], [-1] + list(range(n - 1))
@@ -61,13 +63,14 @@ def forward_table(runtime, context: list[int], rounds: int, reps: int) -> None:
     print(f"\n1. forward of n rows after {len(context)} cached tokens, ms p50 "
           f"(median of {rounds} alternating rounds of {reps})")
     print(f"{'rows':<22}" + "".join(f"{n:>14}" for n in ROWS))
-    for f in FORWARDS:
+    for f in forwards:
         print(f"{f + ' wall / cpu':<22}" + "".join(
             f"{statistics.median(ms[f, n][0]):>7.2f} /{statistics.median(ms[f, n][1]):>5.2f}"
             for n in ROWS))
-    print(f"{'compact / reference':<22}" + "".join(
-        f"{statistics.median(ms['compact', n][1]) / statistics.median(ms['reference', n][1]):>14.2f}"
-        for n in ROWS) + "   (cpu)")
+    for f in forwards[1:]:
+        print(f"{f + ' / reference':<22}" + "".join(
+            f"{statistics.median(ms[f, n][1]) / statistics.median(ms['reference', n][1]):>14.2f}"
+            for n in ROWS) + "   (cpu)")
 
 
 def prompts(runtime, count: int, length: int) -> list[list[int]]:
@@ -88,31 +91,34 @@ def greedy(cache: PromptCache, prompt: list[int], steps: int) -> tuple[list[int]
     return out, (time.perf_counter() - w) * 1000, (time.thread_time() - c) * 1000
 
 
-def greedy_table(runtime, rounds: int, steps: int = 48) -> None:
-    caches = {f: PromptCache(runtime, "full", forward=f) for f in FORWARDS}
+def greedy_table(runtime, rounds: int, forwards: tuple[str, ...], steps: int = 48) -> None:
+    caches = {f: PromptCache(runtime, "full", forward=f) for f in forwards}
     texts = prompts(runtime, 6, 600)
-    per = {f: ([], []) for f in FORWARDS}
-    same, total = 0, 0
+    per = {f: ([], []) for f in forwards}
+    same, total = {f: 0 for f in forwards}, 0
     for r in range(rounds):
         for p in texts:
             got = {}
-            for f in FORWARDS if r % 2 else FORWARDS[::-1]:
+            for f in forwards if r % 2 else forwards[::-1]:
                 tokens, wall, cpu = greedy(caches[f], p, steps)
                 got[f] = tokens
                 per[f][0].append(wall / steps)
                 per[f][1].append(cpu / steps)
-            same += got["reference"] == got["compact"]
+            for f in forwards:
+                same[f] += got["reference"] == got[f]
             total += 1
     print(f"\n2. greedy decoding, {steps} tokens after each of {len(texts)} 600-token prompts "
           f"x {rounds} rounds: ms per decoded token, p50")
-    for f in FORWARDS:
+    for f in forwards:
         print(f"{f:<12} wall {statistics.median(per[f][0]):6.2f}   cpu "
               f"{statistics.median(per[f][1]):6.2f}")
-    ratio = statistics.median(per["compact"][1]) / statistics.median(per["reference"][1])
-    print(f"compact / reference (cpu) {ratio:.2f}; tokens identical in {same} of {total}")
+    for f in forwards[1:]:
+        ratio = statistics.median(per[f][1]) / statistics.median(per["reference"][1])
+        print(f"{f} / reference (cpu) {ratio:.2f}; tokens identical in {same[f]} of {total}")
 
 
-def replay_table(runtime, paths: list[str], decoders: list[str], drafts: list[str]) -> int:
+def replay_table(runtime, paths: list[str], decoders: list[str], drafts: list[str],
+                 forwards: tuple[str, ...]) -> int:
     """Section 3; returns how many completions differ between the forwards."""
     from inkling.completion import engine as engine_module
     from inkling.completion.engine import Engine
@@ -125,11 +131,11 @@ def replay_table(runtime, paths: list[str], decoders: list[str], drafts: list[st
     decode = engine_module.decode_drafts          # wrapped where the engine looks it up
     datastore = Engine(InklingOptions(), runtime).build_datastore()
     combos = [(d, m) for d in decoders for m in drafts]
-    results = {(c, f): [] for c in combos for f in FORWARDS}
-    tokens = {(c, f): [] for c in combos for f in FORWARDS}
+    results = {(c, f): [] for c in combos for f in forwards}
+    tokens = {(c, f): [] for c in combos for f in forwards}
     for trace in traces:
         for combo in combos:
-            for f in FORWARDS:
+            for f in forwards:
                 changes = {"model": {"forward": f}, "completion": {"draft": combo[1]}}
                 if combo[0] != "defaults":
                     changes["completion"]["decoder"] = combo[0]
@@ -155,14 +161,14 @@ def replay_table(runtime, paths: list[str], decoders: list[str], drafts: list[st
           f"{'model ms/token':>16}{'identical':>11}")
     differ = 0
     for combo in combos:
-        for f in FORWARDS:
+        for f in forwards:
             comps = [c for t in results[combo, f] for c in t.completions]
             lat = sorted(c.latency_ms for c in comps)
             per_token = sum(c.model_ms for c in comps) / max(1, sum(c.tokens for c in comps))
             same = ""
-            if f == "compact":
+            if f != "reference":
                 ref = [c for t in results[combo, "reference"] for c in t.completions]
-                pairs = list(zip(tokens[combo, "reference"], tokens[combo, "compact"]))
+                pairs = list(zip(tokens[combo, "reference"], tokens[combo, f]))
                 bad = sum(a != b for a, b in pairs) + sum(
                     a.drafts != b.drafts for a, b in zip(ref, comps))
                 differ += bad
@@ -185,21 +191,29 @@ def main() -> int:
                     help="'defaults' keeps the options' decoder (superposed for invoked k, "
                     "greedy while typing)")
     ap.add_argument("--drafts", default="none,suffix")
+    ap.add_argument("--forwards", default=",".join(FORWARDS),
+                    help="reference first, then the forwards compared with it")
     ap.add_argument("--replay-only", action="store_true",
                     help="only section 3 (the forwards' identity over the traces)")
     args = ap.parse_args()
+    forwards = tuple(args.forwards.split(","))
+    if forwards[0] != "reference" or not set(forwards) <= set(FORWARDS):
+        ap.error(f"--forwards: reference first, then some of {', '.join(FORWARDS[1:])}")
     runtime = load_runtime(args.model, device=args.device, dtype="float32")
-    if runtime.compact is None:
-        ap.error(f"{args.model} has no compact forward: {runtime.compact_refusal}")
+    for f in forwards:
+        try:
+            runtime.forward_kind(f)           # a forward the model lacks: the reason, now
+        except ModelError as exc:
+            ap.error(str(exc))
     print(f"model {runtime.path.name}, {runtime.device}, float32, "
           f"{torch.get_num_threads()} threads")
     context = [10 + (i * 37) % (runtime.vocab_size - 10) for i in range(args.context)]
     if not args.replay_only:
-        forward_table(runtime, context, args.rounds, args.reps)
-        greedy_table(runtime, max(1, args.rounds // 3))
+        forward_table(runtime, context, args.rounds, args.reps, forwards)
+        greedy_table(runtime, max(1, args.rounds // 3), forwards)
     if args.replay:
         differ = replay_table(runtime, args.replay, args.decoders.split(","),
-                              args.drafts.split(","))
+                              args.drafts.split(","), forwards)
         print(f"completions that differ between the forwards: {differ}")
         return 1 if differ else 0
     return 0
