@@ -31,7 +31,7 @@ from inkling.cache.prompt_cache import PromptCache
 from inkling.models import BUNDLED_MODEL_DIR
 
 FORWARDS = ("reference", "compact", "native")
-ROWS = (1, 4, 16, 64)
+ROWS = (1, 4, 8, 16, 32, 64)
 
 
 def timed(fn) -> tuple[float, float]:

@@ -1,7 +1,8 @@
 """inkling against llama.cpp on the same model, side by side in one run (issue 24).
 
     .venv/bin/python benchmarks/peer_llamacpp.py [--limit N] [--threads 2[,1]]
-        [--inkling-threads 2] [--traces FILE_OR_DIR ...] [--cache-dir DIR] [--checks-only]
+        [--inkling-threads 2] [--inkling-forward native] [--traces FILE_OR_DIR ...]
+        [--cache-dir DIR] [--checks-only]
 
 What it does:
 
@@ -32,7 +33,8 @@ What it does:
    * inkling with its defaults, and inkling with ``completion.draft=none`` (one token per
      forward); with ``--inkling-threads 2``, inkling with its defaults again, its forward
      on 2 threads (the runtime's own choice for the bundled model is 1), to set beside
-     llama-server on 2;
+     llama-server on 2; with ``--inkling-forward native``, inkling with its defaults and
+     ``model.forward native`` (a column 'inkling forward=native', on the runtime's threads);
    * llama-server ``/completion`` given the token ids of inkling's own prompt for that
      completion, ``cache_prompt`` on, greedy, one slot, ``n_predict`` = inkling's token
      budget, streamed: the client ends the completion where inkling's stop rule ends it
@@ -777,7 +779,8 @@ class Replay:
     """The interleaved replay: two inkling sessions per trace and the llama servers."""
 
     def __init__(self, runtime, servers: dict[int, tuple[LlamaServer, LlamaServer]],
-                 datastore, bar, inkling_threads: tuple[int, ...] = ()):
+                 datastore, bar, inkling_threads: tuple[int, ...] = (),
+                 inkling_forwards: tuple[str, ...] = ()):
         from inkling.completion.options import InklingOptions
         from inkling.lsp.syntax_check import SyntaxChecker
         self.runtime, self.servers, self.datastore, self.bar = runtime, servers, datastore, bar
@@ -793,6 +796,10 @@ class Replay:
             if t != self.base_threads:
                 self.options[f"inkling -t{t}"] = InklingOptions()
                 self.threads[f"inkling -t{t}"] = t
+        for f in inkling_forwards:
+            self.options[f"inkling forward={f}"] = InklingOptions().merged(
+                {"model": {"forward": f}})
+            self.threads[f"inkling forward={f}"] = self.base_threads
         self.checker = SyntaxChecker()
         # the prompt is computed again on a twin runtime (its own chunked encoder, the same
         # model, never run) so that a llama system asked before inkling has inkling's ids
@@ -957,6 +964,9 @@ def ratio_lines(table: dict[str, dict], threads: list[int]) -> list[tuple[str, b
     for t in threads:
         if f"inkling -t{t}" in table:
             out += _ratios(table[f"inkling -t{t}"], f"inkling -t{t}", table, [t])
+    for name in table:
+        if name.startswith("inkling forward="):
+            out += _ratios(table[name], name, table, threads)
     return out
 
 
@@ -1017,6 +1027,9 @@ def parse_args():
     ap.add_argument("--inkling-threads", default="", metavar="N[,N]",
                     help="inkling with its defaults again, its forward on N threads, for each "
                          "N other than the runtime's own (a column 'inkling -tN')")
+    ap.add_argument("--inkling-forward", default="", metavar="F[,F]",
+                    help="inkling with its defaults again and model.forward F, for each F "
+                         "(a column 'inkling forward=F'; e.g. native)")
     ap.add_argument("--checks-only", action="store_true",
                     help="build, convert and check the tokens; no replay")
     return ap.parse_args()
@@ -1059,7 +1072,8 @@ def replay(args, runtime, datastore, servers, sets) -> tuple[Replay, dict]:
     with tqdm(total=total, desc="replaying", unit="completion", file=sys.stderr) as bar, \
             SyncProbe() as probe:
         run = Replay(runtime, servers, datastore, bar, tuple(
-            int(t) for t in args.inkling_threads.split(",") if t.strip()))
+            int(t) for t in args.inkling_threads.split(",") if t.strip()), tuple(
+            f for f in args.inkling_forward.split(",") if f.strip()))
         for (group, trace), n in zip(loaded, counts):
             bar.set_postfix_str(trace.name[:30])
             run.trace(trace, group, min(cap, n), probe)

@@ -29,7 +29,7 @@ from .kv_buffers import KVBuffers
 
 log = logging.getLogger(__name__)
 
-MAX_ROWS = 64
+MAX_ROWS = 8                        # more rows run the compact forward (MKL's GEMM; benchmarks/decode_step.py)
 SOURCE = Path(__file__).with_name("native") / "llama_step.cpp"
 EXTENSION = "inkling_llama_step"
 

@@ -129,7 +129,8 @@ def test_projection_matches_torch_for_any_shape():
 
 
 def test_the_thread_count_does_not_change_a_bit(tmp_path):
-    # large enough that projections split across threads (PARALLEL_MIN_MACS)
+    # large enough that projections split across threads (PARALLEL_MIN_MACS); every
+    # forward within the native rows (more run MKL's GEMM, which sums by thread count)
     path = make_tiny_model(tmp_path / "wide", hidden_size=256, intermediate_size=688,
                            num_attention_heads=8, num_key_value_heads=2)
     rt = load_runtime(path, device="cpu", dtype="float32")
@@ -138,7 +139,7 @@ def test_the_thread_count_does_not_change_a_bit(tmp_path):
     try:
         for threads in (1, 2):
             torch.set_num_threads(threads)
-            c = PromptCache(rt, "full", forward="native")
+            c = PromptCache(rt, "full", forward="native", prefill_chunk=MAX_ROWS)
             outs.append([c.extend(_ids(rt, 50, seed=6), last_only=True), c.extend([5]),
                          c.extend_tree([6, 7, 8], [-1, 0, 0])])
     finally:
