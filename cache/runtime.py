@@ -12,6 +12,8 @@ from tokenizers import Tokenizer
 
 from .chunked_encoder import ChunkedEncoder
 from .fim import FimFormat
+from .kv_buffers import KVBuffers
+from .native_llama import NativeBuffers
 
 FORWARDS = ("auto", "native", "compact", "reference")
 
@@ -156,12 +158,10 @@ class ModelRuntime:
         return {cache_keyword(self.model): past}
 
     def _is_compact(self, past) -> bool:
-        from .kv_buffers import KVBuffers
         return isinstance(past, KVBuffers)
 
     def _runner(self, past):
         """The forward that writes ``past`` (buffers): native or compact, by their type."""
-        from .native_llama import NativeBuffers
         return self._native if isinstance(past, NativeBuffers) else self.compact
 
     @torch.inference_mode()

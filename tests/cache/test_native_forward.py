@@ -8,8 +8,6 @@ tokens identical, the buffers' keys and values within float rounding. The C++ su
 its own order, so equality to the bit is not expected; the result must not depend on the
 thread count. What it cannot run is refused with the reason.
 """
-import random
-
 import pytest
 import torch
 
@@ -19,7 +17,8 @@ from inkling.cache.errors import ModelError
 from inkling.cache.model_loader import load_runtime
 from inkling.cache.native_llama import MAX_ROWS, NativeBuffers, load_extension
 from inkling.cache.prompt_cache import PromptCache
-from test_compact_forward import FAMILIES, _model
+from test_compact_forward import FAMILIES, _ids, _model
+from test_compact_forward import _same as _close     # within 1e-4, the same argmax
 
 NATIVE_FAMILIES = [k for k in sorted(FAMILIES) if k != "qwen2"]       # qwen2: biases
 
@@ -34,17 +33,6 @@ def runtime(request, tmp_path_factory):
 
 def _both(rt, mode="full", **kw):
     return {f: PromptCache(rt, mode, forward=f, **kw) for f in ("reference", "native")}
-
-
-def _close(a: torch.Tensor, b: torch.Tensor) -> None:
-    assert a.shape == b.shape
-    assert torch.allclose(a, b, atol=1e-4, rtol=0), (a - b).abs().max()
-    assert torch.equal(a.argmax(-1), b.argmax(-1))
-
-
-def _ids(rt, n, seed=0):
-    g = random.Random(seed)
-    return [g.randrange(3, rt.vocab_size) for _ in range(n)]
 
 
 def test_appends_chains_trees_and_accepted_paths(runtime):
