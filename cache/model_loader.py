@@ -94,6 +94,28 @@ def _compact_forward(model, path: Path):
     return CompactLlama(model), ""
 
 
+def _settle_forward(runtime, forward: str, report: Progress) -> None:
+    """Build the native forward now for ``forward`` auto or native (compiling it takes
+    about 30 s once per machine, loading it after that 0.1 s). ``native`` that cannot run
+    is the load's error; ``auto`` then runs the compact forward and says why: in the log
+    (a warning when the build failed, as that costs speed; a note when the model is outside
+    what the native layers cover, e.g. on a GPU) and in ``inkling/stats``."""
+    from .native_llama import refusal
+    if forward not in ("auto", "native") or runtime.compact is None:
+        runtime.forward_kind(forward)            # an unknown or unusable one: the error now
+        return
+    if forward == "auto" and refusal(runtime.model) is not None:
+        runtime.forward_kind("auto")
+        log.info("%s: model.forward auto runs the compact forward (%s)", runtime.path,
+                 runtime.auto_note())
+        return
+    report("loading the native forward (its first build on a machine takes about 30 s)", 0.9)
+    if runtime.forward_kind(forward) != "native":
+        log.warning("%s: model.forward auto runs the compact forward, about 1.5 times "
+                    "slower a token: %s (set model.forward compact to choose it)",
+                    runtime.path, runtime.auto_note())
+
+
 SMALL_MODEL_PARAMS = 100_000_000
 
 
@@ -111,10 +133,11 @@ def pick_threads(requested: int, device, n_params: int) -> int | None:
 
 
 def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
-                 progress: Progress | None = None, threads: int = 0):
+                 progress: Progress | None = None, threads: int = 0, forward: str = "auto"):
     """Load a model folder into a :class:`ModelRuntime`; raises ModelError with the reason.
     On the CPU this sets torch's thread count for the process (``pick_threads``): the
-    runtime is the one owner of it."""
+    runtime is the one owner of it. ``forward`` (model.forward) auto or native builds the
+    native forward here, with progress, not at the first completion (``_settle_forward``)."""
     path = Path(path).expanduser().resolve()
     report = progress or (lambda stage, fraction: None)
     report("checking model folder", 0.0)
@@ -161,11 +184,12 @@ def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
     eos = cfg.get("eos_token_id")
     stop_ids.update(eos if isinstance(eos, list) else [eos] if isinstance(eos, int) else [])
     context = int(meta.get("trained_context") or cfg.get("max_position_embeddings") or 2048)
-    report("ready", 1.0)
     runtime = ModelRuntime(path=path, model=model, tokenizer=tokenizer, fim=fim,
                            fim_order=order, stop_ids=frozenset(stop_ids),
                            context_limit=min(context, 8192), device=dev, dtype=dt,
                            compact=compact, compact_refusal=refused)
+    _settle_forward(runtime, forward, report)
+    report("ready", 1.0)
     if runtime.encoder.rule == "whole":
         log.info("%s: its pre-tokenizer has no known safe line cuts; prompt windows are "
                  "tokenized whole at every completion", path)

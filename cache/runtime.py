@@ -48,9 +48,10 @@ class ModelRuntime:
     # the reason in ``compact_refusal``: the model then runs transformers' forward only
     compact: object | None = field(default=None, repr=False)
     compact_refusal: str = ""
-    # the compact forward with its layers in C++ (cache/native_llama.py), built on first
-    # request (compiling the extension takes about 30 s once per machine); _native holds it
-    # or the reason it cannot run, under _native_lock
+    # the compact forward with its layers in C++ (cache/native_llama.py), built at load by
+    # the loader for model.forward auto or native, else on first request (compiling the
+    # extension takes about 30 s once per machine, loading it 0.1 s); _native holds it or
+    # the reason it cannot run, under _native_lock
     _native: object | None = field(default=None, repr=False)
     _native_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -92,8 +93,10 @@ class ModelRuntime:
 
     def forward_kind(self, forward: str = "auto") -> str:
         """``native``, ``compact`` or ``reference``: which forward a cache asking for
-        ``forward`` (auto | native | compact | reference) runs; asking for ``native`` or
-        ``compact`` on a model without one is an error naming the reason."""
+        ``forward`` (auto | native | compact | reference) runs. ``auto`` is the fastest
+        that runs here: native, else compact (``auto_note`` says why not native; the
+        loader logs it), else transformers' own. Asking for ``native`` or ``compact`` on a
+        model without one is an error naming the reason."""
         if forward not in FORWARDS:
             raise ValueError(f"model.forward must be one of {', '.join(FORWARDS)}, "
                              f"got {forward!r}")
@@ -107,12 +110,19 @@ class ModelRuntime:
         if forward == "native":
             self.native_forward()
             return "native"
+        if forward == "auto" and usable and self._try_native() is not None:
+            return "native"
         return "compact" if usable and forward != "reference" else "reference"
 
-    def native_forward(self):
-        """The native forward over this model (built on the first call); raises
-        ModelError naming why it cannot run here (a GPU, float16, a failed build)."""
-        from .errors import ModelError
+    def auto_note(self) -> str:
+        """Why ``model.forward auto`` does not run the native forward here ("" when it
+        does, or has not been asked yet)."""
+        if self.compact is None or self.compact.model is not self.model:
+            return f"no compact forward: {self.compact_refusal or 'the model was replaced'}"
+        return self._native if isinstance(self._native, str) else ""
+
+    def _try_native(self):
+        """The native forward, built on the first call, or None (the reason kept)."""
         from .native_llama import NativeLlama, NativeUnavailable
         with self._native_lock:
             if self._native is None:
@@ -120,10 +130,17 @@ class ModelRuntime:
                     self._native = NativeLlama(self.model)
                 except NativeUnavailable as exc:
                     self._native = str(exc)
-            if isinstance(self._native, str):
-                raise ModelError(f"model {self.path}: {self._native}; "
-                                 "use model.forward auto, compact or reference")
-            return self._native
+            return None if isinstance(self._native, str) else self._native
+
+    def native_forward(self):
+        """The native forward over this model (built on the first call); raises
+        ModelError naming why it cannot run here (a GPU, float16, a failed build)."""
+        from .errors import ModelError
+        native = self._try_native()
+        if native is None:
+            raise ModelError(f"model {self.path}: {self._native}; "
+                             "use model.forward auto, compact or reference")
+        return native
 
     def new_kv(self, forward: str = "auto"):
         """An empty key/value store for one document: preallocated buffers for the

@@ -83,8 +83,18 @@ class Engine:
         if self._runtime is None:
             m = self.options.model
             self._runtime = load_runtime(resolve_model_path(m.path), m.device, m.dtype,
-                                         progress, m.threads)
+                                         progress, m.threads, m.forward)
         return self._runtime
+
+    def forward_in_use(self) -> dict | None:
+        """The forward completions run, model.forward resolved: {"kind": native | compact |
+        reference, "note": why auto is not native, or ""}; None before the model loads."""
+        rt, asked = self._runtime, self.options.model.forward
+        if rt is None:
+            return None
+        kind = rt.forward_kind(asked)
+        return {"kind": kind, "note": rt.auto_note() if asked == "auto" and kind != "native"
+                else ""}
 
     @property
     def datastore(self):

@@ -25,10 +25,12 @@ class ModelOptions:
     path: str = ""              # empty: the bundled model
     device: str = "auto"        # auto | cpu | cuda | cuda:N
     dtype: str = "auto"         # auto | float32 | float16 | bfloat16
-    # auto: the compact forward (cache/compact_llama.py) for the Llama family, transformers'
-    # own for other models; native: the compact forward's layers in C++ for few rows
-    # (cache/native_llama.py; float32 on the CPU; compiled on first use); reference:
-    # transformers' always (what compact and native are tested against)
+    # auto: the fastest that runs here: native, the compact forward's layers in C++ for
+    # forwards of up to 8 rows (cache/native_llama.py; float32 on the CPU; compiled once per
+    # machine at the first load, about 30 s), else the compact forward
+    # (cache/compact_llama.py) for the Llama family, else transformers' own; inkling/stats
+    # says which runs and why not native. native or compact: that one, or an error at load
+    # naming why not. reference: transformers' always (what the others are tested against)
     forward: str = "auto"       # auto | native | compact | reference
     # CPU threads of the forward (0: by the rule in cache/model_loader.py, pick_threads: one
     # for a model under 100 M parameters, whose forward is overhead-bound and stalls when a

@@ -173,7 +173,15 @@ def runtime_config(runtime) -> dict:
     or each Ray actor's)."""
     return {"model": str(runtime.path), "device": str(runtime.device),
             "dtype": str(runtime.dtype).removeprefix("torch."), "fim_order": runtime.fim_order,
-            "context_limit": runtime.context_limit, "threads": _threads(runtime)}
+            "context_limit": runtime.context_limit, "threads": _threads(runtime),
+            # what model.forward auto runs here (native, else compact, saying why not)
+            "auto_forward": _auto_forward(runtime)}
+
+
+def _auto_forward(runtime) -> str:
+    kind = runtime.forward_kind("auto")
+    note = runtime.auto_note() if kind != "native" else ""
+    return f"{kind} ({note})" if note else kind
 
 
 def _threads(runtime) -> int | None:

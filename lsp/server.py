@@ -180,7 +180,9 @@ class InklingServer(LanguageServer):
             self.show_once(f"inkling: {exc}")
             return
         self._end_progress(progress, token, "ready")
-        self.log(f"model {runtime.path} loaded on {runtime.device} ({runtime.dtype})")
+        used = self.engine.forward_in_use()
+        self.log(f"model {runtime.path} loaded on {runtime.device} ({runtime.dtype}), "
+                 f"{used['kind']} forward" + (f" ({used['note']})" if used["note"] else ""))
         await self.prepare_drafting()
         # the model, the datastores and the workspace's indexes live as long as the server:
         # out of the collector's oldest generation, whose sweeps over them (a few hundred
@@ -414,7 +416,8 @@ def build_server(engine: Engine) -> InklingServer:
     async def stats(ls: InklingServer, params=None):
         def engine_stats():
             return {"documents": len(ls.engine.documents.uris()),
-                    "refreshes": ls.engine.stats.refreshes, "learnt": ls.engine.stats.learnt}
+                    "refreshes": ls.engine.stats.refreshes, "learnt": ls.engine.stats.learnt,
+                    "forward": ls.engine.forward_in_use()}   # None until the model loads
         return {**ls.stats.as_dict(), "state": ls.state, **await ls.worker.run(engine_stats),
                 "cache_mode": ls.engine.options.cache.mode,
                 "mechanisms": ls.engine.options.mechanisms(),     # which of inkling's ideas run

@@ -36,7 +36,8 @@ def test_tree_forward_matches_sdpa_and_keys_are_not_repeated(tmp_path, kv_heads,
     monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", spy)
     logits = []
     for rt in (packed, plain):
-        cache = PromptCache(rt, mode="full")
+        # the compact forward's attention (auto would run the native layers' own)
+        cache = PromptCache(rt, mode="full", forward="compact" if rt is packed else "auto")
         cache.extend(context, last_only=True)
         seen.clear()
         logits.append(cache.extend_tree(tokens, parents))

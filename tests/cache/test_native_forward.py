@@ -140,19 +140,43 @@ def test_what_the_native_forward_cannot_run_is_refused(tmp_path, monkeypatch):
     half = load_runtime(make_tiny_model(tmp_path / "half"), device="cpu", dtype="bfloat16")
     with pytest.raises(ModelError, match="native layers are float32.*model.forward auto"):
         PromptCache(half, "full", forward="native")
-    assert PromptCache(half, "full").forward == "compact"                # auto is unchanged
+    assert PromptCache(half, "full").forward == "compact"     # auto: the compact forward,
+    assert "float32" in half.auto_note()                         # saying why not native
+    with pytest.raises(ModelError, match="native layers are float32"):   # native: at load
+        load_runtime(tmp_path / "half", device="cpu", dtype="bfloat16", forward="native")
     qwen = load_runtime(_model(tmp_path, "qwen2"), device="cpu", dtype="float32")
     with pytest.raises(ModelError, match="biases"):
         qwen.forward_kind("native")
 
 
-def test_a_failed_build_is_an_error_naming_it(tiny_model_dir, monkeypatch):
+def test_auto_is_native_where_it_builds(tiny_model_dir):
+    rt = load_runtime(tiny_model_dir, device="cpu", dtype="float32")   # model.forward auto
+    assert isinstance(rt._native, native_llama.NativeLlama)          # built at load
+    assert PromptCache(rt, "full").forward == "native" and rt.auto_note() == ""
+    assert PromptCache(rt, "full", forward="compact").forward == "compact"
+    assert load_runtime(tiny_model_dir, device="cpu", dtype="float32",
+                        forward="compact")._native is None             # not built for compact
+
+
+def test_a_failed_build_is_an_error_naming_it(tiny_model_dir, monkeypatch, caplog):
+    builds = []
+
     def no_compiler():
+        builds.append(1)
         raise OSError("g++: command not found")
     monkeypatch.setattr(native_llama, "EXTENSION_BUILD", native_llama._Extension())
     monkeypatch.setattr(native_llama, "_build", no_compiler)
+    with pytest.raises(ModelError, match="did not build.*g\\+\\+: command not found"):
+        load_runtime(tiny_model_dir, device="cpu", dtype="float32", forward="native")
+    # auto: the compact forward, with a warning that names the failure, once, at load
+    caplog.clear()
     rt = load_runtime(tiny_model_dir, device="cpu", dtype="float32")
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert len(warned) == 1 and "g++: command not found" in warned[0], warned
+    assert PromptCache(rt, "full").forward == "compact"
+    assert "did not build" in rt.auto_note()
     for _ in range(2):                                  # the reason is kept, not retried
         with pytest.raises(ModelError, match="did not build.*g\\+\\+: command not found"):
             PromptCache(rt, "full", forward="native")
+    assert len(builds) == 1
     assert PromptCache(rt, "full", forward="compact").forward == "compact"

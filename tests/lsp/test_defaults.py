@@ -96,6 +96,8 @@ async def test_stats_and_status_say_which_mechanisms_run(client: LanguageClient)
     stats = await client.protocol.send_request_async("inkling/stats", {})
     expected = InklingOptions().mechanisms()
     assert dict(stats.mechanisms._asdict()) == expected
+    # model.forward auto: the native forward where it builds (g++ is a dependency), said
+    assert (stats.forward.kind, stats.forward.note) == ("native", ""), stats.forward
     ready = [s for s in client.statuses if s.state == "ready"]
     assert ready, client.statuses
     text = InklingOptions().mechanisms_text()
