@@ -104,7 +104,7 @@ def _settle_forward(runtime, forward: str, report: Progress) -> None:
     if forward not in ("auto", "native") or runtime.compact is None:
         runtime.forward_kind(forward)            # an unknown or unusable one: the error now
         return
-    if forward == "auto" and refusal(runtime.model) is not None:
+    if forward == "auto" and refusal(runtime.model, auto=True) is not None:
         runtime.forward_kind("auto")
         log.info("%s: model.forward auto runs the compact forward (%s)", runtime.path,
                  runtime.auto_note())

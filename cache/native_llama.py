@@ -53,11 +53,19 @@ class _Extension:
                 try:
                     self._module = _build()
                 except Exception as exc:   # a compiler's failure has many types
-                    first = str(exc).strip().splitlines()
-                    self._error = f"{type(exc).__name__}: {first[0] if first else ''}"
+                    self._error = _first_lines(exc)
             if self._module is None:
                 raise NativeUnavailable(f"the native layers did not build ({self._error})")
             return self._module
+
+
+def _first_lines(exc: Exception) -> str:
+    """The failure in a line: its first, and the compiler's first error where it has one
+    (torch's message starts with the command line)."""
+    lines = str(exc).strip().splitlines()
+    said = f"{type(exc).__name__}: {lines[0] if lines else ''}"
+    error = next((line.strip() for line in lines if "error:" in line), None)
+    return said[:300] + (f" ... {error}" if error else "")
 
 
 def _build():
@@ -74,9 +82,19 @@ def load_extension():
     return EXTENSION_BUILD.get()
 
 
-def refusal(model: torch.nn.Module) -> str | None:
+AUTO_MAX_PARAMS = 100_000_000      # model.forward auto runs native below this size
+
+
+def refusal(model: torch.nn.Module, auto: bool = False) -> str | None:
     """Why the native layers cannot run ``model`` (beyond the compact forward's own
-    refusal), or None."""
+    refusal), or None. ``auto``: also why model.forward auto does not choose them: a model
+    of AUTO_MAX_PARAMS or more, whose forward is bound by its weight products (MKL's then)
+    rather than by per-op overhead, and whose panels would double a large memory."""
+    if auto:
+        size = sum(p.numel() for p in model.parameters())
+        if size >= AUTO_MAX_PARAMS:
+            return (f"{size / 1e6:.0f} M parameters: the native layers pay for models under "
+                    f"{AUTO_MAX_PARAMS // 1_000_000} M (model.forward native asks for them)")
     params = next(model.parameters())
     if params.device.type != "cpu":
         return f"the model is on {params.device.type} (the native layers are CPU code)"
@@ -117,7 +135,12 @@ class NativeLlama(CompactLlama):
                              *(lin.weight_t for lin in (a.q_proj, a.k_proj, a.v_proj, a.o_proj)),
                              block.post_attention_layernorm.weight,
                              *(lin.weight_t for lin in (m.gate_proj, m.up_proj, m.down_proj))]
-        self.weights = [w.detach().contiguous() for w in self.weights]
+        # the projections as panels of 16 columns (llama_step.cpp: pack_panels), a copy:
+        # the layers' weights twice in memory (auto runs native for models under
+        # AUTO_MAX_PARAMS only: refusal(..., auto=True))
+        self.weights = [w.detach().contiguous() if w.dim() == 1 else
+                        self.extension.pack_panels(w.detach().contiguous())
+                        for w in self.weights]
         self.eps = float(model.model.layers[0].input_layernorm.variance_epsilon)
         self.final_norm = self.norm.weight.detach().contiguous()
         self.no_mask = torch.empty(0)

@@ -54,6 +54,9 @@ class ModelRuntime:
     # the reason it cannot run, under _native_lock
     _native: object | None = field(default=None, repr=False)
     _native_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+    # why auto is not native ("" where it is; set once, by whichever thread asks first:
+    # the same value from any)
+    _auto_refusal: str | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.encoder is None:
@@ -110,7 +113,7 @@ class ModelRuntime:
         if forward == "native":
             self.native_forward()
             return "native"
-        if forward == "auto" and usable and self._try_native() is not None:
+        if forward == "auto" and usable and self._auto_native() is not None:
             return "native"
         return "compact" if usable and forward != "reference" else "reference"
 
@@ -119,7 +122,15 @@ class ModelRuntime:
         does, or has not been asked yet)."""
         if self.compact is None or self.compact.model is not self.model:
             return f"no compact forward: {self.compact_refusal or 'the model was replaced'}"
-        return self._native if isinstance(self._native, str) else ""
+        return self._auto_refusal or (self._native if isinstance(self._native, str) else "")
+
+    def _auto_native(self):
+        """The native forward when model.forward auto chooses it (built on the first
+        call), or None with the reason in ``auto_note``."""
+        from .native_llama import refusal
+        if self._auto_refusal is None:
+            self._auto_refusal = refusal(self.model, auto=True) or ""
+        return None if self._auto_refusal else self._try_native()
 
     def _try_native(self):
         """The native forward, built on the first call, or None (the reason kept)."""

@@ -7,12 +7,13 @@
 // additive mask), the output projection, the SiLU-gated MLP, the residual adds, and the
 // final norm of the kept rows. The output layer stays in torch (oneDNN's packed GEMV).
 //
-// Weights are the model's own, laid out [in, out] by cache/cpu_layout.py
-// (InputMajorLinear.weight_t); nothing is copied. A projection of n rows streams each
-// weight once: column strips of 64 accumulate sum_i x[r, i] * w[i, c] over i in order,
-// the strips split over torch's intra-op threads (at::parallel_for), so a result does not
-// depend on the thread count. Sums run in a different order than MKL's: logits agree with
-// the reference forward to float rounding (tests: within 1e-4), not bit for bit.
+// A projection's weights are a copy of the model's [in, out] ones (cpu_layout.py's
+// InputMajorLinear.weight_t) cut into panels of 16 columns, each one contiguous run
+// (pack_panels, once at load). A projection of n rows streams each panel once for every
+// four rows, its 4 x 16 sums in registers over the whole input; the panels split over
+// torch's intra-op threads (at::parallel_for), and a sum's order never depends on the
+// thread count. Sums run in a different order than MKL's: logits agree with the
+// reference forward to float rounding (tests: within 1e-4), not bit for bit.
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 
@@ -27,6 +28,8 @@ namespace {
 
 constexpr int64_t PARALLEL_MIN_MACS = 1 << 17;   // below this a projection runs on one thread
 constexpr int64_t LANES = 8;
+
+void check(const torch::Tensor& t, const char* what);
 
 // p[j] = exp(p[j]) for j < n, in straight-line float arithmetic the compiler vectorizes
 // (Cephes' expf: a degree-5 polynomial on the reduced argument, within 2 ulp of std::exp
@@ -74,42 +77,89 @@ inline float dot(const float* a, const float* b, int64_t d) {
   return hsum(acc);
 }
 
-// y [n, out] = x [n, in] @ w [in, out]   (all contiguous float32)
-// Each thread takes a band of columns and streams its part of every weight row in order
-// (the rows of w, four at a time, are read once: sequential reads the prefetcher follows),
-// adding x[r, i] * w[i, c] into y's rows, which stay in the core's first-level cache.
-// Column c's sum runs over i in the same order whatever the band, so the result does not
-// depend on the thread count.
-void project(const float* x, int64_t n, int64_t in, const float* w, int64_t out, float* y) {
-  const int64_t threads = in * out * n < PARALLEL_MIN_MACS ? 1 : at::get_num_threads();
-  const int64_t band = ((out + threads - 1) / threads + 15) / 16 * 16;
-  const int64_t bands = (out + band - 1) / band;
-  at::parallel_for(0, bands, 1, [&](int64_t b0, int64_t b1) {
-    for (int64_t b = b0; b < b1; ++b) {
-      const int64_t c0 = b * band;
-      const int64_t width = std::min(band, out - c0);
-      for (int64_t r = 0; r < n; ++r) std::fill_n(y + r * out + c0, width, 0.0f);
-      int64_t i = 0;
-      for (; i + 4 <= in; i += 4) {
-        const float* w0 = w + i * out + c0;
-        const float* w1 = w0 + out;
-        const float* w2 = w1 + out;
-        const float* w3 = w2 + out;
-        for (int64_t r = 0; r < n; ++r) {
-          const float* xr = x + r * in + i;
-          const float a0 = xr[0], a1 = xr[1], a2 = xr[2], a3 = xr[3];
-          float* yr = y + r * out + c0;
-          for (int64_t c = 0; c < width; ++c)
-            yr[c] += a0 * w0[c] + a1 * w1[c] + a2 * w2[c] + a3 * w3[c];
-        }
+// A projection's weights as panels: w [in, out] cut into strips of TILE columns,
+// [ceil(out / TILE), in, TILE] (zero past `out`), so a strip streams as one contiguous
+// run (made once, when the model is loaded: cache/native_llama.py).
+constexpr int64_t TILE = 16;    // two vectors of eight floats
+
+torch::Tensor pack_panels(torch::Tensor w) {
+  check(w, "w");
+  TORCH_CHECK(w.dim() == 2, "w: [in, out] needed");
+  const int64_t in = w.size(0), out = w.size(1), strips = (out + TILE - 1) / TILE;
+  auto panels = torch::zeros({strips, in, TILE}, w.options());
+  const float* src = w.data_ptr<float>();
+  float* dst = panels.data_ptr<float>();
+  for (int64_t p = 0; p < strips; ++p) {
+    const int64_t width = std::min(TILE, out - p * TILE);
+    for (int64_t i = 0; i < in; ++i)
+      std::copy_n(src + i * out + p * TILE, width, dst + (p * in + i) * TILE);
+  }
+  return panels;
+}
+
+// y [R, c0 .. c0 + TILE) of rows x [R, in] times one panel wp [in, TILE]: the R x 16
+// sums stay in registers over the whole of `in`. Each is split in S partial sums over
+// i mod S (few rows have too few independent sums to keep the FMA units busy), added in
+// a fixed order at the end: a result never depends on the thread count.
+template <int R, int S>
+inline void panel_rows(const float* x, int64_t in, const float* wp, float* y, int64_t out,
+                       int64_t c0) {
+  v8 acc[S][R][2];
+  for (int s = 0; s < S; ++s)
+    for (int r = 0; r < R; ++r) acc[s][r][0] = acc[s][r][1] = v8{};
+  int64_t i = 0;
+  for (; i + S <= in; i += S)
+    for (int s = 0; s < S; ++s) {
+      const v8 w0 = load8(wp + (i + s) * TILE), w1 = load8(wp + (i + s) * TILE + 8);
+      for (int r = 0; r < R; ++r) {
+        const float a = x[r * in + i + s];
+        acc[s][r][0] += a * w0;
+        acc[s][r][1] += a * w1;
       }
-      for (; i < in; ++i) {
-        const float* wi = w + i * out + c0;
-        for (int64_t r = 0; r < n; ++r) {
-          const float a = x[r * in + i];
-          float* yr = y + r * out + c0;
-          for (int64_t c = 0; c < width; ++c) yr[c] += a * wi[c];
-        }
+    }
+  for (; i < in; ++i) {
+    const v8 w0 = load8(wp + i * TILE), w1 = load8(wp + i * TILE + 8);
+    for (int r = 0; r < R; ++r) {
+      const float a = x[r * in + i];
+      acc[0][r][0] += a * w0;
+      acc[0][r][1] += a * w1;
+    }
+  }
+  const int64_t width = std::min(TILE, out - c0);
+  for (int r = 0; r < R; ++r) {
+    v8 a0 = acc[0][r][0], a1 = acc[0][r][1];
+    for (int s = 1; s < S; ++s) {
+      a0 += acc[s][r][0];
+      a1 += acc[s][r][1];
+    }
+    float row[TILE];
+    store8(row, a0);
+    store8(row + 8, a1);
+    std::copy_n(row, width, y + r * out + c0);
+  }
+}
+
+// y [n, out] = x [n, in] @ w [in, out], w as panels [ceil(out / TILE), in, TILE]; the
+// panels split over torch's intra-op threads (at::parallel_for), each read once for
+// every four rows.
+void project(const float* x, int64_t n, int64_t in, const float* panels, int64_t out,
+             float* y) {
+  const int64_t strips = (out + TILE - 1) / TILE;
+  const int64_t threads = in * out * n < PARALLEL_MIN_MACS ? 1 : at::get_num_threads();
+  const int64_t grain = std::max<int64_t>(1, (strips + threads - 1) / threads);
+  at::parallel_for(0, strips, grain, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const float* wp = panels + p * in * TILE;
+      const int64_t c0 = p * TILE;
+      int64_t r = 0;
+      for (; r + 4 <= n; r += 4) panel_rows<4, 1>(x + r * in, in, wp, y + r * out, out, c0);
+      const float* xr = x + r * in;
+      float* yr = y + r * out;
+      switch (n - r) {
+        case 3: panel_rows<3, 2>(xr, in, wp, yr, out, c0); break;
+        case 2: panel_rows<2, 2>(xr, in, wp, yr, out, c0); break;
+        case 1: panel_rows<1, 4>(xr, in, wp, yr, out, c0); break;
+        default: break;
       }
     }
   });
@@ -209,7 +259,7 @@ void check(const torch::Tensor& t, const char* what) {
 // x [n, hidden] (the embeddings; updated in place to the residual stream);
 // layer_weights: per layer in_norm [hidden], q [hidden, H*d], k [hidden, kv*d],
 // v [hidden, kv*d], o [H*d, hidden], post_norm [hidden], gate [hidden, I], up [hidden, I],
-// down [I, hidden] (9 tensors a layer); keys / values [layers, 1, kv, cap, d] with the
+// down [I, hidden] (9 tensors a layer; the projections as pack_panels' panels); keys / values [layers, 1, kv, cap, d] with the
 // cache's first `past` entries (the new rows' are written at past .. past + n);
 // cos / sin [n, d] (sin with its first half negated); mask: empty, or [n, past + n]
 // additive. Returns the final norm of the last `keep` rows (all when keep == 0):
@@ -241,7 +291,7 @@ torch::Tensor layers_forward(torch::Tensor x, std::vector<torch::Tensor> layer_w
   }
   TORCH_CHECK(d % LANES == 0, "head_dim ", d, " is not a multiple of ", LANES);
   const int64_t qdim = heads * d, kvdim = kv_heads * d;
-  const int64_t inter = layer_weights[6].size(1);
+  const int64_t inter = layer_weights[8].size(1);     // down's panels [strips, inter, TILE]
   auto opts = x.options();
   auto h = torch::empty({n, hidden}, opts);
   auto q = torch::empty({n, qdim}, opts);
@@ -305,12 +355,14 @@ torch::Tensor project_rows(torch::Tensor x, torch::Tensor w) {
   check(w, "w");
   TORCH_CHECK(x.size(1) == w.size(0), "x and w do not chain");
   auto y = torch::empty({x.size(0), w.size(1)}, x.options());
-  project(x.data_ptr<float>(), x.size(0), x.size(1), w.data_ptr<float>(), w.size(1),
+  auto panels = pack_panels(w);
+  project(x.data_ptr<float>(), x.size(0), x.size(1), panels.data_ptr<float>(), w.size(1),
           y.data_ptr<float>());
   return y;
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("project_rows", &project_rows, "x @ w by the layers' projection");
+  m.def("pack_panels", &pack_panels, "w [in, out] as the projections' panels");
   m.def("layers_forward", &layers_forward, "the decoder layers of a few rows, in place");
 }

@@ -158,6 +158,23 @@ def test_auto_is_native_where_it_builds(tiny_model_dir):
                         forward="compact")._native is None             # not built for compact
 
 
+def test_auto_leaves_large_models_to_the_compact_forward(tiny_model_dir, monkeypatch):
+    monkeypatch.setattr(native_llama, "AUTO_MAX_PARAMS", 1000)
+    rt = load_runtime(tiny_model_dir, device="cpu", dtype="float32")
+    assert rt._native is None                                   # not even built
+    assert PromptCache(rt, "full").forward == "compact"
+    assert "M parameters" in rt.auto_note() and "model.forward native" in rt.auto_note()
+    assert PromptCache(rt, "full", forward="native").forward == "native"   # asked: it runs
+
+
+def test_a_build_failure_names_the_compilers_error():
+    exc = RuntimeError("Error building extension 'x': [1/2] c++ -O3 -c a.cpp\nFAILED: a.o\n"
+                       "a.cpp:3:1: error: 'foo' was not declared in this scope\nninja: stopped")
+    said = native_llama._first_lines(exc)
+    assert said.startswith("RuntimeError: Error building extension 'x'")
+    assert said.endswith("a.cpp:3:1: error: 'foo' was not declared in this scope")
+
+
 def test_a_failed_build_is_an_error_naming_it(tiny_model_dir, monkeypatch, caplog):
     builds = []
 
