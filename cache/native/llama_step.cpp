@@ -198,50 +198,103 @@ void rotate(float* x, int64_t n, int64_t heads, int64_t d, const float* cos,
   }
 }
 
+// [x0 + x1 of each adjacent pair of lanes of a, then of b]: pair sums of two vectors
+inline v8 pair_sums(v8 a, v8 b) {
+  return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14) +
+         __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+}
+
+// [sum of the lanes of s[k] for k < 8]: eight horizontal sums at the cost of seven pair
+// sums (a transpose as it adds)
+inline v8 sums8(const v8* s) {
+  const v8 a = pair_sums(pair_sums(s[0], s[1]), pair_sums(s[2], s[3]));
+  const v8 b = pair_sums(pair_sums(s[4], s[5]), pair_sums(s[6], s[7]));
+  return pair_sums(a, b);
+}
+
+// p[j] = q . k_j * scale (+ m[j]) for j < seen; q [d], keys [seen, d] (d a multiple of
+// LANES). Eight keys at a time: eight sums of products, then their eight totals at once.
+void scores(const float* q, const float* keys, int64_t seen, int64_t d, float scale,
+            const float* m, float* p) {
+  int64_t j = 0;
+  for (; j + 8 <= seen; j += 8) {
+    v8 s[8] = {};
+    const float* k = keys + j * d;
+    for (int64_t i = 0; i < d; i += LANES) {
+      const v8 qi = load8(q + i);
+      for (int t = 0; t < 8; ++t) s[t] += qi * load8(k + t * d + i);
+    }
+    v8 out = sums8(s) * scale;
+    if (m != nullptr) out += load8(m + j);
+    store8(p + j, out);
+  }
+  for (; j < seen; ++j) p[j] = dot(q, keys + j * d, d) * scale + (m ? m[j] : 0.0f);
+}
+
+// max over p[j < n]
+inline float top(const float* p, int64_t n) {
+  float best = -std::numeric_limits<float>::infinity();
+  int64_t j = 0;
+  if (n >= LANES) {
+    v8 acc = load8(p);
+    for (j = LANES; j + LANES <= n; j += LANES) {
+      const v8 x = load8(p + j);
+      acc = acc > x ? acc : x;
+    }
+    for (int t = 0; t < LANES; ++t) best = std::max(best, acc[t]);
+  }
+  for (; j < n; ++j) best = std::max(best, p[j]);
+  return best;
+}
+
+// sum of p[j < n], eight running sums then their total (a fixed order)
+inline float total(const float* p, int64_t n) {
+  v8 acc = {};
+  int64_t j = 0;
+  for (; j + LANES <= n; j += LANES) acc += load8(p + j);
+  float sum = hsum(acc);
+  for (; j < n; ++j) sum += p[j];
+  return sum;
+}
+
 // out [n, heads, d]: each query row's attention over the first `past + n` cached entries
 // of keys / values [kv_heads, cap, d]; row r sees entries 0 .. past + r (mask == nullptr)
 // or every entry, plus mask [n, past + n] (additive). The `groups` query heads that share
-// a key / value head are done together, so each key and value is read once a row.
+// a key / value head are done together, so each value is read once a row (and each key
+// from the first-level cache after the first head).
 void attend(const float* q, int64_t n, int64_t heads, int64_t kv_heads, int64_t d,
             const float* keys, const float* values, int64_t cap, int64_t past,
             const float* mask, float scale, float* out) {
   const int64_t groups = heads / kv_heads;
-  const int64_t total = past + n;
+  const int64_t total_len = past + n;
   at::parallel_for(0, n * kv_heads, 1, [&](int64_t t0, int64_t t1) {
-    std::vector<float> p(groups * total);                 // [groups, total] weights
+    std::vector<float> p(groups * total_len);             // [groups, total] weights
     std::vector<float> acc(groups * d);
     for (int64_t t = t0; t < t1; ++t) {
       const int64_t r = t / kv_heads, g = t % kv_heads;
       const float* qg = q + (r * heads + g * groups) * d;  // [groups, d]
       const float* kg = keys + g * cap * d;
       const float* vg = values + g * cap * d;
-      const int64_t seen = mask == nullptr ? past + r + 1 : total;
-      const float* m = mask == nullptr ? nullptr : mask + r * total;
-      for (int64_t j = 0; j < seen; ++j) {
-        const float* kj = kg + j * d;
-        for (int64_t h = 0; h < groups; ++h)
-          p[h * total + j] = dot(qg + h * d, kj, d) * scale + (m ? m[j] : 0.0f);
-      }
+      const int64_t seen = mask == nullptr ? past + r + 1 : total_len;
+      const float* m = mask == nullptr ? nullptr : mask + r * total_len;
       for (int64_t h = 0; h < groups; ++h) {
-        float* ph = p.data() + h * total;
-        const float top = *std::max_element(ph, ph + seen);
-        for (int64_t j = 0; j < seen; ++j) ph[j] -= top;
+        float* ph = p.data() + h * total_len;
+        scores(qg + h * d, kg, seen, d, scale, m, ph);
+        const float high = top(ph, seen);
+        for (int64_t j = 0; j < seen; ++j) ph[j] -= high;
         exp_inplace(ph, seen);
       }
       std::fill(acc.begin(), acc.end(), 0.0f);
       for (int64_t j = 0; j < seen; ++j) {
         const float* vj = vg + j * d;
         for (int64_t h = 0; h < groups; ++h) {
-          const float w = p[h * total + j];
+          const float w = p[h * total_len + j];
           float* ah = acc.data() + h * d;
           for (int64_t i = 0; i < d; i += LANES) store8(ah + i, load8(ah + i) + w * load8(vj + i));
         }
       }
       for (int64_t h = 0; h < groups; ++h) {
-        const float* ph = p.data() + h * total;
-        float sum = 0.0f;
-        for (int64_t j = 0; j < seen; ++j) sum += ph[j];
-        const float inv = 1.0f / sum;
+        const float inv = 1.0f / total(p.data() + h * total_len, seen);
         float* o = out + (r * heads + g * groups + h) * d;
         for (int64_t i = 0; i < d; ++i) o[i] = acc[h * d + i] * inv;
       }
