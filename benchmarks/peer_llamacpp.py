@@ -1,7 +1,7 @@
 """inkling against llama.cpp on the same model, side by side in one run (issue 24).
 
     .venv/bin/python benchmarks/peer_llamacpp.py [--limit N] [--threads 2[,1]]
-        [--inkling-threads 2] [--inkling-forward native] [--traces FILE_OR_DIR ...]
+        [--inkling-threads 2] [--inkling-forward compact] [--traces FILE_OR_DIR ...]
         [--cache-dir DIR] [--checks-only]
 
 What it does:
@@ -33,8 +33,9 @@ What it does:
    * inkling with its defaults, and inkling with ``completion.draft=none`` (one token per
      forward); with ``--inkling-threads 2``, inkling with its defaults again, its forward
      on 2 threads (the runtime's own choice for the bundled model is 1), to set beside
-     llama-server on 2; with ``--inkling-forward native``, inkling with its defaults and
-     ``model.forward native`` (a column 'inkling forward=native', on the runtime's threads);
+     llama-server on 2; with ``--inkling-forward compact``, inkling with its defaults and
+     ``model.forward compact`` (a column 'inkling forward=compact', on the runtime's
+     threads: the defaults run the native forward where it builds);
    * llama-server ``/completion`` given the token ids of inkling's own prompt for that
      completion, ``cache_prompt`` on, greedy, one slot, ``n_predict`` = inkling's token
      budget, streamed: the client ends the completion where inkling's stop rule ends it
@@ -1029,7 +1030,7 @@ def parse_args():
                          "N other than the runtime's own (a column 'inkling -tN')")
     ap.add_argument("--inkling-forward", default="", metavar="F[,F]",
                     help="inkling with its defaults again and model.forward F, for each F "
-                         "(a column 'inkling forward=F'; e.g. native)")
+                         "(a column 'inkling forward=F'; e.g. compact)")
     ap.add_argument("--checks-only", action="store_true",
                     help="build, convert and check the tokens; no replay")
     return ap.parse_args()
@@ -1090,6 +1091,10 @@ def report(run: Replay, per_group: dict, threads: list[int], seconds: float) -> 
     print(f"\n{n} completions from {sum(per_group.values())} traces "
           f"({', '.join(f'{g}: {k}' for g, k in per_group.items())}), systems asked in a "
           f"rotating order at each completion; {seconds / 60:.1f} min")
+    auto = run.runtime.forward_kind("auto")
+    note = run.runtime.auto_note() if auto != "native" else ""
+    print(f"inkling's defaults run the {auto} forward (model.forward auto"
+          + (f": {note})" if note else ")"))
     print(f"inkling's forward runs on {torch.get_num_threads()} thread(s); llama-server "
           f"with -t {', '.join(map(str, threads))}; {os.cpu_count()} cores")
     print(f"prompt ids recomputed for llama = the ids inkling's model was given: "
