@@ -95,25 +95,24 @@ def _compact_forward(model, path: Path):
 
 
 def _settle_forward(runtime, forward: str, report: Progress) -> None:
-    """Build the native forward now for ``forward`` auto or native (compiling it takes
-    about 30 s once per machine, loading it after that 0.1 s). ``native`` that cannot run
-    is the load's error; ``auto`` then runs the compact forward and says why: in the log
-    (a warning when the build failed, as that costs speed; a note when the model is outside
-    what the native layers cover, e.g. on a GPU) and in ``inkling/stats``."""
-    from .native_llama import refusal
-    if forward not in ("auto", "native") or runtime.compact is None:
-        runtime.forward_kind(forward)            # an unknown or unusable one: the error now
-        return
-    if forward == "auto" and refusal(runtime.model, auto=True) is not None:
-        runtime.forward_kind("auto")
-        log.info("%s: model.forward auto runs the compact forward (%s)", runtime.path,
-                 runtime.auto_note())
-        return
-    report("loading the native forward (its first build on a machine takes about 30 s)", 0.9)
-    if runtime.forward_kind(forward) != "native":
+    """Resolve ``forward`` now, so that the native forward is built here, with progress,
+    not at the first completion (compiling it takes about 30 s once per machine, loading
+    it after that 0.1 s). ``native`` (or ``compact``) that cannot run is the load's error;
+    ``auto`` then runs the compact forward and says why: in the log (a warning when the
+    build failed, as that costs speed; a note when the model is outside what the native
+    layers cover, e.g. on a GPU) and in ``inkling/stats``."""
+    if forward in ("auto", "native") and runtime.compact is not None:
+        report("loading the native forward (its first build on a machine takes about 30 s)",
+               0.9)
+    if runtime.forward_kind(forward) == "native" or forward != "auto" or runtime.compact is None:
+        return                         # (no compact forward: _compact_forward said why)
+    if runtime.build_failed():
         log.warning("%s: model.forward auto runs the compact forward, about 1.5 times "
                     "slower a token: %s (set model.forward compact to choose it)",
                     runtime.path, runtime.auto_note())
+    else:
+        log.info("%s: model.forward auto runs the compact forward (%s)", runtime.path,
+                 runtime.auto_note())
 
 
 SMALL_MODEL_PARAMS = 100_000_000

@@ -124,6 +124,10 @@ class ModelRuntime:
             return f"no compact forward: {self.compact_refusal or 'the model was replaced'}"
         return self._auto_refusal or (self._native if isinstance(self._native, str) else "")
 
+    def build_failed(self) -> bool:
+        """Whether the native forward was tried here and did not build or load."""
+        return isinstance(self._native, str)
+
     def _auto_native(self):
         """The native forward when model.forward auto chooses it (built on the first
         call), or None with the reason in ``auto_note``."""
