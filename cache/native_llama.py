@@ -29,7 +29,8 @@ from .kv_buffers import KVBuffers
 
 log = logging.getLogger(__name__)
 
-MAX_ROWS = 8                        # more rows run the compact forward (MKL's GEMM; benchmarks/decode_step.py)
+MAX_ROWS = 64                       # more rows run the compact forward (MKL's GEMM; benchmarks/decode_step.py)
+ATTEND_MANY_ROWS = 16               # from this many rows attention runs as two GEMMs a layer
 SOURCE = Path(__file__).with_name("native") / "llama_step.cpp"
 EXTENSION = "inkling_llama_step"
 
@@ -165,7 +166,7 @@ class NativeLlama(CompactLlama):
         hidden = self.extension.layers_forward(
             x, self.weights, kv.keys, kv.values, past, cos[0].contiguous(), sin,
             _additive(mask, self.no_mask), self.final_norm, self.eps, self.scaling,
-            self.heads, self.kv_heads, keep)                              # [keep or n, hidden]
+            self.heads, self.kv_heads, keep, ATTEND_MANY_ROWS)             # [keep or n, hidden]
         kv.length = past + n
         return self.head(hidden)[None]                                    # [1, keep, vocab]
 

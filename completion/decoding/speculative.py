@@ -82,7 +82,8 @@ def speculative_decode(r: DecodeRequest) -> Decoded:
     ``r.logits``: [vocab] at the prompt's last position; ``r.context``: the ids before
     the cursor (what drafts continue); ``r.monitor``: the analysis state masking each
     verified position along its own path, or None; ``r.meter``: records how many drafted
-    tokens each verification kept and what each forward cost, or None.
+    tokens each verification kept and what each step cost (from the drafter's answer to
+    the next drafter call: masks, forward, walk), or None.
 
     ``r.first`` and ``r.first_logits`` ([len(first), vocab]): a draft tree after the
     prompt that ran in the prompt's own forward pass (``PromptCache.sync`` with a draft),
@@ -102,6 +103,7 @@ def speculative_decode(r: DecodeRequest) -> Decoded:
     at = len(cache.ids) - 1 - len(tree)                 # the cache row of the prompt's last
     step = Verification([cache.ids[at]], tree, out, at, (r.first_rows, True))
     prompt, bound, encode = at + 1, near_tie_bound(cache.runtime.dtype), cache.runtime.encode
+    began, rows = None, 0               # the step being timed: its start and forward's rows
     while True:
         try:
             taken, monitor, reran = _accepted(cache, step, monitor, meter, bound)
@@ -121,18 +123,19 @@ def speculative_decode(r: DecodeRequest) -> Decoded:
         if r.cancelled():
             raise Cancelled()
         chain = [tok] + forced_ids(monitor, encode)[:budget - len(ids)]
+        if meter is not None and began is not None:     # the whole step but the search
+            meter.cost.record(rows, (time.perf_counter() - began) * 1000)
         tree = r.drafter(r.context + ids + chain[1:], budget - len(ids) - len(chain) + 1)
+        began = time.perf_counter()
         tree, states = allowed_tree(tree, monitor, chain[1:])
         start, c = len(cache.ids), len(chain)
-        t0 = time.perf_counter()
+        rows = c + len(tree)
         if tree.tokens:
             parents = list(range(-1, c - 1)) + [c - 1 if p < 0 else c + p for p in tree.parents]
             out = cache.extend_tree(chain + tree.tokens, parents)   # [c + len(tree), vocab]
         else:                       # no draft: the forward greedy decoding runs
             out = cache.extend(chain)                                       # [c, vocab]
         forwards += 1
-        if meter is not None:
-            meter.cost.record(c + len(tree), (time.perf_counter() - t0) * 1000)
         step = Verification(chain, tree, out, start, (c, False), states)
 
 

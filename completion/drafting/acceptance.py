@@ -10,8 +10,15 @@ ones while it copies. Sources are measured apart: the model keeps most of what i
 suggested a keystroke ago and little of what the workspace holds.
 
 A draft is verified only where it pays: when the tokens it is expected to yield per
-forward (1 + its expected acceptance) reach what the larger forward costs against a
-one-row step (``VerifyCost``, measured).
+step (1 + its expected acceptance) reach what the larger step costs against a one-row
+step (``VerifyCost``: the forward, the monitor's masks and the walk, measured). Trees are
+cut to that, too: a source's tree holds at most the rows whose step its acceptance pays
+for (``limits``), and while no source's acceptance pays for even a two-row step,
+drafting idles: sources are searched only on their (rarer) turn to be measured again.
+With the bundled model's native forward a one-row step costs about 1.5 ms on this CPU,
+so a search of 0.5 ms or a tree of 16 rows the model mostly rejects costs more than
+drafting saves; the measured costs keep drafting from ever costing much more than
+decoding without it.
 
 A source is searched only where it pays, too (``admitted``): a search costs time
 (0.01 to 0.05 ms for the request's own text, 0.2 to 0.5 ms for the model datastore, the
@@ -19,9 +26,8 @@ corpus and the recent suggestions, more for the document, whose index is then bu
 most sources seldom have the best candidate. So each source's *margin* is measured:
 how many more tokens its best candidate keeps than the best of the other sources'
 (none when it keeps no more), scored against the whole output once a completion is
-done (``learn_step``). A source is searched while its margin, at what a decoded token
-costs now (a forward's time over the tokens a forward yields), is worth more than its
-own measured search time; one step in ``explore_every`` it is searched anyway, so its
+done (``learn_step``). A source is searched while its margin, at what a token costs
+without drafting (a one-row step), is worth more than its own measured search time; one step in ``explore_every`` it is searched anyway, so its
 margin keeps being measured. On the drafting benchmark's first six traces the model
 datastore's margin ended each trace between 0.7 and 1.8 tokens a step, the request's
 and the recent suggestions' between 0 and 1, the corpus datastore's and the document's
@@ -54,27 +60,25 @@ class AcceptanceMeter:
     prior: float = 1.0           # accepted draft tokens per verification before any is seen
     weight: float = 0.1          # weight of the newest verification in the average
     rates: dict[str, float] = field(default_factory=dict)   # source -> average
-    explore_every: int = 2
+    explore_every: int = 2       # a source not worth its search is searched one step in this
+    explore_idle: int = 8        # ... and one in this while no source pays for a draft
     cost: VerifyCost = field(default_factory=VerifyCost)
     # (source, match-length bucket) -> accepted tokens of its trees, averaged
     by_match: dict[tuple[str, int], float] = field(default_factory=dict)
     # source -> tokens its best candidate keeps beyond the other sources' best, averaged
     margins: dict[str, float] = field(default_factory=dict)
     search_ms: dict[str, float] = field(default_factory=dict)   # source -> ms a search
-    kept_per_forward: float = 1.0   # drafted tokens a verification keeps, all sources
     _chances: dict[str, int] = field(default_factory=dict)
     _limits: dict = field(default_factory=dict, repr=False)    # (base, span, nodes) -> limits
 
     def accepted(self, source: str = "") -> float:
         return self.rates.get(source, self.prior)
 
-    def record(self, accepted: int, source: str = "", verified: bool = True) -> None:
-        """A tree of ``source`` kept ``accepted`` tokens; ``verified`` False: it was passed
-        over, and ``accepted`` is what it would have kept (no forward's yield)."""
+    def record(self, accepted: int, source: str = "") -> None:
+        """A tree of ``source`` kept ``accepted`` tokens (verified, or passed over and
+        scored against the output: what it would have kept)."""
         a = self.accepted(source)
         self.rates[source] = a + self.weight * (accepted - a)
-        if verified:
-            self.kept_per_forward += self.weight * (accepted - self.kept_per_forward)
 
     def value(self, tree) -> float:
         """The tokens a verification of ``tree`` (a DraftTree or a drafting Candidate)
@@ -93,8 +97,9 @@ class AcceptanceMeter:
     def limits(self, base: DraftLimits, source: str = "") -> DraftLimits:
         """``base`` with its path length and tree size scaled to ``source``'s acceptance."""
         a = self.accepted(source)
-        span = max(2, min(base.max_spec, round(2 + 3 * a)))
-        nodes = max(4, min(base.max_nodes, round(4 + 8 * a)))
+        rows = self.cost.rows_that_pay(1 + a)          # root and nodes whose step pays
+        nodes = max(1, min(base.max_nodes, round(4 + 8 * a), rows - 1))
+        span = max(1, min(base.max_spec, round(2 + 3 * a), nodes))
         key = (base, span, nodes)
         found = self._limits.get(key)
         if found is None:               # a handful of sizes: made once each
@@ -103,8 +108,18 @@ class AcceptanceMeter:
 
     def admitted(self, sources) -> set[str]:
         """Of ``sources`` (names), those worth searching this step: not yet measured, or
-        their margin worth their search time (``worth``), or their turn to be measured."""
-        return {s for s in sources if self.worth(s) or self._turn(s)}
+        their margin worth their search time (``worth``), or their turn to be measured;
+        while no source's acceptance pays for a two-row step (``idle``), only those
+        whose turn it is, one step in ``explore_idle``."""
+        sources = list(sources)
+        idle = self.idle(sources)
+        return {s for s in sources if (not idle and self.worth(s)) or self._turn(s, idle)}
+
+    def idle(self, sources) -> bool:
+        """Whether no tree of ``sources`` is expected to pay: the best acceptance among
+        them, 1 + it, is below what a two-row step costs against a one-row step."""
+        best = max((self.accepted(s) for s in sources), default=self.prior)
+        return 1 + best < self.cost.ratio(2)
 
     def worth(self, source: str) -> bool:
         """Whether searching ``source`` is expected to save more decoding time than the
@@ -115,11 +130,9 @@ class AcceptanceMeter:
         return margin * token >= ms
 
     def token_ms(self) -> float | None:
-        """What a decoded token costs now: a forward's time over the tokens it yields
-        (None before a forward is measured)."""
-        if self.cost.mean is None:
-            return None
-        return self.cost.mean / (1.0 + self.kept_per_forward)
+        """What a decoded token costs without drafting: a one-row step (None before one
+        is measured). A source's margin saves about that much a token it adds."""
+        return self.cost.plain_ms()
 
     def searched(self, spent_ms: dict[str, float]) -> None:
         """Record each searched source's search time (ms) at one step."""
@@ -147,9 +160,9 @@ class AcceptanceMeter:
             self.learn(c, n)
         return best
 
-    def _turn(self, source: str) -> bool:
+    def _turn(self, source: str, idle: bool = False) -> bool:
         n = self._chances[source] = self._chances.get(source, 0) + 1
-        return n % self.explore_every == 0
+        return n % (self.explore_idle if idle else self.explore_every) == 0
 
     def pays(self, tree) -> bool:
         """Whether verifying ``tree`` is expected to beat a one-row step, by what trees

@@ -105,5 +105,5 @@ class TreeDrafter:
             best = self.meter.learn_step(candidates, searched, output[at:])
             for source, n in best.items():
                 if source != verified:
-                    self.meter.record(n, source, verified=False)
+                    self.meter.record(n, source)
         return True

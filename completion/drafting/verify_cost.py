@@ -1,10 +1,15 @@
-"""What a verification forward costs by its number of rows, measured as decoding runs.
+"""What a decoding step costs by the rows of its forward, measured as decoding runs.
 
-On a GPU a forward of 32 rows costs about what one row costs; on a CPU it does not (on
-the bundled model and two cores: 2 rows about 1.4 times one row, 8 rows about 2 times,
-32 rows about 2.4 times). Drafting pays when the tokens a draft is expected to yield,
-1 + accepted, outgrow that ratio, so the ratio is measured here, per row bucket, as an
-exponential average of forward times, rather than assumed.
+A step is everything from the drafter's answer to the next drafter call: the monitor's
+masks over the tree, the forward, the walk of the verified tree and the cache keeping
+the accepted path (the drafter's own search is measured apart, per source:
+``AcceptanceMeter.search_ms``). On a GPU a forward of 32 rows costs about what one row
+costs; on a CPU it does not, and the Python around a forward is a larger share of a
+cheap one: with the bundled model's native forward on this 2-core CPU a step of 8 rows
+costs about twice a one-row step (benchmarks/README.md). Drafting pays when the tokens
+a draft is expected to yield, 1 + accepted, outgrow that ratio, so the ratio is
+measured here, per row bucket, as an exponential average of step times, rather than
+assumed.
 """
 from __future__ import annotations
 
@@ -23,20 +28,36 @@ def bucket(rows: int) -> int:
 
 @dataclass
 class VerifyCost:
-    weight: float = 0.1                                     # weight of the newest forward
-    ms: dict[int, float] = field(default_factory=dict)      # bucket -> average forward ms
-    mean: float | None = None                               # average forward ms, any size
+    weight: float = 0.1                                     # weight of the newest step
+    ms: dict[int, float] = field(default_factory=dict)      # bucket -> average step ms
 
     def record(self, rows: int, ms: float) -> None:
+        """A step whose forward ran ``rows`` rows took ``ms``."""
         b = bucket(rows)
         old = self.ms.get(b)
         self.ms[b] = ms if old is None else old + self.weight * (ms - old)
-        self.mean = ms if self.mean is None else self.mean + self.weight * (ms - self.mean)
+
+    def plain_ms(self) -> float | None:
+        """What a one-row step costs (a token without drafting); None until measured."""
+        return self.ms.get(1)
 
     def ratio(self, rows: int) -> float:
-        """Forward time of ``rows`` rows over that of one row; 1 until both are measured
+        """Step time of ``rows`` rows over that of one row; 1 until both are measured
         (a flat cost: drafts are tried, and measured)."""
         one, many = self.ms.get(1), self.ms.get(bucket(rows))
         if one is None or many is None or one <= 0:
             return 1.0
         return max(1.0, many / one)
+
+    def rows_that_pay(self, tokens: float) -> int:
+        """The most rows a step may run to yield ``tokens`` at least as fast as one-row
+        steps: the largest bucket whose ratio is at most ``tokens``, 1 when none. A
+        bucket not measured yet counts at the ratio of the largest measured one below it
+        (a cost never falls with rows), so it is tried where that one pays."""
+        best, known = 1, 1.0
+        for b in BUCKETS[1:]:
+            if b in self.ms:
+                known = self.ratio(b)
+            if known <= tokens:
+                best = b
+        return best

@@ -48,6 +48,11 @@ def test_appends_chains_trees_and_accepted_paths(runtime):
         o.append(c.extend_tree([17, 18], [-1, 0]))
         c.keep_new(len(c.ids) - 2, [0])
         o.append(c.extend([19]))
+        o.append(c.extend(_ids(runtime, 6, seed=3)))      # five to seven rows: padded to eight
+        wide = [-1, 0, 0, 1, 1, 2, 3, 3, 4, 5, 6, 6, 7, 8, 9, 10, 11, 12, 13, 14]
+        o.append(c.extend_tree(list(range(20, 40)), wide))   # a masked forward of 21 rows
+        c.keep_new(len(c.ids) - 20, [0, 1, 3, 6])
+        o.append(c.extend([41]))
         outs[name] = o
     assert type(caches["native"].past) is NativeBuffers
     for a, b in zip(outs["reference"], outs["native"]):
@@ -106,7 +111,8 @@ def test_greedy_tokens_identical(runtime):
 def test_projection_matches_torch_for_any_shape():
     ext = load_extension()
     g = torch.Generator().manual_seed(0)
-    for n, inner, out in ((1, 64, 64), (3, 256, 688), (17, 70, 33), (64, 128, 1000)):
+    for n, inner, out in ((1, 64, 64), (3, 256, 688), (6, 256, 40), (17, 70, 33),
+                            (64, 128, 1000)):
         x = torch.randn(n, inner, generator=g)
         w = torch.randn(inner, out, generator=g)
         assert torch.allclose(ext.project_rows(x, w), x @ w, atol=1e-4, rtol=1e-5)

@@ -356,12 +356,41 @@ def test_drafts_are_verified_and_sources_searched_where_they_pay():
         meter.learn_step([sugg], {"suggestions"}, output)
         meter.record(4, "suggestions")
     assert meter.margins["suggestions"] == pytest.approx(4.0, abs=0.01)
-    assert meter.token_ms() == pytest.approx(cost.mean / 5, rel=0.01)   # 1 + 4 a forward
+    assert meter.token_ms() == pytest.approx(7.0)      # a one-row step: a token undrafted
     assert meter.worth("suggestions")
     steps = [meter.admitted(["suggestions", "datastore"]) for _ in range(12)]
     assert all("suggestions" in searched for searched in steps)
     # the datastore is searched one step in four, to keep measuring its margin
     assert sum("datastore" in searched for searched in steps) == 3
+
+
+def test_trees_are_cut_to_the_rows_their_acceptance_pays_for():
+    from inkling.completion.drafting.acceptance import AcceptanceMeter
+    from inkling.completion.drafting.suffix_drafter import DraftLimits
+    from inkling.completion.drafting.verify_cost import VerifyCost
+    cost = VerifyCost()
+    assert cost.rows_that_pay(1.5) == 128               # nothing measured: every size tried
+    for rows, ms in ((1, 1.0), (2, 1.3), (4, 1.6), (8, 2.2), (16, 4.0)):
+        cost.record(rows, ms)
+    assert cost.plain_ms() == 1.0
+    # 32 rows and more unmeasured: counted at 16's ratio, tried where that pays
+    assert [cost.rows_that_pay(t) for t in (1.1, 1.4, 2.0, 2.5, 4.0)] == [1, 2, 4, 8, 128]
+    meter = AcceptanceMeter(cost=cost, explore_every=2, explore_idle=8)
+    base = DraftLimits()
+    meter.rates["model"] = 1.5                  # 2.5 tokens a step pay for 8 rows, not 16
+    assert meter.limits(base, "model").max_nodes == 7
+    meter.rates["model"] = 0.5                  # 1.5 tokens: two rows, one drafted node
+    lim = meter.limits(base, "model")
+    assert lim.max_nodes == 1 and lim.max_spec == 1
+    # no source's acceptance pays for a two-row step (1.3 times one row): drafting idles,
+    # each source searched only on its turn, one step in eight, to be measured again
+    meter.rates.update({"model": 0.2, "document": 0.1})
+    assert meter.idle(["model", "document"])
+    steps = [meter.admitted(["model", "document"]) for _ in range(16)]
+    assert sum(bool(found) for found in steps) == 2
+    meter.rates["model"] = 0.4                  # 1.4 tokens pay for two rows: searched again
+    assert not meter.idle(["model", "document"])
+    assert "model" in meter.admitted(["model", "document"])
 
 
 def test_the_document_source_does_not_draft_the_text_after_the_cursor(tiny_runtime):
