@@ -6,8 +6,10 @@ attention (``benchmarks/forward_bound.py``), and torch's GEMV streams the small 
 half the rate a plain read reaches. :class:`NativeLlama` runs the layers of a forward of
 up to :data:`MAX_ROWS` rows as one call of plain loops over the same weights (the
 model's own, [in, out] as ``cpu_layout`` holds them) and the same preallocated key /
-value buffers; the rotary tables and the output layer stay in torch, and forwards of
-more rows (prompt chunks) run the compact forward, where MKL's GEMM pays.
+value buffers; the rotary tables and the output layer stay in torch. From
+:data:`ATTEND_MANY_ROWS` rows attention runs as two batched GEMMs a layer (each cached
+key read once for all rows); forwards of more than :data:`MAX_ROWS` rows (long prompt
+chunks) run the compact forward, where MKL's GEMM for the projections pays.
 
 Float32 on the CPU only, Llama-family layers without biases (``refusal`` says why not).
 The extension is compiled on first use with the C++ compiler torch finds (about 30 s,

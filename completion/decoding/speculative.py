@@ -103,7 +103,8 @@ def speculative_decode(r: DecodeRequest) -> Decoded:
     at = len(cache.ids) - 1 - len(tree)                 # the cache row of the prompt's last
     step = Verification([cache.ids[at]], tree, out, at, (r.first_rows, True))
     prompt, bound, encode = at + 1, near_tie_bound(cache.runtime.dtype), cache.runtime.encode
-    began, rows = None, 0               # the step being timed: its start and forward's rows
+    began, rows, search = None, 0, None  # the step being timed: its start, forward's rows,
+                                         # the drafter's search before it (ms, None: none)
     while True:
         try:
             taken, monitor, reran = _accepted(cache, step, monitor, meter, bound)
@@ -124,9 +125,9 @@ def speculative_decode(r: DecodeRequest) -> Decoded:
             raise Cancelled()
         chain = [tok] + forced_ids(monitor, encode)[:budget - len(ids)]
         if meter is not None and began is not None:     # the whole step but the search
-            meter.cost.record(rows, (time.perf_counter() - began) * 1000)
+            meter.cost.record(rows, (time.perf_counter() - began) * 1000, len(taken), search)
         tree = r.drafter(r.context + ids + chain[1:], budget - len(ids) - len(chain) + 1)
-        began = time.perf_counter()
+        began, search = time.perf_counter(), getattr(r.drafter, "last_search_ms", None)
         tree, states = allowed_tree(tree, monitor, chain[1:])
         start, c = len(cache.ids), len(chain)
         rows = c + len(tree)

@@ -13,12 +13,18 @@ A draft is verified only where it pays: when the tokens it is expected to yield 
 step (1 + its expected acceptance) reach what the larger step costs against a one-row
 step (``VerifyCost``: the forward, the monitor's masks and the walk, measured). Trees are
 cut to that, too: a source's tree holds at most the rows whose step its acceptance pays
-for (``limits``), and while no source's acceptance pays for even a two-row step,
-drafting idles: sources are searched only on their (rarer) turn to be measured again.
-With the bundled model's native forward a one-row step costs about 1.5 ms on this CPU,
-so a search of 0.5 ms or a tree of 16 rows the model mostly rejects costs more than
-drafting saves; the measured costs keep drafting from ever costing much more than
-decoding without it.
+for (``limits``). And drafting as a whole is measured against decoding without it: the
+ms a token of steps after a search (the search, the masks, the larger forward and the
+walk) against those of plain steps (``VerifyCost.drafting_pays``). While drafting costs
+more a token, it idles: sources are searched only on their turn to be measured again,
+one step in ``explore_idle``; while it pays, one step in ``explore_idle`` is a plain one,
+so that both stay measured. With the bundled model's native forward a one-row step
+costs about 2 ms on this CPU, so searches of 0.5 ms a step, or trees of 16 rows the
+model mostly rejects, cost more than drafting saves.
+
+A source not worth its search is searched on its turn only: one step in
+``explore_every``, or fewer where its search is dear: its turns cost at most
+``explore_share`` of what a token costs, on average.
 
 A source is searched only where it pays, too (``admitted``): a search costs time
 (0.01 to 0.05 ms for the request's own text, 0.2 to 0.5 ms for the model datastore, the
@@ -60,8 +66,9 @@ class AcceptanceMeter:
     prior: float = 1.0           # accepted draft tokens per verification before any is seen
     weight: float = 0.1          # weight of the newest verification in the average
     rates: dict[str, float] = field(default_factory=dict)   # source -> average
-    explore_every: int = 2       # a source not worth its search is searched one step in this
-    explore_idle: int = 8        # ... and one in this while no source pays for a draft
+    explore_every: int = 4       # a source not worth its search is searched one step in this
+    explore_idle: int = 8        # ... one in this while drafting idles; a plain step while not
+    explore_share: float = 0.02  # what a source's turns may cost, a share of a token's cost
     cost: VerifyCost = field(default_factory=VerifyCost)
     # (source, match-length bucket) -> accepted tokens of its trees, averaged
     by_match: dict[tuple[str, int], float] = field(default_factory=dict)
@@ -69,6 +76,7 @@ class AcceptanceMeter:
     margins: dict[str, float] = field(default_factory=dict)
     search_ms: dict[str, float] = field(default_factory=dict)   # source -> ms a search
     _chances: dict[str, int] = field(default_factory=dict)
+    _steps: int = 0               # drafting steps asked for (a plain one in explore_idle)
     _limits: dict = field(default_factory=dict, repr=False)    # (base, span, nodes) -> limits
 
     def accepted(self, source: str = "") -> float:
@@ -108,18 +116,18 @@ class AcceptanceMeter:
 
     def admitted(self, sources) -> set[str]:
         """Of ``sources`` (names), those worth searching this step: not yet measured, or
-        their margin worth their search time (``worth``), or their turn to be measured;
-        while no source's acceptance pays for a two-row step (``idle``), only those
-        whose turn it is, one step in ``explore_idle``."""
-        sources = list(sources)
-        idle = self.idle(sources)
+        their margin worth their search time (``worth``), or their turn to be measured.
+        While drafting idles (``idle``), only those whose turn it is; while it does not,
+        none one step in ``explore_idle`` (a plain step, to keep measuring those)."""
+        idle = self.idle()
+        self._steps += 1
+        if not idle and self._steps % self.explore_idle == 0:
+            return set()
         return {s for s in sources if (not idle and self.worth(s)) or self._turn(s, idle)}
 
-    def idle(self, sources) -> bool:
-        """Whether no tree of ``sources`` is expected to pay: the best acceptance among
-        them, 1 + it, is below what a two-row step costs against a one-row step."""
-        best = max((self.accepted(s) for s in sources), default=self.prior)
-        return 1 + best < self.cost.ratio(2)
+    def idle(self) -> bool:
+        """Whether drafting costs more a token than plain steps, as measured."""
+        return not self.cost.drafting_pays()
 
     def worth(self, source: str) -> bool:
         """Whether searching ``source`` is expected to save more decoding time than the
@@ -161,8 +169,15 @@ class AcceptanceMeter:
         return best
 
     def _turn(self, source: str, idle: bool = False) -> bool:
+        """Whether ``source`` is searched this step to measure it: one step in
+        ``explore_every`` (``explore_idle`` while idle), or fewer, so that its searches
+        cost at most ``explore_share`` of a token's cost a step."""
         n = self._chances[source] = self._chances.get(source, 0) + 1
-        return n % (self.explore_idle if idle else self.explore_every) == 0
+        period = self.explore_idle if idle else self.explore_every
+        ms, token = self.search_ms.get(source), self.token_ms()
+        if ms is not None and token:
+            period = max(period, round(ms / (self.explore_share * token)))
+        return n % period == 0
 
     def pays(self, tree) -> bool:
         """Whether verifying ``tree`` is expected to beat a one-row step, by what trees

@@ -47,6 +47,7 @@ class PromptLookupDrafter:
         self.ends = ends                     # ids that end a draft (line ends, end of text)
         self.times: list[float] = []         # ms of each step
         self.steps: list = []                # nothing to learn from
+        self.last_search_ms: float | None = None     # not measured against plain steps
 
     def __call__(self, context: list[int], budget: int) -> DraftTree:
         return prompt_lookup(context, budget, self.ends)
@@ -67,6 +68,7 @@ class TreeDrafter:
         # source of the tree verified) of every step that searched
         self.steps: list[tuple[int, list[Candidate], set[str], str]] = []
         self.times: list[float] = []         # ms of each step, searched or not
+        self.last_search_ms: float | None = None     # the last step's searches (None: none)
 
     def __call__(self, context: list[int], budget: int) -> DraftTree:
         t0 = time.perf_counter()
@@ -77,11 +79,13 @@ class TreeDrafter:
 
     def _step(self, context: list[int], budget: int) -> DraftTree:
         meter, drafter = self.meter, self.drafter
+        self.last_search_ms = None
         searched = meter.admitted(drafter.names())
         if not searched:
             return EMPTY
         spent: dict[str, float] = {}
         generated = context[len(self.context):]
+        t0 = time.perf_counter()
         found = drafter.candidates(context, budget, generated,
                                    lambda source: meter.limits(drafter.limits, source),
                                    searched, spent)
@@ -89,6 +93,7 @@ class TreeDrafter:
         tree = pick(found, self.ends, meter.value)
         if tree.tokens and not meter.pays(tree):
             tree = EMPTY
+        self.last_search_ms = (time.perf_counter() - t0) * 1000
         self.steps.append((len(generated), found, set(spent), tree.source if tree.tokens else ""))
         return tree
 

@@ -30,12 +30,37 @@ def bucket(rows: int) -> int:
 class VerifyCost:
     weight: float = 0.1                                     # weight of the newest step
     ms: dict[int, float] = field(default_factory=dict)      # bucket -> average step ms
+    # "drafted" (steps after a search) / "plain" -> (ms a step, its search included;
+    # tokens a step), each averaged with ``arm_weight``
+    arms: dict[str, tuple[float, float]] = field(default_factory=dict)
+    arm_weight: float = 0.05
 
-    def record(self, rows: int, ms: float) -> None:
-        """A step whose forward ran ``rows`` rows took ``ms``."""
+    def record(self, rows: int, ms: float, tokens: int | None = None,
+               search_ms: float | None = None) -> None:
+        """A step whose forward ran ``rows`` rows took ``ms`` (its search apart); with
+        ``tokens``, what it yielded, and ``search_ms`` what the drafter's search before it
+        took (None: the step did not search)."""
         b = bucket(rows)
         old = self.ms.get(b)
         self.ms[b] = ms if old is None else old + self.weight * (ms - old)
+        if tokens is None:
+            return
+        arm, total = ("plain", ms) if search_ms is None else ("drafted", ms + search_ms)
+        was = self.arms.get(arm)
+        w = self.arm_weight
+        self.arms[arm] = (total, tokens) if was is None else \
+            (was[0] + w * (total - was[0]), was[1] + w * (tokens - was[1]))
+
+    def per_token(self, arm: str) -> float | None:
+        """ms a token in steps of ``arm`` ("drafted" or "plain"), None until measured."""
+        was = self.arms.get(arm)
+        return None if was is None or was[1] <= 0 else was[0] / was[1]
+
+    def drafting_pays(self) -> bool:
+        """Whether steps after a search yield tokens at least as cheaply as plain steps,
+        searches, masks and walks included (True until both are measured)."""
+        drafted, plain = self.per_token("drafted"), self.per_token("plain")
+        return drafted is None or plain is None or drafted <= plain
 
     def plain_ms(self) -> float | None:
         """What a one-row step costs (a token without drafting); None until measured."""

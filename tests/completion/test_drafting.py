@@ -359,8 +359,17 @@ def test_drafts_are_verified_and_sources_searched_where_they_pay():
     assert meter.token_ms() == pytest.approx(7.0)      # a one-row step: a token undrafted
     assert meter.worth("suggestions")
     steps = [meter.admitted(["suggestions", "datastore"]) for _ in range(12)]
-    assert all("suggestions" in searched for searched in steps)
+    # one step in explore_idle (8; the first was asked for above) is plain, to keep
+    # measuring what drafting saves
+    assert [i for i, searched in enumerate(steps) if not searched] == [6]
+    assert all("suggestions" in searched for searched in steps[:6] + steps[7:])
     # the datastore is searched one step in four, to keep measuring its margin
+    assert sum("datastore" in searched for searched in steps) == 2
+    # a dear search is measured more seldom: its turns cost at most 2% of a token
+    meter.searched({"datastore": 1.4})               # 1.4 / (0.02 * 7 ms) = 10 steps
+    assert meter.search_ms["datastore"] == pytest.approx(0.32)
+    meter.search_ms["datastore"] = 1.4
+    steps = [meter.admitted(["suggestions", "datastore"]) for _ in range(40)]
     assert sum("datastore" in searched for searched in steps) == 3
 
 
@@ -382,14 +391,17 @@ def test_trees_are_cut_to_the_rows_their_acceptance_pays_for():
     meter.rates["model"] = 0.5                  # 1.5 tokens: two rows, one drafted node
     lim = meter.limits(base, "model")
     assert lim.max_nodes == 1 and lim.max_spec == 1
-    # no source's acceptance pays for a two-row step (1.3 times one row): drafting idles,
-    # each source searched only on its turn, one step in eight, to be measured again
-    meter.rates.update({"model": 0.2, "document": 0.1})
-    assert meter.idle(["model", "document"])
-    steps = [meter.admitted(["model", "document"]) for _ in range(16)]
-    assert sum(bool(found) for found in steps) == 2
-    meter.rates["model"] = 0.4                  # 1.4 tokens pay for two rows: searched again
-    assert not meter.idle(["model", "document"])
+    # drafting against plain steps, per token, searches included
+    assert not meter.idle()                     # nothing measured: drafting is tried
+    cost.record(1, 1.0, tokens=1)               # plain: 1 ms a token
+    cost.record(8, 2.2, tokens=2, search_ms=0.5)     # drafted: 2.7 ms for 2 tokens
+    assert cost.per_token("drafted") == pytest.approx(1.35)
+    assert meter.idle()                         # drafting idles: sources on their turn only,
+    steps = [meter.admitted(["model", "document"]) for _ in range(16)]   # one step in 8
+    assert [i for i, found in enumerate(steps) if found] == [7, 15]
+    for _ in range(40):                         # drafts that keep 4 tokens: 5 a step
+        cost.record(8, 2.2, tokens=5, search_ms=0.5)
+    assert cost.per_token("drafted") < 1.0 and not meter.idle()
     assert "model" in meter.admitted(["model", "document"])
 
 
