@@ -1,4 +1,4 @@
-// The decoder layers of a Llama-family model for a few rows, as one call (float32, CPU).
+// The decoder layers of a Llama-family model for up to 64 rows, as one call (float32, CPU).
 //
 // What the compact forward (cache/compact_llama.py) runs as about 200 small torch ops a
 // step, each with its dispatch, this runs as plain loops: RMSNorm, the q / k / v
@@ -9,11 +9,14 @@
 //
 // A projection's weights are a copy of the model's [in, out] ones (cpu_layout.py's
 // InputMajorLinear.weight_t) cut into panels of 16 columns, each one contiguous run
-// (pack_panels, once at load). A projection of n rows streams each panel once for every
-// four rows, its 4 x 16 sums in registers over the whole input; the panels split over
-// torch's intra-op threads (at::parallel_for), and a sum's order never depends on the
-// thread count. Sums run in a different order than MKL's: logits agree with the
-// reference forward to float rounding (tests: within 1e-4), not bit for bit.
+// (pack_panels, once at load). A projection takes each panel's rows eight at a time, its
+// 8 x 16 sums in registers over the whole input (five to seven rows padded to eight);
+// the panels split over torch's intra-op threads (at::parallel_for), and a sum's order
+// never depends on the thread count. Attention reads the cached keys once a row for a
+// few rows (attend), and as two batched GEMMs a layer for many (attend_many, from
+// native_llama.py's ATTEND_MANY_ROWS). Sums run in a different order than MKL's: logits
+// agree with the reference forward to float rounding (tests: within 1e-4), not bit for
+// bit.
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 
@@ -374,8 +377,8 @@ void check(const torch::Tensor& t, const char* what) {
 // down [I, hidden] (9 tensors a layer; the projections as pack_panels' panels); keys / values [layers, 1, kv, cap, d] with the
 // cache's first `past` entries (the new rows' are written at past .. past + n);
 // cos / sin [n, d] (sin with its first half negated); mask: empty, or [n, past + n]
-// additive. Returns the final norm of the last `keep` rows (all when keep == 0):
-// [keep or n, hidden].
+// additive; many_rows: from this many rows attention runs as attend_many. Returns the
+// final norm of the last `keep` rows (all when keep == 0): [keep or n, hidden].
 torch::Tensor layers_forward(torch::Tensor x, std::vector<torch::Tensor> layer_weights,
                              torch::Tensor keys, torch::Tensor values, int64_t past,
                              torch::Tensor cos, torch::Tensor sin, torch::Tensor mask,
