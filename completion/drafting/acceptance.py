@@ -22,10 +22,6 @@ so that both stay measured. With the bundled model's native forward a one-row st
 costs about 2 ms on this CPU, so searches of 0.5 ms a step, or trees of 16 rows the
 model mostly rejects, cost more than drafting saves.
 
-A source not worth its search is searched on its turn only: one step in
-``explore_every``, or fewer where its search is dear: its turns cost at most
-``explore_share`` of what a token costs, on average.
-
 A source is searched only where it pays, too (``admitted``): a search costs time
 (0.01 to 0.05 ms for the request's own text, 0.2 to 0.5 ms for the model datastore, the
 corpus and the recent suggestions, more for the document, whose index is then built), and
@@ -33,16 +29,19 @@ most sources seldom have the best candidate. So each source's *margin* is measur
 how many more tokens its best candidate keeps than the best of the other sources'
 (none when it keeps no more), scored against the whole output once a completion is
 done (``learn_step``). A source is searched while its margin, at what a token costs
-without drafting (a one-row step), is worth more than its own measured search time; one step in ``explore_every`` it is searched anyway, so its
-margin keeps being measured. On the drafting benchmark's first six traces the model
-datastore's margin ended each trace between 0.7 and 1.8 tokens a step, the request's
-and the recent suggestions' between 0 and 1, the corpus datastore's and the document's
-at most 0.1, the workspace's and the accepted completions' at 0: those last four are
-mostly searched only on their turn. Their turn comes every other step: a margin
-measured on few steps undersells a source whose best candidate comes in runs, and on
-the held-out retype traces (toolz, monitor on) searching each source one step in 8, 4,
-2 or every step made 2.44, 2.55, 2.61 and 2.66 tokens a forward, with the completion
-latency p50 the same within the noise (one run each, ``benchmarks/README.md``).
+without drafting (a one-row step), is worth more than its own measured search time; on
+its turn it is searched anyway, so its margin keeps being measured: one step in
+``explore_every``, or fewer where its search is dear (its turns cost at most
+``explore_share`` of a token's cost, on average). On the drafting benchmark's first six
+traces the model datastore's margin ended each trace between 0.7 and 1.8 tokens a step,
+the request's and the recent suggestions' between 0 and 1, the corpus datastore's and
+the document's at most 0.1, the workspace's and the accepted completions' at 0: those
+last four are mostly searched only on their turn. With the compact forward, on the
+held-out retype traces (toolz, monitor on), searching each source one step in 8, 4, 2
+or every step made 2.44, 2.55, 2.61 and 2.66 tokens a forward at the same latency p50;
+with the native forward a one-row step costs half as much and the searches do not,
+so the turn is one step in 4 now (``benchmarks/README.md``, "The native forward to 64
+rows").
 
 Which source's tree is verified is chosen by what the model has kept, too: each tree's
 expected yield is the measured acceptance of its source at its match length (``value``),
