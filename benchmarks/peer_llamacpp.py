@@ -1,7 +1,7 @@
 """inkling against llama.cpp on the same model, side by side in one run (issue 24).
 
     .venv/bin/python benchmarks/peer_llamacpp.py [--limit N] [--threads 2[,1]]
-        [--inkling-threads 2] [--inkling-forward compact] [--traces FILE_OR_DIR ...]
+        [--inkling-threads 1,2] [--inkling-forward compact] [--traces FILE_OR_DIR ...]
         [--cache-dir DIR] [--checks-only]
 
 What it does:
@@ -31,9 +31,10 @@ What it does:
    every completion (interleaved, so machine noise hits all alike):
 
    * inkling with its defaults, and inkling with ``completion.draft=none`` (one token per
-     forward); with ``--inkling-threads 2``, inkling with its defaults again, its forward
-     on 2 threads (the runtime's own choice for the bundled model is 1), to set beside
-     llama-server on 2; with ``--inkling-forward compact``, inkling with its defaults and
+     forward); by default the native forward's thread count is the runtime's choice, one
+     thread or every core, whichever measures faster as it runs (cache/thread_choice.py);
+     with ``--inkling-threads 1,2``, inkling with its defaults again, its forward pinned
+     on 1 and on 2 threads; with ``--inkling-forward compact``, inkling with its defaults and
      ``model.forward compact`` (a column 'inkling forward=compact', on the runtime's
      threads: the defaults run the native forward where it builds);
    * llama-server ``/completion`` given the token ids of inkling's own prompt for that
@@ -788,19 +789,17 @@ class Replay:
         self.options = {"inkling": InklingOptions(),
                         "inkling draft=none": InklingOptions().merged(
                             {"completion": {"draft": "none"}})}
-        # inkling's forward on more threads (defaults otherwise): torch's intra-op thread
-        # count is set for that system's completions and put back after each
-        import torch
-        self.base_threads = torch.get_num_threads()
-        self.threads = {"inkling": self.base_threads, "inkling draft=none": self.base_threads}
+        # inkling's forward on a fixed thread count (None: the runtime's own choice, which
+        # measures one thread against two as it runs: cache/thread_choice.py), pinned for
+        # that system's completions only
+        self.threads: dict[str, int | None] = {"inkling": None, "inkling draft=none": None}
         for t in inkling_threads:
-            if t != self.base_threads:
-                self.options[f"inkling -t{t}"] = InklingOptions()
-                self.threads[f"inkling -t{t}"] = t
+            self.options[f"inkling -t{t}"] = InklingOptions()
+            self.threads[f"inkling -t{t}"] = t
         for f in inkling_forwards:
             self.options[f"inkling forward={f}"] = InklingOptions().merged(
                 {"model": {"forward": f}})
-            self.threads[f"inkling forward={f}"] = self.base_threads
+            self.threads[f"inkling forward={f}"] = None
         self.checker = SyntaxChecker()
         # the prompt is computed again on a twin runtime (its own chunked encoder, the same
         # model, never run) so that a llama system asked before inkling has inkling's ids
@@ -865,11 +864,10 @@ class Replay:
         got: dict[str, Sample] = {}
         for name in order:
             if name in sessions:
-                torch.set_num_threads(self.threads[name])
-                try:
+                t = self.threads[name]
+                with (self.runtime.threads.pinned(t) if t is not None
+                      else contextlib.nullcontext()):
                     got[name], seen = inkling_sample(sessions[name], event, probe)
-                finally:
-                    torch.set_num_threads(self.base_threads)
                 if name == "inkling":
                     self.ids_agree[0] += seen == point.prompt.ids
                     self.ids_agree[1] += 1
@@ -1026,8 +1024,9 @@ def parse_args():
     ap.add_argument("--threads", default="2",
                     help="llama-server threads, comma-separated for several servers (default 2)")
     ap.add_argument("--inkling-threads", default="", metavar="N[,N]",
-                    help="inkling with its defaults again, its forward on N threads, for each "
-                         "N other than the runtime's own (a column 'inkling -tN')")
+                    help="inkling with its defaults again, its forward pinned on N threads, "
+                         "for each N (a column 'inkling -tN'; the defaults measure 1 against "
+                         "every core as they run)")
     ap.add_argument("--inkling-forward", default="", metavar="F[,F]",
                     help="inkling with its defaults again and model.forward F, for each F "
                          "(a column 'inkling forward=F'; e.g. compact)")
@@ -1095,8 +1094,13 @@ def report(run: Replay, per_group: dict, threads: list[int], seconds: float) -> 
     note = run.runtime.auto_note() if auto != "native" else ""
     print(f"inkling's defaults run the {auto} forward (model.forward auto"
           + (f": {note})" if note else ")"))
-    print(f"inkling's forward runs on {torch.get_num_threads()} thread(s); llama-server "
-          f"with -t {', '.join(map(str, threads))}; {os.cpu_count()} cores")
+    choice = run.runtime.threads.report()
+    counts = " or ".join(map(str, choice["counts"]))
+    chosen = ", ".join(f"{rows} rows: {c['threads']} ({' vs '.join(f'{t}: {ms} ms' for t, ms in c['ms'].items())})"
+                       for rows, c in choice["by_rows"].items())
+    print(f"inkling's forward runs on {counts} thread(s)"
+          + (f", measured as it runs; at the end: {chosen}" if choice["adaptive"] else "")
+          + f"; llama-server with -t {', '.join(map(str, threads))}; {os.cpu_count()} cores")
     print(f"prompt ids recomputed for llama = the ids inkling's model was given: "
           f"{run.ids_agree[0]} of {run.ids_agree[1]}\n")
     table = print_table(systems)

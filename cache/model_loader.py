@@ -119,16 +119,37 @@ SMALL_MODEL_PARAMS = 100_000_000
 
 
 def pick_threads(requested: int, device, n_params: int) -> int | None:
-    """The CPU threads for the forward: ``requested`` when given; else one for a model
-    under SMALL_MODEL_PARAMS (its forward is overhead-bound: a second thread buys little,
-    and where another process holds the other core every step waits for it, 5 times
-    slower per forward on the bundled model under load) and every core for a larger one.
-    None on a GPU (the host threads are left as they are)."""
+    """The CPU threads of the forward: ``requested`` when given; else one for a model
+    under SMALL_MODEL_PARAMS (where another process holds the other core, every step on
+    two threads waits for it: twice as slow a completion on the bundled model) and every
+    core for a larger one. For the small model the native forward then measures one
+    thread against every core as it runs (``thread_choice``). None on a GPU (the host
+    threads are left as they are)."""
     if device.type != "cpu":
         return None
     if requested > 0:
         return requested
-    return 1 if n_params < SMALL_MODEL_PARAMS else max(1, os.cpu_count() or 1)
+    return 1 if n_params < SMALL_MODEL_PARAMS else usable_cores()
+
+
+def thread_choice(requested: int, base: int | None, n_params: int):
+    """The runtime's thread choice (cache/thread_choice.py): ``base`` threads fixed, or
+    with ``requested`` 0 and a model under SMALL_MODEL_PARAMS on several cores, ``base``
+    and every core measured against each other; None on a GPU."""
+    from .thread_choice import ThreadChoice
+    if base is None:
+        return None
+    cores = usable_cores()
+    adaptive = requested == 0 and n_params < SMALL_MODEL_PARAMS and cores > base
+    return ThreadChoice(base, cores if adaptive else 0)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its affinity where the OS says)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
 
 
 def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
@@ -165,7 +186,8 @@ def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
     except (OSError, ValueError, KeyError) as exc:
         raise ModelError(f"model {path} cannot be loaded: {str(exc).splitlines()[0]}") from None
     model.to(dev).eval()
-    n_threads = pick_threads(threads, dev, sum(p.numel() for p in model.parameters()))
+    n_params = sum(p.numel() for p in model.parameters())
+    n_threads = pick_threads(threads, dev, n_params)
     if n_threads is not None:
         torch.set_num_threads(n_threads)
     if dev.type == "cpu":
@@ -186,7 +208,8 @@ def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
     runtime = ModelRuntime(path=path, model=model, tokenizer=tokenizer, fim=fim,
                            fim_order=order, stop_ids=frozenset(stop_ids),
                            context_limit=min(context, 8192), device=dev, dtype=dt,
-                           compact=compact, compact_refusal=refused)
+                           compact=compact, compact_refusal=refused,
+                           threads=thread_choice(threads, n_threads, n_params))
     _settle_forward(runtime, forward, report)
     report("ready", 1.0)
     if runtime.encoder.rule == "whole":

@@ -151,6 +151,12 @@ class NativeLlama(CompactLlama):
     def new_buffers(self, dtype: torch.dtype, device: torch.device) -> NativeBuffers:
         return NativeBuffers.for_config(self.config, dtype, device)
 
+    @staticmethod
+    def runs_native(rows: int, dtype: torch.dtype) -> bool:
+        """Whether a forward of ``rows`` rows runs the native layers (whose sums never
+        depend on the thread count), not the compact forward."""
+        return rows <= MAX_ROWS and dtype == torch.float32
+
     @torch.inference_mode()
     def forward(self, kv: KVBuffers, embeds: torch.Tensor, positions: torch.Tensor,
                 mask: torch.Tensor | None = None, keep: int = 0) -> torch.Tensor:
@@ -158,7 +164,7 @@ class NativeLlama(CompactLlama):
         mask None or [1, 1, n, length + n] (additive float or bool) -> logits
         [1, keep or n, vocab]."""
         n, past = embeds.shape[1], kv.length
-        if n > MAX_ROWS or embeds.dtype != torch.float32:
+        if not self.runs_native(n, embeds.dtype):
             return super().forward(kv, embeds, positions, mask, keep)
         kv.reserve(n)
         cos, sin = self.rotary(embeds, position_ids=positions)           # [1, n, d] each

@@ -13,7 +13,8 @@ from tokenizers import Tokenizer
 from .chunked_encoder import ChunkedEncoder
 from .fim import FimFormat
 from .kv_buffers import KVBuffers
-from .native_llama import NativeBuffers
+from .native_llama import NativeBuffers, NativeLlama
+from .thread_choice import ThreadChoice
 
 FORWARDS = ("auto", "native", "compact", "reference")
 
@@ -57,6 +58,9 @@ class ModelRuntime:
     # why auto is not native ("" where it is; set once, by whichever thread asks first:
     # the same value from any)
     _auto_refusal: str | None = field(default=None, repr=False)
+    # the CPU threads of each forward (cache/thread_choice.py), set by the loader; None:
+    # torch's count is left as it is (a GPU)
+    threads: ThreadChoice | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.encoder is None:
@@ -174,15 +178,15 @@ class ModelRuntime:
         """embeds: [1, n, hidden] -> logits [1, n, vocab] (float32); ``past`` is updated."""
         t0 = time.perf_counter()
         embeds = embeds.to(self.device, self.dtype)
+        threads = self._threads_for(past, embeds.shape[1])
         if self._is_compact(past):
             logits = self._runner(past).forward(past, embeds, position_ids)
         else:
             logits = self.model(inputs_embeds=embeds, **self.cache_arg(past),
                                 position_ids=position_ids, use_cache=True).logits
-        self.stats.forwards += 1
-        self.stats.tokens += embeds.shape[1]
-        self.stats.seconds += time.perf_counter() - t0
-        return logits.float()
+        logits = logits.float()
+        self._count(embeds.shape[1], threads, t0)
+        return logits
 
     def cache_arg(self, past) -> dict:
         """``past`` as the keyword the model's forward takes: ``cache`` from transformers
@@ -206,6 +210,7 @@ class ModelRuntime:
         in place."""
         t0 = time.perf_counter()
         keep = 1 if last_only else keep_last
+        threads = self._threads_for(past, input_ids.shape[1])
         if self._is_compact(past):
             ids = input_ids.to(self.device)
             if position_ids is None:
@@ -218,10 +223,32 @@ class ModelRuntime:
                              position_ids=position_ids, attention_mask=attention_mask,
                              use_cache=True, logits_to_keep=keep)
             logits = out.logits.float()
-        self.stats.forwards += 1
-        self.stats.tokens += input_ids.shape[1]
-        self.stats.seconds += time.perf_counter() - t0
+        self._count(input_ids.shape[1], threads, t0)
         return logits
+
+    def _threads_for(self, past, rows: int) -> int | None:
+        """Set torch's thread count for a forward of ``rows`` rows writing ``past``: by
+        ``self.threads``'s measured choice where the native layers run it (the count
+        changes no bit there), its fixed count otherwise. The count chosen for, or None."""
+        choice = self.threads
+        if choice is None:
+            return None
+        if isinstance(past, NativeBuffers) and NativeLlama.runs_native(rows, self.dtype):
+            threads = choice.pick(rows)
+            choice.use(threads)
+            return threads
+        choice.use(choice.fixed())
+        return None
+
+    def _count(self, rows: int, threads: int | None, t0: float) -> None:
+        """A forward of ``rows`` rows that began at ``t0`` is over: its time to the stats,
+        and to the thread choice where it chose (``threads``)."""
+        seconds = time.perf_counter() - t0
+        self.stats.forwards += 1
+        self.stats.tokens += rows
+        self.stats.seconds += seconds
+        if threads is not None:
+            self.threads.record(rows, threads, seconds * 1000)
 
 
 def cache_keyword(model) -> str:

@@ -96,6 +96,12 @@ class Engine:
         return {"kind": kind, "note": rt.auto_note() if asked == "auto" and kind != "native"
                 else ""}
 
+    def threads_in_use(self) -> dict | None:
+        """The forward's CPU threads (``ThreadChoice.report``): None before the model
+        loads, or on a GPU."""
+        rt = self._runtime
+        return rt.threads.report() if rt is not None and rt.threads is not None else None
+
     @property
     def datastore(self):
         return self.sources.datastore              # the corpus datastore, once built

@@ -32,9 +32,11 @@ class ModelOptions:
     # says which runs and why not native. native or compact: that one, or an error at load
     # naming why not. reference: transformers' always (what the others are tested against)
     forward: str = "auto"       # auto | native | compact | reference
-    # CPU threads of the forward (0: by the rule in cache/model_loader.py, pick_threads: one
-    # for a model under 100 M parameters, whose forward is overhead-bound and stalls when a
-    # second thread waits for a core another process holds; all cores for a larger one)
+    # CPU threads of the forward (0: by the rules in cache/model_loader.py: for a model
+    # under 100 M parameters, one, and for its native forward one or every core, whichever
+    # measures faster as it runs (a second thread halves the weights each core reads, and
+    # stalls when another process holds that core: cache/thread_choice.py); all cores
+    # for a larger model)
     threads: int = 0
 
 

@@ -184,11 +184,11 @@ def _auto_forward(runtime) -> str:
     return f"{kind} ({note})" if note else kind
 
 
-def _threads(runtime) -> int | None:
-    # torch takes 0.8 s to import (-X importtime) and this module is on `inkling --help`'s
-    # path; a loaded runtime has imported it already, so here it costs nothing
-    import torch
-    return torch.get_num_threads() if runtime.device.type == "cpu" else None
+def _threads(runtime) -> dict | None:
+    """The forward's CPU threads: the counts compared and what each measured
+    (``ThreadChoice.report``), or None on a GPU."""
+    choice = getattr(runtime, "threads", None)
+    return choice.report() if choice is not None else None
 
 
 def replay_json(results: list[TraceResult], config: dict) -> dict:

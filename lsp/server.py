@@ -417,7 +417,8 @@ def build_server(engine: Engine) -> InklingServer:
         def engine_stats():
             return {"documents": len(ls.engine.documents.uris()),
                     "refreshes": ls.engine.stats.refreshes, "learnt": ls.engine.stats.learnt,
-                    "forward": ls.engine.forward_in_use()}   # None until the model loads
+                    "forward": ls.engine.forward_in_use(),   # None until the model loads
+                    "threads": ls.engine.threads_in_use()}   # and on a GPU
         return {**ls.stats.as_dict(), "state": ls.state, **await ls.worker.run(engine_stats),
                 "cache_mode": ls.engine.options.cache.mode,
                 "mechanisms": ls.engine.options.mechanisms(),     # which of inkling's ideas run

@@ -7,6 +7,7 @@ import pytest
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient
 
+from inkling.cache.model_loader import usable_cores
 from inkling.completion.options import InklingOptions
 from inkling.lsp.cli import _options_from_args, _parser, main
 from inkling.lsp.replay_cli import replay_options
@@ -82,6 +83,8 @@ def test_replay_config_shows_the_defaults(tmp_path, tiny_model_dir, capsys):
         for key, value in defaults[section].items():
             if key != "datastore":
                 assert report["config"][section][key] == value, (section, key)
+    threads = report["config"]["runtime"]["threads"]      # what the thread choice measured
+    assert threads["counts"][0] == 1 and set(threads) == {"counts", "adaptive", "by_rows"}
 
 
 @pytest.fixture(scope="module")
@@ -98,6 +101,10 @@ async def test_stats_and_status_say_which_mechanisms_run(client: LanguageClient)
     assert dict(stats.mechanisms._asdict()) == expected
     # model.forward auto: the native forward where it builds (g++ is a dependency), said
     assert (stats.forward.kind, stats.forward.note) == ("native", ""), stats.forward
+    # model.threads 0: one thread, measured against every core where there are several
+    cores = usable_cores()
+    assert stats.threads.counts == ([1, cores] if cores > 1 else [1]), stats.threads
+    assert stats.threads.adaptive == (cores > 1)
     ready = [s for s in client.statuses if s.state == "ready"]
     assert ready, client.statuses
     text = InklingOptions().mechanisms_text()
