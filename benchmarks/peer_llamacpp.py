@@ -27,7 +27,7 @@ What it does:
    path) against llama-server ``/completion`` given the same token ids.
 4. replays edit traces through inkling in process (an Engine per trace, driven exactly as
    ``inkling replay`` drives it with default options) and, at each completion event of
-   the same replay, through llama-server: the systems are asked in a rotating order at
+   the same replay, through llama-server: the systems are asked in a shuffled order at
    every completion (interleaved, so machine noise hits all alike):
 
    * inkling with its defaults, and inkling with ``completion.draft=none`` (one token per
@@ -70,6 +70,7 @@ import http.client
 import json
 import math
 import os
+import random
 import shutil
 import signal
 import socket
@@ -801,6 +802,12 @@ class Replay:
                 {"model": {"forward": f}})
             self.threads[f"inkling forward={f}"] = None
         self.checker = SyntaxChecker()
+        # each inkling system has its own view of the runtime, as a server of its own would:
+        # the same model, forward and thread choice, its own chunked encoder (which
+        # remembers the ids of unchanged lines: shared, whoever tokenized first after an
+        # edit paid for all)
+        self.runtimes = {name: dataclasses.replace(runtime, encoder=None)
+                         for name in self.options}
         # the prompt is computed again on a twin runtime (its own chunked encoder, the same
         # model, never run) so that a llama system asked before inkling has inkling's ids
         # without warming inkling's encoder
@@ -809,8 +816,12 @@ class Replay:
         for t, _ in servers.items():
             self.systems[f"llama ids -t{t}"] = System(f"llama ids -t{t}")
             self.systems[f"llama /infill -t{t}"] = System(f"llama /infill -t{t}")
+        # asked in a new order at each completion (seeded): with one order rotated, each
+        # system always came right after the same one, and the one after llama /infill
+        # found llama-server's threads still holding the cores (2.5 to 5 ms more to its
+        # first token than its twins, whichever inkling system it was)
         self.order = list(self.systems)
-        self.count = 0
+        self.shuffle = random.Random(0).shuffle
         self.ids_agree = [0, 0]
         self.failures: list[str] = []
 
@@ -822,8 +833,8 @@ class Replay:
             for name, options in self.options.items():
                 root = Path(stack.enter_context(tempfile.TemporaryDirectory(
                     prefix="inkling-peer-"))).resolve()
-                sessions[name] = _session(trace, root, options, self.runtime, self.checker,
-                                          self.datastore)
+                sessions[name] = _session(trace, root, options, self.runtimes[name],
+                                          self.checker, self.datastore)
                 stack.callback(sessions[name].engine.shutdown)
             done = 0
             for event in trace.events:
@@ -858,9 +869,8 @@ class Replay:
     def complete(self, sessions, event, group: str, probe: SyncProbe) -> None:
         import torch
         point = self.point(sessions["inkling"], event)
-        k = self.count % len(self.order)
-        order = self.order[k:] + self.order[:k]
-        self.count += 1
+        order = list(self.order)
+        self.shuffle(order)
         got: dict[str, Sample] = {}
         for name in order:
             if name in sessions:
@@ -1089,17 +1099,17 @@ def report(run: Replay, per_group: dict, threads: list[int], seconds: float) -> 
     n = len(systems[0].samples)
     print(f"\n{n} completions from {sum(per_group.values())} traces "
           f"({', '.join(f'{g}: {k}' for g, k in per_group.items())}), systems asked in a "
-          f"rotating order at each completion; {seconds / 60:.1f} min")
+          f"shuffled order at each completion; {seconds / 60:.1f} min")
     auto = run.runtime.forward_kind("auto")
     note = run.runtime.auto_note() if auto != "native" else ""
     print(f"inkling's defaults run the {auto} forward (model.forward auto"
           + (f": {note})" if note else ")"))
     choice = run.runtime.threads.report()
     counts = " or ".join(map(str, choice["counts"]))
-    chosen = ", ".join(f"{rows} rows: {c['threads']} ({' vs '.join(f'{t}: {ms} ms' for t, ms in c['ms'].items())})"
-                       for rows, c in choice["by_rows"].items())
+    ms = " vs ".join(f"{t}: {v} ms" for t, v in choice["one_row_ms"].items())
     print(f"inkling's forward runs on {counts} thread(s)"
-          + (f", measured as it runs; at the end: {chosen}" if choice["adaptive"] else "")
+          + (f", measured as it runs; at the end {choice['threads']} (a one-row forward "
+             f"{ms})" if choice["adaptive"] else "")
           + f"; llama-server with -t {', '.join(map(str, threads))}; {os.cpu_count()} cores")
     print(f"prompt ids recomputed for llama = the ids inkling's model was given: "
           f"{run.ids_agree[0]} of {run.ids_agree[1]}\n")

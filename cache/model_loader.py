@@ -145,11 +145,17 @@ def thread_choice(requested: int, base: int | None, n_params: int):
 
 
 def usable_cores() -> int:
-    """The cores this process may run on (its affinity where the OS says)."""
+    """The cores this process may run on (its affinity where the OS says), at most
+    ``OMP_NUM_THREADS`` where that is set (a limit the user or a scheduler such as Ray
+    gave)."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    limit = os.environ.get("OMP_NUM_THREADS", "").strip()
+    if limit.isdigit() and int(limit) > 0:
+        cores = min(cores, int(limit))
+    return max(1, cores)
 
 
 def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",

@@ -7,16 +7,22 @@ machine. But where another process holds that core every step waits for it: the 
 completions took 55 ms on two threads against 28 on one beside a busy process of the same
 priority (a process at nice 19, such as the model's own training, yields the core and
 costs little). Neither count is right for a person's machine, whose load comes and goes,
-so with ``model.threads`` 0 a small model's native forward measures both, by row count:
+so with ``model.threads`` 0 a small model's native forward measures both on its one-row
+steps (the most frequent forward, and the one a busy core slows most):
 
-- each count runs ``WARMUP`` forwards of a row bucket first; then the count whose recent
-  forwards (the median of the last ``WINDOW``) were faster runs, and the other one now and
-  then, so that a change of load is seen: at most one forward in ``EXPLORE_EVERY``, and
-  only while what its turns cost beyond the faster count's (by the medians) stays within
-  ``EXPLORE_SHARE`` of the bucket's forward time (two threads beside a busy process cost 4
-  to 10 times one thread's: they are then tried about once in a hundred forwards); a turn
-  faster than the other count's median is tried again at once, so a core freed is taken
-  within a few forwards;
+- each count runs ``WARMUP`` one-row forwards first; then the count whose recent ones (the
+  median of the last ``WINDOW``) were faster runs every native forward, and the other one
+  one-row forward now and then, so that a change of load is seen: at most one in
+  ``EXPLORE_EVERY``, and only while what its turns cost beyond the faster count's (by the
+  medians) stays within ``EXPLORE_SHARE`` of the one-row forwards' time (two threads
+  beside a busy process cost 4 to 10 times one thread's: they are then tried about once
+  in a hundred forwards); a turn clearly faster than the other count's median
+  (``PROMISING``) is tried again at once, so a core freed is taken within a few forwards;
+- a forward of several rows (a draft tree, a prompt chunk) runs on the count the one-row
+  steps chose: on an idle core two threads were as fast or faster at every row count
+  measured (2 to 64 rows: 0.67 to 1.01 of one thread's time), and beside a busy process
+  slower at every one, so a choice per row count bought nothing but more switches and
+  more turns of the slower count;
 - only forwards of the native layers (``NativeLlama.runs_native``) are chosen for: their
   sums never depend on the thread count (``llama_step.cpp``), so the choice changes only
   time, never a token. Every other forward (a long prompt's chunk through MKL's GEMM,
@@ -32,32 +38,16 @@ import contextlib
 import statistics
 import threading
 from collections import deque
-from dataclasses import dataclass, field
 
 import torch
 
-BUCKETS = (1, 2, 4, 8, 16, 32, 64)     # forwards are timed by the bucket of their rows
-WARMUP = 3                             # forwards a count runs in a bucket before comparing
-WINDOW = 5                             # recent forwards per count and bucket compared
+WARMUP = 3                             # one-row forwards a count runs before comparing
+WINDOW = 9                             # recent one-row forwards per count compared: a
+                                       # burst of load of a few forwards moves no median
+PROMISING = 0.85                       # a turn this much faster than the other count's
+                                       # median is tried again at once
 EXPLORE_EVERY = 16                     # at most one forward in this many runs the slower count
-EXPLORE_SHARE = 0.03                   # what those turns may cost, of the bucket's time
-
-
-def bucket(rows: int) -> int:
-    """The smallest bucket holding ``rows`` (the largest for more)."""
-    for b in BUCKETS:
-        if rows <= b:
-            return b
-    return BUCKETS[-1]
-
-
-@dataclass
-class _Bucket:
-    """What the forwards of one row bucket measured."""
-    ms: dict = field(default_factory=dict)     # threads -> deque of its recent ms
-    spent: float = 0.0                         # ms of all its chosen-for forwards
-    explored: float = 0.0                      # what its turns of the slower count cost more
-    since: int = 0                             # forwards since the slower count's last turn
+EXPLORE_SHARE = 0.03                   # what those turns may cost, of the one-row forwards'
 
 
 class ThreadChoice:
@@ -67,7 +57,11 @@ class ThreadChoice:
     def __init__(self, base: int, most: int = 0):
         self.base = base                                   # threads of unchosen forwards
         self.counts = (base, most) if most > base else (base,)   # the counts compared
-        self._buckets: dict[int, _Bucket] = {}
+        self._ms: dict[int, deque] = {}                    # threads -> recent one-row ms
+        self._best = base                                  # the count chosen so far
+        self._spent = 0.0                                  # ms of all one-row forwards
+        self._explored = 0.0                               # what turns of the slower cost more
+        self._since = 0                                    # one-row forwards since its last turn
         self._pinned: int | None = None                    # a count fixed from outside
         self._lock = threading.Lock()
 
@@ -83,33 +77,34 @@ class ThreadChoice:
         """The count for a forward of ``rows`` rows whose result no count changes."""
         if not self.adaptive:
             return self.fixed()
+        if rows > 1:
+            return self._best
         with self._lock:
-            b = self._buckets.setdefault(bucket(rows), _Bucket())
-            runs = {t: b.ms.get(t, ()) for t in self.counts}
+            runs = {t: self._ms.get(t, ()) for t in self.counts}
             short = [t for t in self.counts if len(runs[t]) < WARMUP]
             if short:                                      # each count measured first
                 return min(short, key=lambda t: len(runs[t]))
             median = {t: statistics.median(r) for t, r in runs.items()}
-            best = min(self.counts, key=median.get)
+            best = self._best = min(self.counts, key=median.get)
             other = next(t for t in self.counts if t != best)
             gap = median[other] - median[best]
-            b.since += 1
-            promising = runs[other][-1] < median[best]     # its last turn beat the best
-            if promising or (b.since >= EXPLORE_EVERY
-                             and b.explored + gap <= EXPLORE_SHARE * b.spent):
-                b.explored += gap
-                b.since = 0
+            self._since += 1
+            promising = runs[other][-1] < PROMISING * median[best]   # its last turn won
+            if promising or (self._since >= EXPLORE_EVERY
+                             and self._explored + gap <= EXPLORE_SHARE * self._spent):
+                self._explored += gap
+                self._since = 0
                 return other
             return best
 
     def record(self, rows: int, threads: int, ms: float) -> None:
-        """A chosen-for forward of ``rows`` rows took ``ms`` on ``threads``."""
-        if not self.adaptive:
+        """A chosen-for forward of ``rows`` rows took ``ms`` on ``threads`` (one-row
+        forwards are compared)."""
+        if not self.adaptive or rows != 1:
             return
         with self._lock:
-            b = self._buckets.setdefault(bucket(rows), _Bucket())
-            b.ms.setdefault(threads, deque(maxlen=WINDOW)).append(ms)
-            b.spent += ms
+            self._ms.setdefault(threads, deque(maxlen=WINDOW)).append(ms)
+            self._spent += ms
 
     @staticmethod
     def use(threads: int) -> None:
@@ -128,14 +123,10 @@ class ThreadChoice:
 
     def report(self) -> dict:
         """For ``inkling/stats`` and the replay's config: the counts compared (one when
-        fixed), and per row bucket measured, each count's recent median ms and the
-        count chosen."""
+        fixed), the count the native forwards run on, and each count's recent median
+        ms for a one-row forward (once measured)."""
         with self._lock:
-            by_rows = {}
-            for size, b in sorted(self._buckets.items()):
-                if not all(b.ms.get(t) for t in self.counts):
-                    continue
-                ms = {t: round(statistics.median(b.ms[t]), 3) for t in self.counts}
-                by_rows[str(size)] = {"ms": {str(t): v for t, v in ms.items()},
-                                      "threads": min(ms, key=ms.get)}
-        return {"counts": list(self.counts), "adaptive": self.adaptive, "by_rows": by_rows}
+            ms = {str(t): round(statistics.median(r), 3) for t, r in self._ms.items() if r}
+            return {"counts": list(self.counts), "adaptive": self.adaptive,
+                    "threads": self._best if self.adaptive else self.fixed(),
+                    "one_row_ms": ms}

@@ -84,7 +84,8 @@ def test_replay_config_shows_the_defaults(tmp_path, tiny_model_dir, capsys):
             if key != "datastore":
                 assert report["config"][section][key] == value, (section, key)
     threads = report["config"]["runtime"]["threads"]      # what the thread choice measured
-    assert threads["counts"][0] == 1 and set(threads) == {"counts", "adaptive", "by_rows"}
+    assert threads["counts"][0] == 1 and set(threads) == {"counts", "adaptive", "threads",
+                                                        "one_row_ms"}
 
 
 @pytest.fixture(scope="module")
