@@ -29,5 +29,6 @@ run decoders_suffix $py benchmarks/decoders.py --draft suffix "${model[@]}"
 run decoders_no_datastore $py benchmarks/decoders.py --datastore none --decoders superposed "${model[@]}"
 run monitor       $py benchmarks/monitor.py "${model[@]}"
 run lsp_overhead  $py benchmarks/lsp_overhead.py "${model[@]}"
+run thread_choice $py benchmarks/thread_choice.py "${model[@]}"
 run monitor_cost  $py benchmarks/monitor_cost.py
 run defaults      $py benchmarks/defaults.py --runs 3
