@@ -133,15 +133,17 @@ def main() -> None:
     ms: dict = {key: [] for key in list(runs) + [(t, "stream", 0) for t in threads]}
     with torch.inference_mode():
         for key, fn in runs.items():                                   # warm up
-            torch.set_num_threads(key[0])
-            fn()
+            with runtime.threads.pinned(key[0]):   # the runtime's choice held at the count
+                torch.set_num_threads(key[0])      # (and torch's, for the parts outside it)
+                fn()
         for r in range(args.rounds):
             for t in threads if r % 2 else threads[::-1]:
-                torch.set_num_threads(t)
-                ms[t, "stream", 0].append(clocked(stream, args.reps))
-                for n in ROWS:
-                    for p in parts if r % 2 else list(parts)[::-1]:
-                        ms[t, p, n].append(clocked(runs[t, p, n], args.reps))
+                with runtime.threads.pinned(t):
+                    torch.set_num_threads(t)
+                    ms[t, "stream", 0].append(clocked(stream, args.reps))
+                    for n in ROWS:
+                        for p in parts if r % 2 else list(parts)[::-1]:
+                            ms[t, p, n].append(clocked(runs[t, p, n], args.reps))
     med = {k: statistics.median(v) for k, v in ms.items()}
     cfg = compact.config
     print(f"model {runtime.path.name}: {cfg.num_hidden_layers} layers, hidden "

@@ -1,5 +1,6 @@
 """Does a second CPU thread speed up the forward? One forward of n rows after cached
-tokens, with torch's intra-op threads set to 1 and to 2, alternated round by round.
+tokens, the forward's threads held at 1 and at 2 (the runtime's choice pinned),
+alternated round by round.
 
     python benchmarks/forward_threads.py [--model PATH] [--context 900] [--rounds 30]
 
@@ -13,7 +14,6 @@ import argparse
 import statistics
 import time
 
-import torch
 
 from inkling.cache.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
@@ -36,14 +36,14 @@ def main() -> None:
     ms = {(t, n): [] for t in THREADS for n in ROWS}
     for r in range(args.rounds):
         for t in THREADS if r % 2 else THREADS[::-1]:
-            torch.set_num_threads(t)
-            for n in ROWS:                     # a chain of n rows, as a verified draft
-                tokens, parents = [100 + i for i in range(n)], [-1] + list(range(n - 1))
-                t0 = time.perf_counter()
-                cache.extend_tree(tokens, parents)
-                ms[t, n].append((time.perf_counter() - t0) * 1000)
-                cache.truncate(len(context))
-    print(f"model {runtime.path.name}, forward {'compact' if runtime.compact else 'reference'}, "
+            with runtime.threads.pinned(t):    # the runtime's thread choice held at t
+                for n in ROWS:                 # a chain of n rows, as a verified draft
+                    tokens, parents = [100 + i for i in range(n)], [-1] + list(range(n - 1))
+                    t0 = time.perf_counter()
+                    cache.extend_tree(tokens, parents)
+                    ms[t, n].append((time.perf_counter() - t0) * 1000)
+                    cache.truncate(len(context))
+    print(f"model {runtime.path.name}, forward {cache.forward}, "
           f"{args.context} cached tokens, {args.rounds} rounds")
     for n in ROWS:
         one, two = statistics.median(ms[1, n]), statistics.median(ms[2, n])

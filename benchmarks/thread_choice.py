@@ -42,7 +42,8 @@ def main() -> int:
     runtime = Engine(options).load_model()
     choice = runtime.threads
     if choice is None or not choice.adaptive:
-        print(f"no choice to measure: the forward's threads are fixed here ({choice and choice.report()})")
+        print("no choice to measure: the forward's threads are fixed here "
+              f"({choice and choice.report()})")
         return 1
     with tempfile.TemporaryDirectory() as tmp:
         traces, why = toolz_traces(Path(tmp))
@@ -50,7 +51,8 @@ def main() -> int:
         print(f"(no toolz traces: {why})")
     traces += [read_trace(str(p)) for p in sorted(BUNDLED.glob("*.jsonl"))]
     pins = [None, 1, choice.counts[-1]]
-    names = {None: "measured (defaults)", 1: "1 thread", choice.counts[-1]: f"{choice.counts[-1]} threads"}
+    most = choice.counts[-1]
+    names = {None: "measured (defaults)", 1: "1 thread", most: f"{most} threads"}
     replayers = {p: Replayer(options, runtime, SyntaxChecker()) for p in pins}
     records: dict = {p: [] for p in pins}
     spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(args.busy)]
