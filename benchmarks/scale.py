@@ -264,7 +264,10 @@ def run_size(size: str, contexts: list[int], args, bar) -> tuple[dict, list[Poin
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     cfg = runtime.model.config
-    info = {"size": size, "params": n_params, "threads": torch.get_num_threads(),
+    choice = runtime.threads                   # None on a GPU; measured: "1 or 2"
+    threads = (" or ".join(map(str, choice.counts)) if choice is not None
+               else torch.get_num_threads())
+    info = {"size": size, "params": n_params, "threads": threads,
             "forward": runtime.forward_kind(), "hidden": cfg.hidden_size,
             "layers": cfg.num_hidden_layers, "heads": cfg.num_attention_heads,
             "kv_heads": cfg.num_key_value_heads, "intermediate": cfg.intermediate_size}
