@@ -187,8 +187,7 @@ def _auto_forward(runtime) -> str:
 def _threads(runtime) -> dict | None:
     """The forward's CPU threads: the counts compared and what each measured
     (``ThreadChoice.report``), or None on a GPU."""
-    choice = getattr(runtime, "threads", None)
-    return choice.report() if choice is not None else None
+    return runtime.threads.report() if runtime.threads is not None else None
 
 
 def replay_json(results: list[TraceResult], config: dict) -> dict:
