@@ -5,11 +5,19 @@ about 200 torch ops; 1.26 of its 3.68 ms are spent outside the weight products a
 attention (``benchmarks/forward_bound.py``), and torch's GEMV streams the small weights at
 half the rate a plain read reaches. :class:`NativeLlama` runs the layers of a forward of
 up to :data:`MAX_ROWS` rows as one call of plain loops over the same weights (the
-model's own, [in, out] as ``cpu_layout`` holds them) and the same preallocated key /
-value buffers; the rotary tables and the output layer stay in torch. From
+model's own, [in, out] as ``cpu_layout`` holds them, copied into panels) and the same
+preallocated key / value buffers; the rotary tables stay in torch. From
 :data:`ATTEND_MANY_ROWS` rows attention runs as two batched GEMMs a layer (each cached
 key read once for all rows); forwards of more than :data:`MAX_ROWS` rows (long prompt
 chunks) run the compact forward, where MKL's GEMM for the projections pays.
+
+A one-row step streams every weight once and does little else: its time is the time to
+read them. Where every weight is a float16 value (the bundled model ships float16 shards,
+loaded as float32) the panels hold float16, read with the CPU's conversion instruction:
+half the bytes, the same float32 products and sums, bit for bit. The output layer's one
+row runs on its float16 panels too; from two rows it is torch's (oneDNN's GEMM is faster
+there). On this 2-core CPU a one-row step of the bundled model went from 0.86 to 0.38 ms
+(600 cached tokens; ``benchmarks/decode_step.py``).
 
 Float32 on the CPU only, Llama-family layers without biases (``refusal`` says why not).
 The extension is compiled on first use with the C++ compiler torch finds (about 30 s,
@@ -140,10 +148,19 @@ class NativeLlama(CompactLlama):
                              *(lin.weight_t for lin in (m.gate_proj, m.up_proj, m.down_proj))]
         # the projections as panels of 16 columns (llama_step.cpp: pack_panels), a copy:
         # the layers' weights twice in memory (auto runs native for models under
-        # AUTO_MAX_PARAMS only: refusal(..., auto=True))
+        # AUTO_MAX_PARAMS only: refusal(..., auto=True)). Where every weight is a float16
+        # value (the bundled model's float16 shards, loaded as float32) and the CPU
+        # converts float16 in one instruction, the panels hold float16: half the bytes
+        # a product reads, the same products and sums (``half_panels``)
+        self.half = half_panels(self.extension, self.weights + [_head_weight(model)])
         self.weights = [w.detach().contiguous() if w.dim() == 1 else
-                        self.extension.pack_panels(w.detach().contiguous())
+                        self.extension.pack_panels(w.detach().contiguous(), self.half)
                         for w in self.weights]
+        # the output layer's panels, when it has no bias: its logits by the same kernel
+        head = _head_weight(model)
+        self.vocab = int(head.shape[1]) if head is not None else 0
+        self.head_panels = None if head is None else \
+            self.extension.pack_panels(head.detach().contiguous(), self.half)
         self.eps = float(model.model.layers[0].input_layernorm.variance_epsilon)
         self.final_norm = self.norm.weight.detach().contiguous()
         self.no_mask = torch.empty(0)
@@ -176,7 +193,34 @@ class NativeLlama(CompactLlama):
             _additive(mask, self.no_mask), self.final_norm, self.eps, self.scaling,
             self.heads, self.kv_heads, keep, ATTEND_MANY_ROWS)             # [keep or n, hidden]
         kv.length = past + n
-        return self.head(hidden)[None]                                    # [1, keep, vocab]
+        if self.head_panels is None or hidden.shape[0] > 1:    # oneDNN's GEMM pays from two
+            return self.head(hidden)[None]                                # [1, keep, vocab]
+        return self.extension.project_packed(hidden, self.head_panels, self.vocab)[None]
+
+
+def _head_weight(model: torch.nn.Module) -> torch.Tensor | None:
+    """The output layer's weight as [hidden, vocab] (a transposed copy where it is held
+    [vocab, hidden]), or None where it has a bias (it then stays torch's)."""
+    head = model.lm_head
+    if getattr(head, "bias", None) is not None:
+        return None
+    if isinstance(head, InputMajorLinear):
+        return head.weight_t
+    return head.weight.t().contiguous()
+
+
+def half_panels(extension, weights: list[torch.Tensor | None]) -> bool:
+    """Whether the panels of ``weights`` (the 2-D ones; None skipped) can be float16: every
+    weight a float16 value (so a product reads exactly what the float32 panels hold) and
+    the CPU converting float16 in one instruction (``fast_half``)."""
+    if not extension.fast_half():
+        return False
+    for w in weights:
+        if w is None or w.dim() != 2:
+            continue
+        if not torch.equal(w.to(torch.float16).to(torch.float32), w):
+            return False
+    return True
 
 
 def _additive(mask: torch.Tensor | None, empty: torch.Tensor) -> torch.Tensor:

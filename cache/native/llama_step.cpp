@@ -5,11 +5,13 @@
 // projections, rotary embeddings, the new keys and values written into the document's
 // preallocated buffers, grouped-query attention over the cache (causal, or under an
 // additive mask), the output projection, the SiLU-gated MLP, the residual adds, and the
-// final norm of the kept rows. The output layer stays in torch (oneDNN's packed GEMV).
+// final norm of the kept rows. The output layer's one row (project_packed) runs on the same
+// kernel; from two rows it stays in torch (oneDNN's GEMM).
 //
 // A projection's weights are a copy of the model's [in, out] ones (cpu_layout.py's
 // InputMajorLinear.weight_t) cut into panels of 16 columns, each one contiguous run
-// (pack_panels, once at load). A projection takes each panel's rows eight at a time, its
+// (pack_panels, once at load), float32 or, where every weight is a float16 value, float16
+// (half the bytes to stream; each converts to the same float32, so the same sums). A projection takes each panel's rows eight at a time, its
 // 8 x 16 sums in registers over the whole input (five to seven rows padded to eight);
 // the panels split over torch's intra-op threads (at::parallel_for), and a sum's order
 // never depends on the thread count. Attention reads the cached keys once a row for a
@@ -19,12 +21,16 @@
 // bit.
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
+#if defined(__F16C__)
+#include <immintrin.h>
+#endif
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -33,6 +39,7 @@ constexpr int64_t PARALLEL_MIN_MACS = 1 << 17;   // below this a projection runs
 constexpr int64_t LANES = 8;
 
 void check(const torch::Tensor& t, const char* what);
+void check_panels(const torch::Tensor& t, const char* what);
 
 // p[j] = exp(p[j]) for j < n, in straight-line float arithmetic the compiler vectorizes
 // (Cephes' expf: a degree-5 polynomial on the reduced argument, within 2 ulp of std::exp
@@ -85,7 +92,7 @@ inline float dot(const float* a, const float* b, int64_t d) {
 // run (made once, when the model is loaded: cache/native_llama.py).
 constexpr int64_t TILE = 16;    // two vectors of eight floats
 
-torch::Tensor pack_panels(torch::Tensor w) {
+torch::Tensor pack_panels(torch::Tensor w, bool half) {
   check(w, "w");
   TORCH_CHECK(w.dim() == 2, "w: [in, out] needed");
   const int64_t in = w.size(0), out = w.size(1), strips = (out + TILE - 1) / TILE;
@@ -97,15 +104,52 @@ torch::Tensor pack_panels(torch::Tensor w) {
     for (int64_t i = 0; i < in; ++i)
       std::copy_n(src + i * out + p * TILE, width, dst + (p * in + i) * TILE);
   }
-  return panels;
+  if (!half) return panels;
+  auto halves = panels.to(torch::kHalf);
+  TORCH_CHECK(torch::equal(halves.to(torch::kFloat32), panels),
+              "w: not every weight is a float16 value (its panels must stay float32)");
+  return halves;
+}
+
+// Whether float16 panels are read with the CPU's conversion instructions (F16C); without
+// them they are read one weight at a time (correct, slower: the loader then keeps
+// float32 panels).
+bool fast_half() {
+#if defined(__F16C__)
+  return true;
+#else
+  return false;
+#endif
+}
+
+// the 16 weights of one panel row as two vectors of eight, from float32 panels or from
+// float16 ones (each float16 value converts to float32 exactly: the same products)
+inline void load16(const float* p, v8& lo, v8& hi) {
+  lo = load8(p);
+  hi = load8(p + 8);
+}
+
+inline void load16(const at::Half* p, v8& lo, v8& hi) {
+#if defined(__F16C__)
+  const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m256 b = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
+  std::memcpy(&lo, &a, sizeof lo);
+  std::memcpy(&hi, &b, sizeof hi);
+#else
+  for (int j = 0; j < 8; ++j) {
+    lo[j] = static_cast<float>(p[j]);
+    hi[j] = static_cast<float>(p[j + 8]);
+  }
+#endif
 }
 
 // y [R, c0 .. c0 + TILE) of rows x [R, in] times one panel wp [in, TILE]: the R x 16
 // sums stay in registers over the whole of `in`. Each is split in S partial sums over
 // i mod S (few rows have too few independent sums to keep the FMA units busy), added in
-// a fixed order at the end: a result never depends on the thread count.
-template <int R, int S>
-inline void panel_rows(const float* x, int64_t in, const float* wp, float* y, int64_t out,
+// a fixed order at the end: a result never depends on the thread count. W: the panels'
+// storage, float or at::Half (the same sums: a float16 weight is a float32 value).
+template <int R, int S, typename W>
+inline void panel_rows(const float* x, int64_t in, const W* wp, float* y, int64_t out,
                        int64_t c0) {
   v8 acc[S][R][2];
   for (int s = 0; s < S; ++s)
@@ -113,7 +157,8 @@ inline void panel_rows(const float* x, int64_t in, const float* wp, float* y, in
   int64_t i = 0;
   for (; i + S <= in; i += S)
     for (int s = 0; s < S; ++s) {
-      const v8 w0 = load8(wp + (i + s) * TILE), w1 = load8(wp + (i + s) * TILE + 8);
+      v8 w0, w1;
+      load16(wp + (i + s) * TILE, w0, w1);
       for (int r = 0; r < R; ++r) {
         const float a = x[r * in + i + s];
         acc[s][r][0] += a * w0;
@@ -121,7 +166,8 @@ inline void panel_rows(const float* x, int64_t in, const float* wp, float* y, in
       }
     }
   for (; i < in; ++i) {
-    const v8 w0 = load8(wp + i * TILE), w1 = load8(wp + i * TILE + 8);
+    v8 w0, w1;
+    load16(wp + i * TILE, w0, w1);
     for (int r = 0; r < R; ++r) {
       const float a = x[r * in + i];
       acc[0][r][0] += a * w0;
@@ -142,13 +188,34 @@ inline void panel_rows(const float* x, int64_t in, const float* wp, float* y, in
   }
 }
 
+// one panel's columns [c0, c0 + TILE) of y for all rows: `full` rows eight at a time, then
+// the `rest` (five to seven as eight: xpad / ypad)
+template <typename W>
+inline void panel_blocks(const float* x, int64_t full, int64_t rest, int64_t in, const W* wp,
+                         float* y, int64_t out, int64_t c0, const std::vector<float>& xpad,
+                         std::vector<float>& ypad) {
+  for (int64_t r = 0; r < full; r += 8)
+    panel_rows<8, 1>(x + r * in, in, wp, y + r * out, out, c0);
+  const float* xr = x + full * in;
+  float* yr = y + full * out;
+  switch (rest) {
+    case 4: panel_rows<4, 1>(xr, in, wp, yr, out, c0); break;
+    case 3: panel_rows<3, 2>(xr, in, wp, yr, out, c0); break;
+    case 2: panel_rows<2, 2>(xr, in, wp, yr, out, c0); break;
+    case 1: panel_rows<1, 4>(xr, in, wp, yr, out, c0); break;
+    case 0: break;
+    default: panel_rows<8, 1>(xpad.data(), in, wp, ypad.data(), out, c0); break;
+  }
+}
+
 // y [n, out] = x [n, in] @ w [in, out], w as panels [ceil(out / TILE), in, TILE]; the
 // panels split over torch's intra-op threads (at::parallel_for). Rows go eight at a
 // time (16 sums in registers: fewer loads per product than four); five to seven rows
 // left over go as eight, padded with zero rows (one pass, where four, two and one made
 // three passes slower than one of eight); one to four left over as they are.
-void project(const float* x, int64_t n, int64_t in, const float* panels, int64_t out,
-             float* y) {
+template <typename W>
+void project_as(const float* x, int64_t n, int64_t in, const W* panels, int64_t out,
+                float* y) {
   const int64_t strips = (out + TILE - 1) / TILE;
   const int64_t threads = in * out * n < PARALLEL_MIN_MACS ? 1 : at::get_num_threads();
   const int64_t grain = std::max<int64_t>(1, (strips + threads - 1) / threads);
@@ -159,25 +226,38 @@ void project(const float* x, int64_t n, int64_t in, const float* panels, int64_t
     std::copy_n(x + full * in, rest * in, xpad.data());
     ypad.resize(8 * out);
   }
+  // float16 panels for more than one row: each panel converted once into a float32 copy
+  // (in x 16 floats, from the first- or second-level cache), which every row block reads:
+  // converting at each block's every load cost two to three times the float32 kernel
+  const bool widen = !std::is_same<W, float>::value && n > 1;
   at::parallel_for(0, strips, grain, [&](int64_t p0, int64_t p1) {
+    std::vector<float> wide(widen ? in * TILE : 0);
     for (int64_t p = p0; p < p1; ++p) {
-      const float* wp = panels + p * in * TILE;
-      const int64_t c0 = p * TILE;
-      for (int64_t r = 0; r < full; r += 8)
-        panel_rows<8, 1>(x + r * in, in, wp, y + r * out, out, c0);
-      const float* xr = x + full * in;
-      float* yr = y + full * out;
-      switch (rest) {
-        case 4: panel_rows<4, 1>(xr, in, wp, yr, out, c0); break;
-        case 3: panel_rows<3, 2>(xr, in, wp, yr, out, c0); break;
-        case 2: panel_rows<2, 2>(xr, in, wp, yr, out, c0); break;
-        case 1: panel_rows<1, 4>(xr, in, wp, yr, out, c0); break;
-        case 0: break;
-        default: panel_rows<8, 1>(xpad.data(), in, wp, ypad.data(), out, c0); break;
+      const W* wp = panels + p * in * TILE;
+      if (widen) {
+        for (int64_t i = 0; i < in; ++i) {
+          v8 lo, hi;
+          load16(wp + i * TILE, lo, hi);
+          store8(wide.data() + i * TILE, lo);
+          store8(wide.data() + i * TILE + 8, hi);
+        }
+        panel_blocks(x, full, rest, in, wide.data(), y, out, p * TILE, xpad, ypad);
+      } else {
+        panel_blocks(x, full, rest, in, wp, y, out, p * TILE, xpad, ypad);
       }
     }
   });
   if (rest > 4) std::copy_n(ypad.data(), rest * out, y + full * out);
+}
+
+// project_as for panels of either storage (pack_panels': float32, or float16 when every
+// weight is a float16 value: half the bytes a product reads, the same sums)
+void project(const float* x, int64_t n, int64_t in, const torch::Tensor& panels, int64_t out,
+             float* y) {
+  if (panels.scalar_type() == torch::kHalf)
+    project_as(x, n, in, panels.data_ptr<at::Half>(), out, y);
+  else
+    project_as(x, n, in, panels.data_ptr<float>(), out, y);
 }
 
 // out [n, dim] = x * rsqrt(mean(x^2) + eps) * weight   (float32 inside, as transformers)
@@ -369,6 +449,13 @@ void check(const torch::Tensor& t, const char* what) {
               what, ": a contiguous float32 CPU tensor is needed");
 }
 
+void check_panels(const torch::Tensor& t, const char* what) {
+  TORCH_CHECK(t.device().is_cpu() && t.is_contiguous() && t.dim() == 3 && t.size(2) == TILE &&
+              (t.scalar_type() == torch::kFloat32 || t.scalar_type() == torch::kHalf),
+              what, ": contiguous CPU panels [strips, in, ", TILE, "] of float32 or float16 "
+              "are needed");
+}
+
 }  // namespace
 
 // x [n, hidden] (the embeddings; updated in place to the residual stream);
@@ -391,7 +478,11 @@ torch::Tensor layers_forward(torch::Tensor x, std::vector<torch::Tensor> layer_w
   check(sin, "sin");
   check(final_norm, "final_norm");
   TORCH_CHECK(layer_weights.size() % 9 == 0, "layer_weights: 9 tensors a layer");
-  for (const auto& w : layer_weights) check(w, "a layer weight");
+  for (size_t i = 0; i < layer_weights.size(); ++i) {
+    const bool norm = i % 9 == 0 || i % 9 == 5;       // the norms' weights: float32
+    if (norm) check(layer_weights[i], "a norm weight");
+    else check_panels(layer_weights[i], "a projection's panels");
+  }
   const int64_t n = x.size(0), hidden = x.size(1);
   const int64_t layers = static_cast<int64_t>(layer_weights.size() / 9);
   const int64_t cap = keys.size(3), d = keys.size(4);
@@ -435,9 +526,9 @@ torch::Tensor layers_forward(torch::Tensor x, std::vector<torch::Tensor> layer_w
     float* kl = keys.data_ptr<float>() + l * kv_heads * cap * d;
     float* vl = values.data_ptr<float>() + l * kv_heads * cap * d;
     rms_norm(xp, n, hidden, w[0].data_ptr<float>(), feps, hp);
-    project(hp, n, hidden, w[1].data_ptr<float>(), qdim, qp);
-    project(hp, n, hidden, w[2].data_ptr<float>(), kvdim, kp);
-    project(hp, n, hidden, w[3].data_ptr<float>(), kvdim, vp);
+    project(hp, n, hidden, w[1], qdim, qp);
+    project(hp, n, hidden, w[2], kvdim, kp);
+    project(hp, n, hidden, w[3], kvdim, vp);
     rotate(qp, n, heads, d, cp, sp);
     rotate(kp, n, kv_heads, d, cp, sp);
     for (int64_t r = 0; r < n; ++r)            // [n, kv, d] -> buffers [kv, cap, d]
@@ -449,15 +540,15 @@ torch::Tensor layers_forward(torch::Tensor x, std::vector<torch::Tensor> layer_w
       attend_many(qp, n, heads, kv_heads, d, keys[l][0], values[l][0], past, m, fscale, ap);
     else
       attend(qp, n, heads, kv_heads, d, kl, vl, cap, past, m, fscale, ap);
-    project(ap, n, qdim, w[4].data_ptr<float>(), hidden, dp);
+    project(ap, n, qdim, w[4], hidden, dp);
     for (int64_t i = 0; i < n * hidden; ++i) xp[i] += dp[i];
     rms_norm(xp, n, hidden, w[5].data_ptr<float>(), feps, hp);
-    project(hp, n, hidden, w[6].data_ptr<float>(), inter, gp);
-    project(hp, n, hidden, w[7].data_ptr<float>(), inter, up_);
+    project(hp, n, hidden, w[6], inter, gp);
+    project(hp, n, hidden, w[7], inter, up_);
     for (int64_t i = 0; i < n * inter; ++i) dp_inter[i] = -gp[i];
     exp_inplace(dp_inter, n * inter);
     for (int64_t i = 0; i < n * inter; ++i) gp[i] = gp[i] / (1.0f + dp_inter[i]) * up_[i];
-    project(gp, n, inter, w[8].data_ptr<float>(), hidden, dp);
+    project(gp, n, inter, w[8], hidden, dp);
     for (int64_t i = 0; i < n * hidden; ++i) xp[i] += dp[i];
   }
   const int64_t kept = keep == 0 ? n : std::min(keep, n);
@@ -467,20 +558,36 @@ torch::Tensor layers_forward(torch::Tensor x, std::vector<torch::Tensor> layer_w
   return outp;
 }
 
-// x [n, in] @ w [in, out] by the layers' projection (for tests and timing)
-torch::Tensor project_rows(torch::Tensor x, torch::Tensor w) {
+// x [n, in] @ w [in, out] by the layers' projection (for tests and timing); half: w's
+// panels as float16 (every weight must be a float16 value)
+torch::Tensor project_rows(torch::Tensor x, torch::Tensor w, bool half) {
   check(x, "x");
   check(w, "w");
   TORCH_CHECK(x.size(1) == w.size(0), "x and w do not chain");
   auto y = torch::empty({x.size(0), w.size(1)}, x.options());
-  auto panels = pack_panels(w);
-  project(x.data_ptr<float>(), x.size(0), x.size(1), panels.data_ptr<float>(), w.size(1),
-          y.data_ptr<float>());
+  auto panels = pack_panels(w, half);
+  project(x.data_ptr<float>(), x.size(0), x.size(1), panels, w.size(1), y.data_ptr<float>());
+  return y;
+}
+
+// x [n, in] @ w [in, out] from w's panels (pack_panels, once): the output layer's logits
+torch::Tensor project_packed(torch::Tensor x, torch::Tensor panels, int64_t out) {
+  check(x, "x");
+  check_panels(panels, "panels");
+  TORCH_CHECK(x.dim() == 2 && x.size(1) == panels.size(1), "x [n, in] and the panels do not chain");
+  TORCH_CHECK(out > (panels.size(0) - 1) * TILE && out <= panels.size(0) * TILE,
+              "out: ", out, " columns do not fit ", panels.size(0), " panels");
+  auto y = torch::empty({x.size(0), out}, x.options());
+  project(x.data_ptr<float>(), x.size(0), x.size(1), panels, out, y.data_ptr<float>());
   return y;
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
-  m.def("project_rows", &project_rows, "x @ w by the layers' projection");
-  m.def("pack_panels", &pack_panels, "w [in, out] as the projections' panels");
+  m.def("project_rows", &project_rows, "x @ w by the layers' projection", py::arg("x"),
+        py::arg("w"), py::arg("half") = false);
+  m.def("project_packed", &project_packed, "x @ w from w's panels");
+  m.def("pack_panels", &pack_panels, "w [in, out] as the projections' panels", py::arg("w"),
+        py::arg("half") = false);
+  m.def("fast_half", &fast_half, "whether float16 panels are read by F16C");
   m.def("layers_forward", &layers_forward, "the decoder layers of a few rows, in place");
 }

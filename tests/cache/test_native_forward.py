@@ -122,12 +122,76 @@ def test_projection_matches_torch_for_any_shape():
         ext.project_rows(torch.randn(2, 5, dtype=torch.float64), torch.randn(5, 3))
 
 
-def test_the_thread_count_does_not_change_a_bit(tmp_path):
+def test_float16_panels_make_the_same_sums_as_float32_ones():
+    # weights that are float16 values: panels of either storage give the same bits, at
+    # every row count (one row reads float16 directly, more rows widen each panel)
+    ext = load_extension()
+    g = torch.Generator().manual_seed(1)
+    for n in (1, 2, 3, 4, 5, 7, 8, 9, 17, 64):
+        x = torch.randn(n, 256, generator=g)
+        w = torch.randn(256, 200, generator=g).half().float()
+        y = ext.project_rows(x, w, True)
+        assert torch.equal(y, ext.project_rows(x, w, False))
+        assert torch.allclose(y, x @ w, atol=1e-4, rtol=1e-5)
+        assert torch.equal(ext.project_packed(x, ext.pack_panels(w, True), 200), y)
+    with pytest.raises(RuntimeError, match="not every weight is a float16 value"):
+        ext.pack_panels(torch.full((4, 3), 0.1), True)
+    with pytest.raises(RuntimeError, match="do not fit"):
+        ext.project_packed(torch.randn(2, 4), ext.pack_panels(torch.randn(4, 40)), 50)
+
+
+@pytest.fixture(scope="module")
+def half_valued(tmp_path_factory):
+    """A model whose weights are float16 values (saved in float16, as the bundled model's
+    shards), loaded in float32: its native forward holds float16 panels."""
+    from transformers import AutoModelForCausalLM
+    path = make_tiny_model(tmp_path_factory.mktemp("f16"), hidden_size=128,
+                           intermediate_size=344, num_attention_heads=8, num_key_value_heads=2)
+    AutoModelForCausalLM.from_pretrained(path).half().save_pretrained(path)
+    rt = load_runtime(path, device="cpu", dtype="float32")
+    assert rt.forward_kind("native") == "native"
+    return rt
+
+
+def test_float16_valued_weights_run_float16_panels(half_valued, monkeypatch):
+    rt = half_valued
+    native = rt.native_forward()
+    if not load_extension().fast_half():
+        pytest.skip("this CPU has no F16C: the panels stay float32")
+    assert native.half and native.head_panels.dtype == torch.float16
+    assert all(w.dtype == torch.float16 for w in native.weights if w.dim() == 3)
+    # the same logits as the reference, greedy tokens the same, through every cache path
+    both = _both(rt)
+    out = {name: [c.extend(_ids(rt, 70, seed=2), last_only=True), c.extend([7]),
+                  c.extend([8, 9, 10]), c.extend_tree([3, 4, 5, 6], [-1, 0, 0, 2])]
+           for name, c in both.items()}
+    for a, b in zip(out["reference"], out["native"]):
+        _close(a, b)
+    # the layers' float16 panels give the float32 panels' bits (the head's one row aside:
+    # there the float32 model asks torch's GEMM, so compare from two rows)
+    monkeypatch.setattr(native_llama, "half_panels", lambda *a: False)
+    wide = native_llama.NativeLlama(rt.model)
+    assert not wide.half
+    embeds = rt.model.get_input_embeddings()(torch.tensor([[5, 6, 7, 8, 9]]))
+    outs = []
+    for forward in (native, wide):
+        kv = forward.new_buffers(torch.float32, torch.device("cpu"))
+        outs.append((forward.forward(kv, embeds, torch.arange(5)[None]),
+                     forward.forward(kv, embeds[:, :2], torch.arange(5, 7)[None])))
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+
+
+@pytest.mark.parametrize("half", [False, True], ids=["float32-panels", "float16-panels"])
+def test_the_thread_count_does_not_change_a_bit(tmp_path, half):
     # large enough that projections split across threads (PARALLEL_MIN_MACS); every
     # forward within the native rows (more run MKL's GEMM, which sums by thread count)
     path = make_tiny_model(tmp_path / "wide", hidden_size=256, intermediate_size=688,
                            num_attention_heads=8, num_key_value_heads=2)
+    if half:                                    # weights that are float16 values
+        from transformers import AutoModelForCausalLM
+        AutoModelForCausalLM.from_pretrained(path).half().save_pretrained(path)
     rt = load_runtime(path, device="cpu", dtype="float32")
+    assert rt.native_forward().half == (half and load_extension().fast_half())
     before = torch.get_num_threads()
     outs = []
     try:
