@@ -161,6 +161,8 @@ def _accepted(cache: PromptCache, step: Verification, monitor, meter, bound: flo
     for i, t in enumerate(step.chain[1:]):          # as greedy decoding takes them
         taken.append((t, float(torch.log_softmax(out[i], -1)[t])))
         monitor = advance(monitor, t)
+    if not len(tree):                  # a plain step (no draft): greedy decoding's own
+        return taken + [pick(masked(out[c - 1], monitor))], monitor, False
     w = walk(tree, out[c - 1:], monitor, step.states)
     if meter is not None and len(tree):
         meter.record(len(w.path), tree.source)

@@ -399,6 +399,13 @@ def test_trees_are_cut_to_the_rows_their_acceptance_pays_for():
     assert meter.idle()                         # drafting idles: sources on their turn only,
     steps = [meter.admitted(["model", "document"]) for _ in range(16)]   # one step in 8
     assert [i for i, found in enumerate(steps) if found] == [7, 15]
+    # while idle the sources share the exploration budget: with searches measured, the
+    # turns of all of them cost at most explore_share (2%) of a token's time a step
+    meter.search_ms.update({"model": 0.1, "document": 0.1})    # 0.1 / (0.02 / 2 * 1 ms)
+    steps = [meter.admitted(["model", "document"]) for _ in range(100)]
+    assert sum(len(found) for found in steps) == 20      # one step in 10 each
+    searched = sum(meter.search_ms[s] for found in steps for s in found)
+    assert searched / 100 <= 0.02 * cost.plain_ms() + 1e-9
     for _ in range(40):                         # drafts that keep 4 tokens: 5 a step
         cost.record(8, 2.2, tokens=5, search_ms=0.5)
     assert cost.per_token("drafted") < 1.0 and not meter.idle()
