@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/peer_llamacpp.py [--limit N] [--threads 2[,1]]
         [--inkling-threads 1,2] [--inkling-forward compact] [--traces FILE_OR_DIR ...]
-        [--cache-dir DIR] [--checks-only]
+        [--cache-dir DIR] [--gguf-type f32|f16] [--checks-only]
 
 What it does:
 
@@ -12,7 +12,8 @@ What it does:
    ``nice``) into the cache folder (default ``~/.cache/inkling/llamacpp-0.3.36``). The
    build takes 20 to 30 minutes on 2 cores, once; later runs reuse it. Its log is
    ``build.log`` there.
-2. converts the bundled model to GGUF f32 with llama.cpp's own ``convert_hf_to_gguf.py``
+2. converts the bundled model to GGUF f32 (``--gguf-type f16``: f16) with llama.cpp's own
+   ``convert_hf_to_gguf.py``
    and its vendored ``gguf-py`` (run in a subprocess of this venv's Python; what the
    converter needs is pip-installed, pinned, only when missing). The bundled tokenizer is
    a byte-level BPE with GPT-2's pre-tokenizer, whose hash the converter does not know:
@@ -196,6 +197,7 @@ def build_server(cache: Path) -> Path:
 CONVERT_DRIVER = r'''
 import json, logging, sys
 src, model_dir, out, ids = sys.argv[1], sys.argv[2], sys.argv[3], json.loads(sys.argv[4])
+outtype = sys.argv[5]
 sys.path[:0] = [src, src + "/gguf-py"]
 import gguf
 from conversion.base import TextModel, logger
@@ -243,7 +245,7 @@ def set_vocab(self):
 TextModel.get_vocab_base_pre = get_vocab_base_pre
 LlamaModel.set_vocab = set_vocab
 import convert_hf_to_gguf
-sys.argv = ["convert_hf_to_gguf.py", model_dir, "--outtype", "f32", "--outfile", out]
+sys.argv = ["convert_hf_to_gguf.py", model_dir, "--outtype", outtype, "--outfile", out]
 convert_hf_to_gguf.main()
 '''
 
@@ -286,24 +288,24 @@ def fim_ids(runtime) -> dict:
     return out
 
 
-def convert_model(cache: Path, model_dir: Path, ids: dict) -> Path:
-    """The bundled model as GGUF f32, converted once per model key."""
+def convert_model(cache: Path, model_dir: Path, ids: dict, outtype: str = "f32") -> Path:
+    """The bundled model as GGUF ``outtype`` (f32 or f16), converted once per model key."""
     src = llama_source(cache)
     key = model_key(model_dir)
-    out = cache / "gguf" / f"{model_dir.name}-{key}-f32.gguf"
+    out = cache / "gguf" / f"{model_dir.name}-{key}-{outtype}.gguf"
     if out.is_file():
         return out
     out.parent.mkdir(parents=True, exist_ok=True)
     ensure_converter_needs(cache)
-    log = cache / "gguf" / f"convert-{key}.log"
+    log = cache / "gguf" / f"convert-{key}-{outtype}.log"
     log.write_text("")
     print(f"converting {model_dir} to {out.name}; log: {log}", file=sys.stderr)
     tmp = out.with_suffix(".part")
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     with log.open("a") as f:
         rc = subprocess.run([sys.executable, "-c", CONVERT_DRIVER, str(src), str(model_dir),
-                             str(tmp), json.dumps(ids)], stdout=f, stderr=subprocess.STDOUT,
-                            cwd=src, env=env).returncode
+                             str(tmp), json.dumps(ids), outtype], stdout=f,
+                            stderr=subprocess.STDOUT, cwd=src, env=env).returncode
     if rc != 0 or not tmp.is_file():
         raise PeerError(f"the GGUF conversion failed (exit {rc}); the log's tail:\n"
                         f"{_tail(log)}\nfull log: {log}")
@@ -1040,6 +1042,12 @@ def parse_args():
     ap.add_argument("--inkling-forward", default="", metavar="F[,F]",
                     help="inkling with its defaults again and model.forward F, for each F "
                          "(a column 'inkling forward=F'; e.g. compact)")
+    ap.add_argument("--gguf-type", default="f32", choices=("f32", "f16"),
+                    help="llama.cpp's weights: f32 (default: the arithmetic inkling's float32 "
+                         "forward does) or f16 (the bundled model's shards are float16: "
+                         "half the bytes a token reads, as inkling's float16 panels; "
+                         "llama.cpp then rounds the activations to float16 too, so its "
+                         "tokens may differ)")
     ap.add_argument("--checks-only", action="store_true",
                     help="build, convert and check the tokens; no replay")
     return ap.parse_args()
@@ -1160,7 +1168,7 @@ def main() -> int:
     try:
         binary = build_server(cache)
         runtime, datastore = load_inkling()
-        gguf = convert_model(cache, BUNDLED_MODEL_DIR, fim_ids(runtime))
+        gguf = convert_model(cache, BUNDLED_MODEL_DIR, fim_ids(runtime), args.gguf_type)
     except PeerError as exc:
         print(f"peer_llamacpp: {exc}", file=sys.stderr)
         return 1

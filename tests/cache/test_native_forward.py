@@ -6,7 +6,9 @@ with re-rotated keys, a branch's gathered cache, superposed embeddings) on rando
 Llama and Mistral models, grouped and not: logits within 1e-4 of the reference, greedy
 tokens identical, the buffers' keys and values within float rounding. The C++ sums in
 its own order, so equality to the bit is not expected; the result must not depend on the
-thread count. What it cannot run is refused with the reason.
+thread count. Where every weight is a float16 value the panels are float16, and their
+sums must equal the float32 panels' to the bit. What it cannot run is refused with the
+reason.
 """
 import pytest
 import torch
