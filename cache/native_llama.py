@@ -14,10 +14,10 @@ chunks) run the compact forward, where MKL's GEMM for the projections pays.
 A one-row step streams every weight once and does little else: its time is the time to
 read them. Where every weight is a float16 value (the bundled model ships float16 shards,
 loaded as float32) the panels hold float16, read with the CPU's conversion instruction:
-half the bytes, the same float32 products and sums, bit for bit. The output layer's one
-row runs on its float16 panels too; from two rows it is torch's (oneDNN's GEMM is faster
-there). On this 2-core CPU a one-row step of the bundled model went from 0.86 to 0.38 ms
-(600 cached tokens; ``benchmarks/decode_step.py``).
+half the bytes, the same float32 products and sums, bit for bit. The output layer runs on
+the same kernel (its float16 panels: as fast as oneDNN's GEMM from 8 rows, faster below).
+On this 2-core CPU a one-row step of the bundled model went from 0.86 to 0.38 ms (600
+cached tokens; ``benchmarks/decode_step.py``).
 
 Float32 on the CPU only, Llama-family layers without biases (``refusal`` says why not).
 The extension is compiled on first use with the C++ compiler torch finds (about 30 s,
@@ -193,7 +193,7 @@ class NativeLlama(CompactLlama):
             _additive(mask, self.no_mask), self.final_norm, self.eps, self.scaling,
             self.heads, self.kv_heads, keep, ATTEND_MANY_ROWS)             # [keep or n, hidden]
         kv.length = past + n
-        if self.head_panels is None or hidden.shape[0] > 1:    # oneDNN's GEMM pays from two
+        if self.head_panels is None:
             return self.head(hidden)[None]                                # [1, keep, vocab]
         return self.extension.project_packed(hidden, self.head_panels, self.vocab)[None]
 

@@ -5,8 +5,7 @@
 // projections, rotary embeddings, the new keys and values written into the document's
 // preallocated buffers, grouped-query attention over the cache (causal, or under an
 // additive mask), the output projection, the SiLU-gated MLP, the residual adds, and the
-// final norm of the kept rows. The output layer's one row (project_packed) runs on the same
-// kernel; from two rows it stays in torch (oneDNN's GEMM).
+// final norm of the kept rows. The output layer (project_packed) runs on the same kernel.
 //
 // A projection's weights are a copy of the model's [in, out] ones (cpu_layout.py's
 // InputMajorLinear.weight_t) cut into panels of 16 columns, each one contiguous run
@@ -30,7 +29,6 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
-#include <type_traits>
 #include <vector>
 
 namespace {
@@ -129,7 +127,11 @@ inline void load16(const float* p, v8& lo, v8& hi) {
   hi = load8(p + 8);
 }
 
-inline void load16(const at::Half* p, v8& lo, v8& hi) {
+// (inlined by force: where GCC kept these calls, the float16 loop of two to eight rows ran
+// two to three times slower than the float32 one)
+#define INKLING_INLINE __attribute__((always_inline)) inline
+
+INKLING_INLINE void load16(const at::Half* p, v8& lo, v8& hi) {
 #if defined(__F16C__)
   const __m256 a = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   const __m256 b = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 8)));
@@ -149,8 +151,8 @@ inline void load16(const at::Half* p, v8& lo, v8& hi) {
 // a fixed order at the end: a result never depends on the thread count. W: the panels'
 // storage, float or at::Half (the same sums: a float16 weight is a float32 value).
 template <int R, int S, typename W>
-inline void panel_rows(const float* x, int64_t in, const W* wp, float* y, int64_t out,
-                       int64_t c0) {
+INKLING_INLINE void panel_rows(const float* x, int64_t in, const W* wp, float* y, int64_t out,
+                               int64_t c0) {
   v8 acc[S][R][2];
   for (int s = 0; s < S; ++s)
     for (int r = 0; r < R; ++r) acc[s][r][0] = acc[s][r][1] = v8{};
@@ -226,26 +228,9 @@ void project_as(const float* x, int64_t n, int64_t in, const W* panels, int64_t 
     std::copy_n(x + full * in, rest * in, xpad.data());
     ypad.resize(8 * out);
   }
-  // float16 panels for more than one row: each panel converted once into a float32 copy
-  // (in x 16 floats, from the first- or second-level cache), which every row block reads:
-  // converting at each block's every load cost two to three times the float32 kernel
-  const bool widen = !std::is_same<W, float>::value && n > 1;
   at::parallel_for(0, strips, grain, [&](int64_t p0, int64_t p1) {
-    std::vector<float> wide(widen ? in * TILE : 0);
-    for (int64_t p = p0; p < p1; ++p) {
-      const W* wp = panels + p * in * TILE;
-      if (widen) {
-        for (int64_t i = 0; i < in; ++i) {
-          v8 lo, hi;
-          load16(wp + i * TILE, lo, hi);
-          store8(wide.data() + i * TILE, lo);
-          store8(wide.data() + i * TILE + 8, hi);
-        }
-        panel_blocks(x, full, rest, in, wide.data(), y, out, p * TILE, xpad, ypad);
-      } else {
-        panel_blocks(x, full, rest, in, wp, y, out, p * TILE, xpad, ypad);
-      }
-    }
+    for (int64_t p = p0; p < p1; ++p)
+      panel_blocks(x, full, rest, in, panels + p * in * TILE, y, out, p * TILE, xpad, ypad);
   });
   if (rest > 4) std::copy_n(ypad.data(), rest * out, y + full * out);
 }

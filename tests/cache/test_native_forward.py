@@ -169,18 +169,17 @@ def test_float16_valued_weights_run_float16_panels(half_valued, monkeypatch):
            for name, c in both.items()}
     for a, b in zip(out["reference"], out["native"]):
         _close(a, b)
-    # the layers' float16 panels give the float32 panels' bits (the head's one row aside:
-    # there the float32 model asks torch's GEMM, so compare from two rows)
+    # float16 panels give the float32 panels' bits, layers and output layer, at any rows
     monkeypatch.setattr(native_llama, "half_panels", lambda *a: False)
     wide = native_llama.NativeLlama(rt.model)
-    assert not wide.half
-    embeds = rt.model.get_input_embeddings()(torch.tensor([[5, 6, 7, 8, 9]]))
+    assert not wide.half and wide.head_panels.dtype == torch.float32
+    embeds = rt.model.get_input_embeddings()(torch.tensor([[5, 6, 7, 8, 9, 10, 11, 12, 13]]))
     outs = []
     for forward in (native, wide):
         kv = forward.new_buffers(torch.float32, torch.device("cpu"))
-        outs.append((forward.forward(kv, embeds, torch.arange(5)[None]),
-                     forward.forward(kv, embeds[:, :2], torch.arange(5, 7)[None])))
-    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+        outs.append([forward.forward(kv, embeds[:, :n], torch.arange(at, at + n)[None])
+                     for at, n in ((0, 9), (9, 1), (10, 2), (12, 3))])
+    assert all(torch.equal(a, b) for a, b in zip(*outs))
 
 
 @pytest.mark.parametrize("half", [False, True], ids=["float32-panels", "float16-panels"])
