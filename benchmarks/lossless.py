@@ -81,8 +81,8 @@ class Recorder:
 
         def near_tie(out, rows, bound):
             at = near(out, rows, bound)
-            if at is not None:
-                rec.redecided.append(margin(out[rows[at]]))
+            if at is not None:                  # rows None: every row of out
+                rec.redecided.append(margin(out[at if rows is None else rows[at]]))
             return at
 
         def walked(tree, out, root, states=None):
