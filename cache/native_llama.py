@@ -139,31 +139,37 @@ class NativeLlama(CompactLlama):
         if why is not None:
             raise NativeUnavailable(f"{type(model).__name__}: no native layers: {why}")
         self.extension = extension or load_extension()
-        self.weights: list[torch.Tensor] = []
-        for block in model.model.layers:
-            a, m = block.self_attn, block.mlp
-            self.weights += [block.input_layernorm.weight,
-                             *(lin.weight_t for lin in (a.q_proj, a.k_proj, a.v_proj, a.o_proj)),
-                             block.post_attention_layernorm.weight,
-                             *(lin.weight_t for lin in (m.gate_proj, m.up_proj, m.down_proj))]
-        # the projections as panels of 16 columns (llama_step.cpp: pack_panels), a copy:
-        # the layers' weights twice in memory (auto runs native for models under
-        # AUTO_MAX_PARAMS only: refusal(..., auto=True)). Where every weight is a float16
-        # value (the bundled model's float16 shards, loaded as float32) and the CPU
-        # converts float16 in one instruction, the panels hold float16: half the bytes
-        # a product reads, the same products and sums (``half_panels``)
-        self.half = half_panels(self.extension, self.weights + [_head_weight(model)])
-        self.weights = [w.detach().contiguous() if w.dim() == 1 else
-                        self.extension.pack_panels(w.detach().contiguous(), self.half)
-                        for w in self.weights]
-        # the output layer's panels, when it has no bias: its logits by the same kernel
-        head = _head_weight(model)
-        self.vocab = int(head.shape[1]) if head is not None else 0
-        self.head_panels = None if head is None else \
-            self.extension.pack_panels(head.detach().contiguous(), self.half)
         self.eps = float(model.model.layers[0].input_layernorm.variance_epsilon)
         self.final_norm = self.norm.weight.detach().contiguous()
         self.no_mask = torch.empty(0)
+        self.repack()
+
+    def repack(self) -> None:
+        """Copy the model's weights into the panels the kernel reads: once at load, and
+        again by whoever changes the weights in place afterwards (the panels are copies).
+
+        The projections as panels of 16 columns (llama_step.cpp: pack_panels): the layers'
+        weights twice in memory (auto runs native for models under AUTO_MAX_PARAMS only:
+        refusal(..., auto=True)). Where every weight is a float16 value (the bundled
+        model's float16 shards, loaded as float32) and the CPU converts float16 in one
+        instruction, the panels hold float16: half the bytes a product reads, the same
+        products and sums (``half_panels``). The output layer, when it has no bias, gets
+        panels too: its logits by the same kernel."""
+        weights: list[torch.Tensor] = []
+        for block in self.model.model.layers:
+            a, m = block.self_attn, block.mlp
+            weights += [block.input_layernorm.weight,
+                        *(lin.weight_t for lin in (a.q_proj, a.k_proj, a.v_proj, a.o_proj)),
+                        block.post_attention_layernorm.weight,
+                        *(lin.weight_t for lin in (m.gate_proj, m.up_proj, m.down_proj))]
+        head = _head_weight(self.model)
+        self.half = half_panels(self.extension, weights + [head])
+        self.weights = [w.detach().contiguous() if w.dim() == 1 else
+                        self.extension.pack_panels(w.detach().contiguous(), self.half)
+                        for w in weights]
+        self.vocab = int(head.shape[1]) if head is not None else 0
+        self.head_panels = None if head is None else \
+            self.extension.pack_panels(head.detach().contiguous(), self.half)
 
     def new_buffers(self, dtype: torch.dtype, device: torch.device) -> NativeBuffers:
         return NativeBuffers.for_config(self.config, dtype, device)
