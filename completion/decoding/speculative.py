@@ -164,10 +164,10 @@ def _accepted(cache: PromptCache, step: Verification, monitor, meter, bound: flo
     if not len(tree):                  # a plain step (no draft): greedy decoding's own
         return taken + [pick(masked(out[c - 1], monitor))], monitor, False
     w = walk(tree, out[c - 1:], monitor, step.states)
-    if meter is not None and len(tree):
+    if meter is not None:
         meter.record(len(w.path), tree.source)
     path = w.path[:w.forced_at()]
-    tie = near_tie(w.rows[:len(path) + 1], None, bound) if len(tree) else None
+    tie = near_tie(w.rows[:len(path) + 1], None, bound)
     if tie is not None:
         path = path[:tie]
     cache.keep_new(step.start, list(range(c)) + [c + i for i in path])

@@ -20,12 +20,11 @@ more a token, it idles: sources are searched only on their turn to be measured a
 one step in ``explore_idle`` or fewer, so that the turns of all sources together cost at
 most ``explore_share`` of a token's time; while it pays, one step in ``explore_idle`` is a
 plain one, so that both stay measured. With the native forward's float16 panels a
-one-row step of the bundled model costs about 0.4 ms on this CPU, and a tree's forward
-several times that: drafting mostly idles there, and with each source's own 2% its turns
-cost 14% of a token's time (the peer benchmark's median completion: 19.3 ms with
-drafting, 15.7 without); shared, about what decoding without drafting costs. With the bundled model's native forward a one-row step
-costs about 2 ms on this CPU, so searches of 0.5 ms a step, or trees of 16 rows the
-model mostly rejects, cost more than drafting saves.
+one-row step of the bundled model costs about 0.4 to 0.8 ms on this CPU and a tree's
+forward of 8 rows about four of them, so drafting mostly idles; with each source's own 2%
+its turns cost 14% of a token's time (the peer benchmark's median completion: 19.3 ms
+with drafting, 15.7 without), shared 2% (16.6 against 14.7 in a later run: the rest is
+the speculative loop's bookkeeping and the searches of the sources worth theirs).
 
 A source is searched only where it pays, too (``admitted``): a search costs time
 (0.01 to 0.05 ms for the request's own text, 0.2 to 0.5 ms for the model datastore, the
