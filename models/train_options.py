@@ -6,7 +6,7 @@ from dataclasses import dataclass
 # Options a resumed run may change (the rest define the data, the model and the schedule's
 # shape, and are taken from the checkpoint).
 RESUMABLE = ("steps", "max_minutes", "stop_at", "cooldown", "eval_every", "checkpoint_minutes",
-             "log_every", "device", "threads", "compile", "profile_steps")
+             "log_every", "device", "threads", "compile", "amp", "profile_steps")
 
 
 @dataclass
@@ -35,6 +35,7 @@ class TrainOptions:
     device: str = "auto"
     threads: int = 0            # torch threads (0: every core)
     compile: bool = False       # torch.compile the model (measure first: see --profile-steps)
+    amp: str = "auto"           # auto | bf16 | off: bfloat16 autocast (auto: CUDA, or a CPU with bfloat16 instructions)
     max_minutes: float = 0.0    # stop (checkpointed) after this many training minutes in all (0: no limit)
     stop_at: int = 0            # stop (checkpointed) once this many steps are done (0: at the budget)
     cooldown: int = 0           # on resume: end the budget this many steps from now, decaying from here
@@ -58,6 +59,9 @@ HELP = {
     "packages": "train on the pinned third-party packages too (true/false; models/packages.py)",
     "threads": "torch threads: N, 0 for every core, -1 to pick 1 or every core by measuring",
     "compile": "torch.compile the model (true/false; measure first with --profile-steps)",
+    "amp": "bfloat16 autocast of the forward: auto (on CUDA, and on a CPU with native "
+           "bfloat16 arithmetic such as AVX512_BF16 or AMX), bf16 (asked: an error where the "
+           "device has none), off (float32)",
     "max_minutes": "stop, checkpointed, after this many training minutes in all (0: no limit)",
     "stop_at": "stop, checkpointed, once this many steps are done (the schedule is unchanged)",
     "cooldown": "end the budget this many steps from now, decaying from the current rate",

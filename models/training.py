@@ -72,6 +72,40 @@ def _model_config(o: TrainOptions):
         bos_token_id=None, eos_token_id=0, pad_token_id=0, attn_implementation="sdpa")
 
 
+def native_bf16(device: torch.device) -> bool:
+    """Whether ``device`` computes in bfloat16 natively: CUDA, or a CPU with bfloat16
+    instructions (AVX512_BF16 or AMX; where it has none, oneDNN emulates them, slower
+    than float32)."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    if device.type != "cpu":
+        return False
+    try:
+        flags = Path("/proc/cpuinfo").read_text().split()
+    except OSError:
+        return False
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def autocast_for(amp: str, device: torch.device):
+    """The training forward's autocast: bfloat16 where ``amp`` asks for it ('bf16': an
+    error where the device has no native bfloat16) or allows it ('auto': where
+    ``native_bf16``), else none ('off', float32)."""
+    if amp not in ("auto", "bf16", "off"):
+        raise ValueError(f"--amp must be auto, bf16 or off, got {amp!r}")
+    native = native_bf16(device)
+    if amp == "bf16" and not native:
+        raise ValueError(f"--amp bf16: {device} has no native bfloat16 arithmetic (a CPU "
+                         "needs AVX512_BF16 or AMX); use --amp off or auto")
+    if amp == "off" or not native:
+        return contextlib.nullcontext()
+    return torch.autocast(device.type, dtype=torch.bfloat16)
+
+
+def amp_name(amp) -> str:
+    return "bf16" if isinstance(amp, torch.autocast) else "off"
+
+
 @torch.no_grad()
 def _eval_loss(model, rows: np.ndarray, device, batch: int) -> float | None:
     if rows is None or not len(rows):
@@ -482,8 +516,7 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=o.lr, betas=(0.9, 0.95), fused=True)
     step_model = torch.compile(model) if o.compile else model
-    amp = (torch.autocast("cuda", dtype=torch.bfloat16) if device.type == "cuda"
-           else contextlib.nullcontext())
+    amp = autocast_for(o.amp, device)
 
     if ckpt:
         opt.load_state_dict(ckpt["optimizer"])
@@ -525,8 +558,9 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
 
     kind = "resuming" if ckpt else ("continuing from " + o.init_from if o.init_from else "new run")
     print(f"{kind}: run {st['run']}, step {st['step']} of {sched.total}, model "
-          f"{n_params / 1e6:.2f} M parameters on {device} ({torch.get_num_threads()} threads), "
-          f"batch {o.batch_size} x {o.seq_len}, peak lr {sched.peak:g}, floor {sched.floor:g}, "
+          f"{n_params / 1e6:.2f} M parameters on {device} ({torch.get_num_threads()} threads, "
+          f"autocast {amp_name(amp)}), batch {o.batch_size} x {o.seq_len}, "
+          f"peak lr {sched.peak:g}, floor {sched.floor:g}, "
           f"warm-up {sched.warmup}; data epoch {st['epoch']} row {st['cursor']}; "
           f"{st['prior_tokens'] / 1e6:.2f} M tokens before this run", flush=True)
     if o.init_from and not ckpt:
@@ -572,12 +606,12 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
         _write_log(out / "training_log.tsv", log_rows)
 
     def evaluate() -> tuple[float | None, float | None]:
-        with amp:
-            return (_eval_loss(model, data.val_rows, device, o.batch_size),
-                    _eval_loss(model, data.val_rows_pkg, device, o.batch_size))
+        # in float32 whatever trains: validation losses compare across runs and devices
+        return (_eval_loss(model, data.val_rows, device, o.batch_size),
+                _eval_loss(model, data.val_rows_pkg, device, o.batch_size))
 
     if o.profile_steps:
-        return _profile(o, model, step_model, opt, data, st, sched, device)
+        return _profile(o, model, step_model, opt, data, st, device, amp)
 
     if not ckpt and o.init_from and o.eval_every:
         v, vp = evaluate()                                  # where this run starts from
@@ -684,7 +718,7 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
     return s
 
 
-def _profile(o, model, step_model, opt, data, st, sched, device) -> dict:
+def _profile(o, model, step_model, opt, data, st, device, amp) -> dict:
     """Time ``o.profile_steps`` training steps after two untimed ones (nothing is saved)."""
     rows = data.rows(st["epoch"])
     parts = {"data": [], "forward": [], "backward": [], "optimizer": []}
@@ -693,7 +727,8 @@ def _profile(o, model, step_model, opt, data, st, sched, device) -> dict:
         c = (st["cursor"] + i * o.batch_size) % (len(rows) - o.batch_size)
         x = torch.from_numpy(rows[c:c + o.batch_size].astype(np.int64)).to(device)
         t1 = time.perf_counter()
-        loss = _loss(step_model, x)
+        with amp:
+            loss = _loss(step_model, x)
         t2 = time.perf_counter()
         loss.backward()
         t3 = time.perf_counter()
@@ -708,9 +743,9 @@ def _profile(o, model, step_model, opt, data, st, sched, device) -> dict:
     total = sum(med.values())
     tps = o.batch_size * o.seq_len / total
     print(f"profile: batch {o.batch_size} x {o.seq_len}, {torch.get_num_threads()} threads, "
-          f"compile {o.compile}: {tps:.0f} tokens/s; per step (median of {o.profile_steps}) "
+          f"compile {o.compile}, amp {amp_name(amp)}: {tps:.0f} tokens/s; per step (median of {o.profile_steps}) "
           + ", ".join(f"{k} {1000 * v:.0f} ms ({100 * v / total:.0f}%)" for k, v in med.items()),
           flush=True)
     return {"tokens_per_s": tps, "ms": {k: 1000 * v for k, v in med.items()},
             "batch_size": o.batch_size, "seq_len": o.seq_len, "threads": torch.get_num_threads(),
-            "compile": o.compile}
+            "compile": o.compile, "amp": amp_name(amp)}

@@ -96,3 +96,31 @@ def test_ship_copies_the_best_export_and_writes_the_card(tmp_path):
     (dest / "tokenizer.json").write_text((dest / "tokenizer.json").read_text().replace("fim", "fIm"))
     with pytest.raises(ValueError, match="tokenizer"):
         ship(str(run), dest)
+
+
+def test_bfloat16_autocast_where_native_and_an_error_where_asked_and_not(monkeypatch, tmp_path):
+    """--amp: auto takes bfloat16 where the device computes it natively, off never, bf16
+    asked on a device without it is an error naming the flag; a run under bfloat16
+    autocast trains and evaluates in float32 (its validation losses compare)."""
+    import contextlib
+
+    import torch
+
+    from inkling.models import training as t
+    cpu = torch.device("cpu")
+    assert isinstance(t.autocast_for("off", cpu), contextlib.nullcontext)
+    with pytest.raises(ValueError, match="auto, bf16 or off"):
+        t.autocast_for("fp8", cpu)
+    monkeypatch.setattr(t, "native_bf16", lambda device: False)
+    assert t.amp_name(t.autocast_for("auto", cpu)) == "off"
+    with pytest.raises(ValueError, match="--amp bf16: cpu has no native bfloat16"):
+        t.autocast_for("bf16", cpu)
+    monkeypatch.setattr(t, "native_bf16", lambda device: True)
+    amp = t.autocast_for("auto", cpu)
+    assert t.amp_name(amp) == "bf16" and amp.fast_dtype == torch.bfloat16
+    summary = train(TrainOptions(out=str(tmp_path / "m"), vocab_size=300, hidden_size=32,
+                                 layers=1, heads=2, kv_heads=1, intermediate_size=64,
+                                 seq_len=64, batch_size=2, steps=2, eval_every=2, eval_rows=2,
+                                 max_files=12, warmup=1, packages=False, log_every=0,
+                                 amp="bf16"))
+    assert summary["steps_done"] == 2 and 0 < summary["validation_loss"] < 20
