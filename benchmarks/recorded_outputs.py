@@ -1,8 +1,8 @@
 """Suggestions recorded before a change, checked after it (issue 22: the same suggestions,
 token for token, in every decoder and drafting mode).
 
-    python benchmarks/recorded_outputs.py record OUT.json [--limit N]
-    python benchmarks/recorded_outputs.py check OUT.json
+    python benchmarks/recorded_outputs.py record OUT.json [--limit N] [--set KEY=VALUE ...]
+    python benchmarks/recorded_outputs.py check OUT.json [--set KEY=VALUE ...]
 
 ``record`` replays the sample traces (../shared/traces, when beside the checkout) and
 retype traces of the held-out standard-library files under every decoder (greedy,
@@ -10,7 +10,9 @@ branches, superposed, sequential) crossed with every drafting mode (none, prompt
 suffix), with the monitor on, three drafts a completion (one for greedy), no idle refresh and
 the other options at their defaults (float32, the
 bundled model), and writes every completion's drafts. ``check`` replays the same and
-prints each difference; it exits 1 if any.
+prints each difference; it exits 1 if any. ``--set completion.alternative_min_tokens=0``
+(an option's dotted name, its value as JSON or text) replays with that option changed: a
+change of the defaults is checked against a recording made before it at the old value.
 """
 from __future__ import annotations
 
@@ -52,7 +54,23 @@ def _fingerprint(traces) -> str:
     return h.hexdigest()[:16]
 
 
-def replay_all(limit: int) -> dict:
+def overrides(pairs: list[str]) -> dict:
+    """['completion.alternative_min_tokens=0', ...] -> the options tree they set."""
+    tree: dict = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or "." not in key:
+            raise SystemExit(f"recorded_outputs.py: --set {pair!r}: expected SECTION.NAME=VALUE")
+        try:
+            parsed = json.loads(value)
+        except json.JSONDecodeError:
+            parsed = value
+        section, name = key.split(".", 1)
+        tree.setdefault(section, {})[name] = parsed
+    return tree
+
+
+def replay_all(limit: int, extra: dict | None = None) -> dict:
     traces = _traces(limit)
     runtime = Engine(InklingOptions()).load_model()
     checker = SyntaxChecker()
@@ -67,7 +85,7 @@ def replay_all(limit: int) -> dict:
             options = InklingOptions().merged({"completion": {
                 "decoder": decoder, "draft": draft,
                 "automatic_drafts": 1 if decoder == "greedy" else 3},
-                "cache": {"idle_refresh_ms": 0}})
+                "cache": {"idle_refresh_ms": 0}}).merged(extra or {})
             engine = Engine(options, runtime)
             spec = options.completion.datastore
             if engine.uses_datastore and spec not in datastores:
@@ -111,13 +129,17 @@ def main() -> int:
     ap.add_argument("action", choices=("record", "check"))
     ap.add_argument("file")
     ap.add_argument("--limit", type=int, default=3, help="held-out retype traces (default 3)")
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="an option changed for every replay (e.g. "
+                         "completion.alternative_min_tokens=0)")
     args = ap.parse_args()
+    extra = overrides(args.set)
     if args.action == "record":
-        Path(args.file).write_text(json.dumps(replay_all(args.limit)), encoding="utf-8")
+        Path(args.file).write_text(json.dumps(replay_all(args.limit, extra)), encoding="utf-8")
         print(f"recorded in {args.file}")
         return 0
     recorded = json.loads(Path(args.file).read_text(encoding="utf-8"))
-    now = replay_all(len(recorded["traces"]) - len(sample_traces()))
+    now = replay_all(len(recorded["traces"]) - len(sample_traces()), extra)
     diffs = check(recorded, now)
     total = sum(len(c) for r in recorded["runs"].values() for c in r.values())
     for d in diffs[:50]:

@@ -20,7 +20,7 @@ from inkling.models import resolve_model_path
 from .decoding.dispatch import decode_drafts
 from .decoding.healing import Healing, healed_decode, token_texts
 from .decoding.ranking import shortfall
-from .decoding.request import DecodeRequest
+from .decoding.request import DecodeRequest, seeded
 from .decoding.stop_rules import stop_rule_for
 from .document import Document, Position, TextChange
 from .draft_book import DraftBook
@@ -222,7 +222,9 @@ class Engine:
                                 runtime.decode, k, cancelled, drafter=drafter,
                                 context=drafter.context if drafter is not None else [],
                                 first=first, first_logits=synced.draft_logits,
-                                first_rows=synced.prefilled)
+                                first_rows=synced.prefilled, floor=c.alternative_min_tokens,
+                                temperature=c.alternative_temperature,
+                                generator=seeded(prompt.ids))
         if c.draft == "suffix":
             request.meter = self.acceptance
         if c.decoder == "superposed" and not one:
@@ -244,7 +246,7 @@ class Engine:
         if drafter is not None and drafter.steps and one:
             self._after.append(lambda: self._learn(drafter, outs[0].token_ids))
         self.sources.suggested(uri, prompt.prefix_ids, [o.token_ids for o in outs])
-        shown, dropped = shown_drafts(outs, prompt, guard, doc.eol)
+        shown, dropped = shown_drafts(outs, prompt, guard, doc.eol, c.alternative_prune)
         drafts = [self.book.offer(text, out.logprob, len(out.token_ids)) for text, out in shown]
         self.stats.completions += 1
         return Completion(

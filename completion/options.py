@@ -62,6 +62,19 @@ class CompletionOptions:
     datastore: str = "corpus"   # none | corpus | a folder: fixed code the suffix drafter also searches
     model_datastore: str = "auto"  # auto | none | a file: the model's own continuations, also searched
     monitor: str = "on"         # off | on
+    # the alternatives of k > 1 drafts (issue 28; benchmarks/alternatives.py measured each):
+    # they end within the lead draft's lines and tokens, but not under this many tokens (a
+    # length floor; 0: the lead's length alone). 16 measured best: fragments 4.9% of the
+    # alternatives shown against 10.8%, the right line among the drafts 10.4% against 10.0,
+    # the first draft unchanged, invoked completions' p50 1.12 times; sampling and pruning
+    # measured worse, so they stay off
+    alternative_min_tokens: int = 16
+    # 0: each alternative continues greedily after its own first token; above 0: its later
+    # tokens are sampled at this temperature, seeded by the prompt (branches, superposed)
+    alternative_temperature: float = 0.0
+    # nats: an alternative whose log-probability per token is this far below the lead's is
+    # not shown (0: none is left out for it)
+    alternative_prune: float = 0.0
     # repository context before the prompt (issue 26): what the file imports from the
     # workspace and/or chunks of recent files like the cursor's text, within a share of the
     # window; off by default: the bundled model does no better with it (benchmarks/README.md)
@@ -105,7 +118,9 @@ class InklingOptions:
                                  ("completion.max_new_tokens", c.max_new_tokens, 1),
                                  ("completion.max_block_tokens", c.max_block_tokens, 1),
                                  ("completion.prefix_tokens", c.prefix_tokens, 0),
-                                 ("completion.suffix_tokens", c.suffix_tokens, 0)):
+                                 ("completion.suffix_tokens", c.suffix_tokens, 0),
+                                 ("completion.alternative_min_tokens",
+                                  c.alternative_min_tokens, 0)):
             if value < low:
                 raise OptionError(f"{name} must be at least {low}, got {value}")
         from .drafting.datastore import validate_spec
@@ -116,6 +131,15 @@ class InklingOptions:
         if not 0.05 <= c.context_share <= 0.75:
             raise OptionError(f"completion.context_share must be between 0.05 and 0.75, "
                               f"got {c.context_share}")
+        if not 0.0 <= c.alternative_temperature <= 2.0:
+            raise OptionError(f"completion.alternative_temperature must be between 0 and 2, "
+                              f"got {c.alternative_temperature}")
+        if c.alternative_temperature > 0 and c.decoder == "sequential":
+            raise OptionError("completion.alternative_temperature needs completion.decoder "
+                              "'branches' or 'superposed' (sequential decodes greedily)")
+        if c.alternative_prune < 0:
+            raise OptionError(f"completion.alternative_prune must be at least 0 (nats; 0: off), "
+                              f"got {c.alternative_prune}")
         if not 0.0 <= c.window_step <= 0.5:
             raise OptionError(f"completion.window_step must be between 0 and 0.5, got {c.window_step}")
         if not 0.0 <= self.cache.stale_threshold <= 1.0:

@@ -1,25 +1,27 @@
 """From decoded drafts to the suggestions shown: text that merely repeats what follows the
 cursor trimmed, cut where the syntax guard finds a new error, and only alternatives worth
-showing (no blank, repeated, whitespace-only, prefix or sub-word ones)."""
+showing (no blank, repeated, whitespace-only, prefix or sub-word ones, nor, when asked,
+far less likely ones)."""
 from __future__ import annotations
 
 from .decoding.steps import Decoded
-from .decoding.ranking import Dropped, worth_showing
+from .decoding.ranking import Dropped, normalised_logprob, worth_showing
 from .decoding.stop_rules import trim_repeated_suffix
 from .prompt.builder import Prompt
 
 
-def shown_drafts(outs: list[Decoded], prompt: Prompt, guard, eol: str
+def shown_drafts(outs: list[Decoded], prompt: Prompt, guard, eol: str, prune: float = 0.0
                  ) -> tuple[list[tuple[str, Decoded]], list[Dropped]]:
     """(text in the document's line ends, decoded draft) of each draft shown, best first,
     and each one left out with its reason. ``guard``: the analysis' syntax guard at the
-    cursor, or None."""
+    cursor, or None; ``prune``: alternatives this many nats a token below the lead are
+    left out (0: none for that)."""
     texts = []
     for out in outs:
         text = trim_repeated_suffix(out.text, prompt.line_suffix, prompt.suffix)
         if guard is not None:                 # no new ERROR or MISSING node in its statement
             text = text[:guard.longest_valid_prefix(text)]
         texts.append(text)
-    shown, dropped = worth_showing(texts)
+    shown, dropped = worth_showing(texts, [normalised_logprob(o) for o in outs], prune)
     return [(texts[i] if eol == "\n" else texts[i].replace("\n", eol), outs[i])
             for i in shown], dropped

@@ -24,6 +24,10 @@ THROUGHPUT = """| configuration | forward (ms) | backward (ms) | optimizer (ms) 
 | 1 thread, fused AdamW, chunked cross-entropy (1,024 rows a chunk) | 1,778 | 3,989 | - | 710 |
 | 1 thread, a lean torch twin of the model (`models/lean_llama.py`, identical logits) | 2,370-3,352 | 4,112-6,151 | 9-15 | 431-632 |
 | 1 thread, `torch.compile` of the Hugging Face model (92 s to compile) | 1,707-2,734 | 3,380-3,510 | - | 670-785 |
+| a later machine (AMD EPYC, AVX-512 with AVX512_BF16), quiet: 2 threads, float32 | 583-681 | 1,445-1,489 | 8-10 | 1,881-2,011 |
+| the same, 1 thread, float32 | 1,034-1,038 | 2,199-2,311 | 8 | 1,220-1,263 |
+| the same, 2 threads, bfloat16 autocast (`--amp auto`, this recipe's choice there) | 465-700 | 902-1,281 | 7-11 | 2,056-2,981 |
+| the same, 1 thread, bfloat16 autocast | 779-813 | 1,427-1,543 | 8 | 1,732-1,850 |
 
 Measured at normal priority while other sessions' benchmarks and tests ran on the same two
 cores (load average 4 to 6), each row over several runs interleaved with the others; the
@@ -35,9 +39,16 @@ does more than two (two threads wait on each other when either is preempted), an
 `--threads -1` re-measures 1 against 2 threads every 100 steps and keeps the faster).
 Compiling, chunking the cross-entropy and a leaner model did not beat the noise; the fused
 optimizer removed the one part that was not matrix arithmetic (the step is about 6 GFLOP per
-1,000 tokens, at roughly 40% of one core's AVX2 peak). bfloat16 is not used: this CPU has no
-native bfloat16 arithmetic. Time a step on another machine with
-`inkling train --profile-steps 5 [--threads N] [--compile true]`."""
+1,000 tokens, at roughly 40% of one core's AVX2 peak). bfloat16 was not used there: that CPU
+had no native bfloat16 arithmetic. A later machine has it (AVX512_BF16): there bfloat16
+autocast of the forward and backward (float32 weights, optimizer and loss) makes about 1.5
+times the tokens a second at one thread and at two (`inkling train --init-from
+models/inkling-tiny --profile-steps 4 --threads N --amp off|bf16`, two rounds each,
+training paused), and `--amp auto` (the default) takes it wherever the CPU has bfloat16
+instructions (AVX512_BF16 or AMX) or on CUDA; validation losses are computed in float32
+whatever trains, so they compare across runs.
+Time a step on another machine with
+`inkling train --profile-steps 5 [--threads N] [--compile true] [--amp off|bf16]`."""
 
 
 def _fmt_loss(v) -> str:
@@ -180,6 +191,37 @@ def _early_runs_note(runs: list[dict]) -> str:
     return (f". Run{'s' if len(old) > 1 else ''} {names} trained on the "
             "standard library alone, with the earlier recipe (a schedule over steps or minutes, "
             "whichever ran out first, and no checkpoints)")
+
+# Alternative drafts, measured on this model (benchmarks/alternatives.py; issue 28).
+ALTERNATIVES = """Invoked completions show three drafts. The alternatives to the lead draft were often a
+fragment (`   if`, ` #`): they ended within the lead's lines **and tokens**, cut at their last
+whole word, so behind a short lead they stopped after a word or two. Three remedies were
+measured on retype traces of the held-out standard-library files and of toolz (843
+completions, `superposed`, k = 3; `python benchmarks/alternatives.py`; fragments: a shown
+alternative that is a bare word or under 4 characters where the line is not):
+
+| alternatives | first draft right | one of the drafts right | an alternative right | drafts shown | fragments | closest draft | latency p50 |
+|---|---|---|---|---|---|---|---|
+| the lead's extent (before) | 7.7% | 10.0% | 2.3% | 2.20 | 10.8% | 0.320 | 1.00 |
+| **a floor of 16 tokens (kept)** | 7.7% | **10.4%** | **2.7%** | 2.35 | **4.9%** | **0.335** | 1.13 |
+| a floor of 8 tokens | 7.7% | 10.2% | 2.5% | 2.28 | 6.2% | 0.330 | 1.00 |
+| a floor of 48 tokens (to the line's end) | 7.7% | 10.4% | 2.7% | 2.36 | 4.7% | 0.334 | 1.17 |
+| floor 16, later tokens sampled at 0.5 | 7.1% | 9.8% | 2.7% | 2.37 | 4.4% | 0.332 | 1.30 |
+| floor 16, sampled at 1.0 | 7.2% | 9.7% | 2.5% | 2.32 | 4.4% | 0.324 | 1.35 |
+| floor 16, pruned 1 nat a token below the lead | 7.7% | 10.0% | 2.3% | 1.98 | 5.0% | 0.324 | 1.18 |
+| floor 16, pruned 2 nats below | 7.7% | 10.4% | 2.7% | 2.29 | 5.1% | 0.332 | 1.19 |
+| no floor, sampled at 1.0 | 7.3% | 9.5% | 2.1% | 2.19 | 10.4% | 0.313 | 1.04 |
+
+The **length floor** is kept (`completion.alternative_min_tokens`, 16 by default): the
+alternatives still end within the lead's lines, but not under 16 tokens, and one that runs
+past the lead's length is ranked by its log-probability a token over the lead's length
+(as it was ranked before), so the first draft is the same; half as many fragments, more
+right lines among the drafts, for 13% more time on an invoked completion (automatic
+completions decode one draft and do not change). **Sampling** the alternatives' later
+tokens (`completion.alternative_temperature`) makes them less often right, and a sampled
+alternative that scores above the lead displaces a better first draft; **pruning** those
+far less likely than the lead (`completion.alternative_prune`) only shows fewer. Both stay
+available, off by default: a larger model may rank them otherwise."""
 
 
 def write_model_card(model_dir: Path, evals: list[dict] | None, command: str) -> Path:
@@ -335,6 +377,10 @@ nats/token (final training loss {_fmt_loss(summary.get('final_train_loss'))}); o
 package's rows (toolz, with repository-level samples): {_fmt_loss(summary.get('validation_loss_package'))}.
 
 {_projection_text(model_dir)}{_evals_text(evals, command, order)}
+
+## Alternative drafts
+
+{ALTERNATIVES}
 
 ## Training throughput
 

@@ -2,8 +2,9 @@
 baseline that decodes the same branches one after another.
 
 The k branches start with the k most likely first tokens and continue greedily (the
-alternatives no further than the first, the lead: no more lines, and no more tokens,
-an alternative cut short by that ending at its last whole word). All
+alternatives no further than the first, the lead: no more lines, and no more tokens but
+``r.floor``, an alternative cut short by that ending at its last whole word; with
+``r.temperature`` the alternatives' later tokens are sampled instead). All
 live branches advance in one forward pass per step: each branch's newest token is a
 node that sees the shared prompt and its own branch only (a batched tree over the
 prompt cache), at the position it would have in a sequence of its own. So branch i is
@@ -45,6 +46,7 @@ class Branch:
     done: Decoded | None = None
     monitor: object = None                             # its analysis state, or None
     lps: list[float] = field(default_factory=list)     # each token's log-probability
+    temperature: float = 0.0                           # its later tokens sampled at it (0: greedy)
 
     def add(self, tok: int, lp: float) -> None:
         self.ids.append(tok)
@@ -109,9 +111,17 @@ def branch_decode(r: DecodeRequest) -> tuple[list[Decoded], int]:
             check_branch(r, b, 0)
         branches.append(b)
     shared = len(r.cache.ids)
+    sample_alternatives(r, branches)
     forwards = advance_branches(r, shared, branches)
     r.cache.truncate(shared)            # the prompt, as every multi-draft decoder leaves it
     return [b.done for b in branches], forwards
+
+
+def sample_alternatives(r: DecodeRequest, branches: list[Branch]) -> None:
+    """Every branch but the first (the lead) samples its later tokens at ``r.temperature``
+    (none does at 0)."""
+    for b in branches[1:]:
+        b.temperature = r.temperature
 
 
 def advance_branches(r: DecodeRequest, shared: int, branches: list[Branch]) -> int:
@@ -124,16 +134,17 @@ def advance_branches(r: DecodeRequest, shared: int, branches: list[Branch]) -> i
 
     The first branch leads: once it is done, the others end within as many lines as
     it has (``StopRule.capped``) and within as many tokens as it took
-    (``lead_budget``; one cut short there ends at its last whole word), so the
-    alternatives cost no more passes than the lead: an alternative that ran on through
-    a block, or on along a longer line, would set the step count of all k. From then
-    on the live branches decode under ``r`` narrowed to that extent.
+    (``lead_budget``, but not under ``r.floor`` tokens; one cut short there ends at its
+    last whole word), so the alternatives cost no more passes than the lead: an
+    alternative that ran on through a block, or on along a longer line, would set the
+    step count of all k. From then on the live branches decode under ``r`` narrowed to
+    that extent.
     """
     forwards, led, max_new_tokens = 0, False, r.budget
     while True:
         if not led and branches and branches[0].done is not None:
             r = replace(r, stop=r.stop.capped(line_count(branches[0].done.text)),
-                        budget=lead_budget(branches[0].done, max_new_tokens))
+                        budget=lead_budget(branches[0].done, max_new_tokens, r.floor))
             led = True
             for b in branches[1:]:
                 follow_lead(r, b, forwards)
@@ -146,9 +157,23 @@ def advance_branches(r: DecodeRequest, shared: int, branches: list[Branch]) -> i
         forwards += 1
         for b, step in zip(live, steps):
             forwards += _take(r, shared, b, step, forwards)
-    for b in branches[1:]:
-        cut_to_lead(b.done, r.budget, max_new_tokens)
+    extent = lead_budget(branches[0].done, max_new_tokens) if branches else 0
+    for i, b in enumerate(branches):
+        if len(b.lps) >= len(b.done.token_ids):
+            b.done.lps = b.lps[:len(b.done.token_ids)]
+        if i:
+            cut_to_lead(b.done, r.budget, max_new_tokens)
+            past_lead(b.done, b.lps, extent)
     return forwards
+
+
+def past_lead(alternative: Decoded, lps: list[float], extent: int) -> None:
+    """An alternative that a length floor let run past the lead's ``extent`` tokens is
+    ranked by its log-probability a token over those first ``extent`` tokens (``lps``:
+    each of its tokens'), as it would be ranked without the floor: the easy rest of a
+    line would raise it above the lead."""
+    if len(alternative.token_ids) > extent and len(lps) >= extent > 0:
+        alternative.score = sum(lps[:extent]) / extent
 
 
 def _step_forward(r: DecodeRequest, shared: int, live: list[Branch]) -> list[Verification]:
@@ -160,9 +185,10 @@ def _step_forward(r: DecodeRequest, shared: int, live: list[Branch]) -> list[Ver
     tokens, positions, visible, rows = [], [], [], []
     chains = [[b.ids[-1]] + forced_ids(b.monitor, cache.runtime.encode)[
         :r.budget - len(b.ids)] for b in live]
-    trees = [r.drafter(list(r.context) + b.ids + chain[1:],
-                       r.budget - len(b.ids) - len(chain) + 1) if r.drafter is not None
-             else EMPTY for b, chain in zip(live, chains)]
+    trees = [r.drafter(list(r.context) + b.ids + chain[1:],     # none for a sampled branch
+                       r.budget - len(b.ids) - len(chain) + 1)
+             if r.drafter is not None and not b.temperature else EMPTY
+             for b, chain in zip(live, chains)]
     for b, chain, tree in zip(live, chains, trees):
         base, at, c = len(tokens), shared + len(b.ids) - 1, len(chain)
         for j, tok in enumerate(chain):
@@ -180,13 +206,14 @@ def _step_forward(r: DecodeRequest, shared: int, live: list[Branch]) -> list[Ver
             for chain, tree, base in zip(chains, trees, rows)]
 
 
-def lead_budget(lead: Decoded, max_new_tokens: int) -> int:
+def lead_budget(lead: Decoded, max_new_tokens: int, floor: int = 0) -> int:
     """How many tokens the alternatives may have once the lead draft is done: as many as
-    the lead decoded (steps taken, its end-of-text included), none fewer than one; the
-    whole budget when the lead is empty."""
+    the lead decoded (steps taken, its end-of-text included), none fewer than one, nor
+    than ``floor`` (a length floor); the whole budget when the lead is empty."""
     if not lead.token_ids:
         return max_new_tokens
-    return min(max_new_tokens, len(lead.token_ids) + (lead.stopped_by == "end-of-text"))
+    took = len(lead.token_ids) + (lead.stopped_by == "end-of-text")
+    return min(max_new_tokens, max(floor, took))
 
 
 def cut_to_lead(alternative: Decoded, budget: int, max_new_tokens: int) -> None:
@@ -215,8 +242,9 @@ def _take(r: DecodeRequest, shared: int, b: Branch, step: Verification, forwards
 
     A walked row whose top two logits are closer than ``NEAR_TIE`` is re-decided as
     greedy decoding computes it (the branch's own sequence in a cache of its own, the
-    row's token run alone; see ``speculative``), and the walk ends there. Returns
-    whether it was (a forward more)."""
+    row's token run alone; see ``speculative``), and the walk ends there. A sampled
+    branch (``b.temperature``, no tree) draws its next token instead (``next_token``).
+    Returns whether a row was re-decided (a forward more)."""
     chain, tree, root_entry = step.chain, step.tree, step.start
     c = len(chain)
     b.cached.append(root_entry)
@@ -229,7 +257,8 @@ def _take(r: DecodeRequest, shared: int, b: Branch, step: Verification, forwards
             return False
     w = walk(tree, step.out[c - 1:], b.monitor)      # rows masked by their path's state
     path = w.path[:w.forced_at()]
-    tie = near_tie(w.rows[:len(path) + 1], None, near_tie_bound(r.cache.runtime.dtype))
+    tie = None if b.temperature else near_tie(w.rows[:len(path) + 1], None,
+                                              near_tie_bound(r.cache.runtime.dtype))
     for j, node in enumerate(path[:tie]):
         tok = tree.tokens[node]
         if tok in r.stop_ids:
@@ -246,7 +275,7 @@ def _take(r: DecodeRequest, shared: int, b: Branch, step: Verification, forwards
     if tie is not None:                               # in greedy's own shape
         alone = r.cache.gathered(list(range(shared)) + b.cached)
         nxt = masked(alone.rerun(*(step.ref if tie == 0 else (1, True))), b.monitor)
-    tok = int(torch.argmax(nxt))
+    tok = next_token(nxt, b.temperature, r.generator)
     b.monitor = advance(b.monitor, tok)
     if tok in r.stop_ids:
         b.done = finish(r, b.ids, b.logprob, forwards, "end-of-text")
@@ -256,11 +285,22 @@ def _take(r: DecodeRequest, shared: int, b: Branch, step: Verification, forwards
     return tie is not None
 
 
+def next_token(logits: torch.Tensor, temperature: float, generator: torch.Generator) -> int:
+    """The next token from (masked) ``logits`` [vocab]: the most likely at temperature 0,
+    else drawn from softmax(logits / temperature); where the monitor masked every token,
+    the one greedy decoding takes."""
+    if not temperature or not bool(torch.isfinite(logits).any()):
+        return int(torch.argmax(logits))
+    probs = torch.softmax(logits.float() / temperature, -1)                   # [vocab]
+    return int(torch.multinomial(probs, 1, generator=generator))
+
+
 def sequential_decode(r: DecodeRequest) -> tuple[list[Decoded], int]:
     """The same branches, one after another (the cost baseline), with the same drafting:
     each is ``greedy_decode`` (``speculative_decode`` with a drafter) of its first token."""
     shared = len(r.cache.ids)
     results, forwards, max_new_tokens = [], 0, r.budget
+    extent = max_new_tokens                       # the lead's tokens, once it is decoded
     alone = replace(r, context=list(r.context), meter=None, first=None, first_logits=None,
                     first_rows=1)                 # one branch, decoded on its own
     for tok, lp in first_tokens(masked(r.logits, r.monitor), r.k):
@@ -270,12 +310,15 @@ def sequential_decode(r: DecodeRequest) -> tuple[list[Decoded], int]:
         alone.logits = forced
         out = greedy_decode(alone) if r.drafter is None else speculative_decode(alone)
         out.logprob += lp
+        out.lps = [lp] + out.lps[1:] if out.lps else []   # the forced first token's, as decided
         forwards += out.forwards
         if results:
             cut_to_lead(out, alone.budget, max_new_tokens)
+            past_lead(out, out.lps, extent)
         results.append(out)
         if len(results) == 1:                 # the others follow the lead's extent
             alone.stop = alone.stop.capped(line_count(out.text))
-            alone.budget = lead_budget(out, max_new_tokens)
+            alone.budget = lead_budget(out, max_new_tokens, r.floor)
+            extent = lead_budget(out, max_new_tokens)
     r.cache.truncate(shared)            # the prompt, as every multi-draft decoder leaves it
     return results, forwards

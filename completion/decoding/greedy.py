@@ -16,27 +16,31 @@ def greedy_decode(r: DecodeRequest) -> Decoded:
     as the step's token instead of one token per pass."""
     cache, logits, monitor = r.cache, r.logits, r.monitor
     ids: list[int] = []
+    lps: list[float] = []                                    # each token's log-probability
     logprob, forwards, prompt = 0.0, 0, len(cache.ids)
     while True:
         tok, lp = pick(masked(logits, monitor))
         monitor = advance(monitor, tok)
         if tok in r.stop_ids:
-            return settled(cache, prompt, finish(r, ids, logprob, forwards, "end-of-text"))
+            return settled(cache, prompt, finish(r, ids, logprob, forwards, "end-of-text"),
+                           lps)
         ids.append(tok)
+        lps.append(lp)
         logprob += lp
         done = stopped(r, ids, logprob, forwards)
         if done is not None:
-            return settled(cache, prompt, done)
+            return settled(cache, prompt, done, lps)
         if r.cancelled():
             raise Cancelled()
         jump = forced_ids(monitor, cache.runtime.encode)[:r.budget - len(ids)]
         out = cache.extend([tok] + jump)                     # [1 + jump, vocab]
         forwards += 1
         for i, t in enumerate(jump):                         # the forced name, in one pass
-            logprob += float(torch.log_softmax(out[i], -1)[t])
+            lps.append(float(torch.log_softmax(out[i], -1)[t]))
+            logprob += lps[-1]
             monitor = advance(monitor, t)
             ids.append(t)
             done = stopped(r, ids, logprob, forwards)
             if done is not None:                             # stop rules token by token
-                return settled(cache, prompt, done)
+                return settled(cache, prompt, done, lps)
         logits = out[-1]                                     # [vocab]

@@ -14,13 +14,14 @@ DUPLICATE = "duplicate"
 WHITESPACE = "whitespace-only variant"
 PREFIX = "strict prefix of another draft"
 SHORT = "shorter than a word"
+UNLIKELY = "far less likely than the lead"
 MIN_WORD_CHARS = 2        # an alternative needs at least this many non-blank characters
 
 _BLANKS = re.compile(r"\s+")
 
 
 def normalised_logprob(d: Decoded) -> float:
-    return d.logprob / max(1, len(d.token_ids))
+    return d.score if d.score is not None else d.logprob / max(1, len(d.token_ids))
 
 
 def rank_drafts(decoded: list[Decoded], keep_empty: bool = False) -> list[Decoded]:
@@ -44,7 +45,8 @@ class Dropped:
     like: int | None = None     # the rank of the draft it duplicates or is a prefix of
 
 
-def worth_showing(texts: list[str]) -> tuple[list[int], list[Dropped]]:
+def worth_showing(texts: list[str], per_token: list[float] | None = None, prune: float = 0.0
+                  ) -> tuple[list[int], list[Dropped]]:
     """Which of ``texts`` (best first) are worth showing: (their indices in order, the
     others with their reasons).
 
@@ -52,7 +54,9 @@ def worth_showing(texts: list[str]) -> tuple[list[int], list[Dropped]]:
     (the lead) is kept; an alternative is left out when it is blank, repeats a shown one,
     differs from a shown one only in whitespace, has fewer than ``MIN_WORD_CHARS``
     non-blank characters, or is a strict prefix (whitespace aside) of another draft:
-    cycling to it would show nothing the other draft does not.
+    cycling to it would show nothing the other draft does not. With ``prune`` (nats) and
+    ``per_token`` (each draft's log-probability per token), an alternative more than
+    ``prune`` below the lead's is left out too.
     """
     if len(texts) <= 1:             # one draft is the answer, even an empty one
         return list(range(len(texts))), []
@@ -74,6 +78,8 @@ def worth_showing(texts: list[str]) -> tuple[list[int], list[Dropped]]:
                 reason = SHORT
             elif longer is not None:
                 reason, like = PREFIX, longer
+            elif prune and per_token is not None and per_token[i] < per_token[kept[0]] - prune:
+                reason, like = UNLIKELY, kept[0]
         if reason is None:
             kept.append(i)
         else:

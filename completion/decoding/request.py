@@ -1,6 +1,8 @@
 """What every decoder takes: one request instead of a dozen positional parameters."""
 from __future__ import annotations
 
+import zlib
+from array import array
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -16,6 +18,11 @@ Drafter = Callable[[list[int], int], DraftTree]   # (context ids, token budget) 
 
 def never() -> bool:
     return False
+
+
+def seeded(ids: list[int]) -> torch.Generator:
+    """A generator seeded by the prompt's ids: the same prompt samples the same drafts."""
+    return torch.Generator().manual_seed(zlib.crc32(array("q", ids).tobytes()))
 
 
 @dataclass
@@ -38,3 +45,7 @@ class DecodeRequest:
     first_logits: torch.Tensor | None = None   # [len(first), vocab], its rows
     first_rows: int = 1                  # prompt tokens that forward ran
     sources: dict = field(default_factory=dict)   # n-gram count sources (superposed)
+    floor: int = 0                       # alternatives' tokens not cut under this (k > 1)
+    temperature: float = 0.0             # alternatives' later tokens sampled at it (0: greedy)
+    generator: torch.Generator = field(   # their samples' random numbers
+        default_factory=lambda: torch.Generator().manual_seed(0))

@@ -97,6 +97,7 @@ def speculative_decode(r: DecodeRequest) -> Decoded:
     at a node after which a name is forced)."""
     cache, monitor, meter, budget = r.cache, r.monitor, r.meter, r.budget
     ids: list[int] = []
+    lps: list[float] = []                                    # each token's log-probability
     logprob, forwards = 0.0, 0
     tree = r.first if r.first is not None and r.first_logits is not None else EMPTY
     out = r.logits[None] if tree is EMPTY else torch.cat((r.logits[None], r.first_logits))
@@ -115,12 +116,14 @@ def speculative_decode(r: DecodeRequest) -> Decoded:
         monitor, forwards = advance(monitor, tok), forwards + reran
         for t, lp in taken:
             if t in r.stop_ids:
-                return settled(cache, prompt, finish(r, ids, logprob, forwards, "end-of-text"))
+                return settled(cache, prompt, finish(r, ids, logprob, forwards, "end-of-text"),
+                               lps)
             ids.append(t)
+            lps.append(lp)
             logprob += lp
             done = stopped(r, ids, logprob, forwards)
             if done is not None:
-                return settled(cache, prompt, done)
+                return settled(cache, prompt, done, lps)
         if r.cancelled():
             raise Cancelled()
         chain = [tok] + forced_ids(monitor, encode)[:budget - len(ids)]

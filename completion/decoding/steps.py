@@ -5,7 +5,7 @@ ending a draft (``stopped`` by a stop rule or the budget, ``finish`` at end of t
 ``Decoded``, a cancelled request as ``Cancelled``."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
 import torch
@@ -27,6 +27,8 @@ class Decoded:
     logprob: float            # sum of the chosen tokens' log-probabilities
     forwards: int             # decoding forward passes (the prompt's are not counted)
     stopped_by: str           # "stop-rule" | "end-of-text" | "max-tokens" | "lead-extent"
+    score: float | None = None  # log-probability a token it is ranked by (None: logprob's)
+    lps: list[float] = field(default_factory=list)   # each token's (where the decoder kept them)
 
 
 def pick(logits: torch.Tensor) -> tuple[int, float]:
@@ -82,10 +84,12 @@ def finish(r: DecodeRequest, ids: list[int], logprob: float, forwards: int, why:
     return Decoded(text[:cut], ids, logprob, forwards, why)
 
 
-def settled(cache: PromptCache, prompt: int, done: Decoded) -> Decoded:
+def settled(cache: PromptCache, prompt: int, done: Decoded, lps: list[float]) -> Decoded:
     """``done``, with the cache holding the prompt's ``prompt`` entries and the output's
     tokens but its last: what greedy decoding fed, and what every decoder leaves, so the
     next completion starts from the same cache whichever decoder ran (a tree may have
-    cached tokens past the stop, a forced name tokens past it)."""
+    cached tokens past the stop, a forced name tokens past it); ``lps``: each decoded
+    token's log-probability, kept for its tokens."""
     cache.truncate(prompt + max(0, len(done.token_ids) - 1))
+    done.lps = lps[:len(done.token_ids)]
     return done

@@ -33,7 +33,8 @@ from dataclasses import replace
 import torch
 
 from ..drafting.suffix_index import next_counts
-from .branches import Branch, advance_branches, check_branch, first_tokens
+from .branches import (Branch, advance_branches, check_branch, first_tokens,
+                       sample_alternatives)
 from .request import DecodeRequest
 from .steps import Cancelled, Decoded, advance, finish, masked
 
@@ -108,6 +109,7 @@ def superposed_decode(r: DecodeRequest, steps: int = SUPERPOSED_STEPS
     branches = _exact_branches(r, shared, live, done)
     forwards += 1
     branches = _coherent(branches)
+    sample_alternatives(r, branches)
     forwards += advance_branches(replace(r, drafter=None), shared, branches)
     cache.truncate(shared)              # the prompt, as every multi-draft decoder leaves it
     return [b.done for b in branches], forwards
