@@ -223,8 +223,9 @@ class Engine:
                                 context=drafter.context if drafter is not None else [],
                                 first=first, first_logits=synced.draft_logits,
                                 first_rows=synced.prefilled, floor=c.alternative_min_tokens,
-                                temperature=c.alternative_temperature,
-                                generator=seeded(prompt.ids))
+                                temperature=c.alternative_temperature)
+        if c.alternative_temperature:         # seeded by the prompt only where it samples
+            request.generator = seeded(prompt.ids)
         if c.draft == "suffix":
             request.meter = self.acceptance
         if c.decoder == "superposed" and not one:
