@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import sys
 import time
@@ -149,11 +150,13 @@ def replay_table(runtime, paths: list[str], decoders: list[str], drafts: list[st
                     _seen.append([list(d.token_ids) for d in drafts_])
                     return drafts_, forwards
                 engine_module.decode_drafts = recorded
+                meter = engine_module.AcceptanceMeter   # every completion drafts, idle too
+                engine_module.AcceptanceMeter = functools.partial(meter, explore_completions=1)
                 try:
                     results[combo, f].append(Replayer(opts, runtime, checker, datastore)
                                              .replay(trace))
                 finally:
-                    engine_module.decode_drafts = decode
+                    engine_module.decode_drafts, engine_module.AcceptanceMeter = decode, meter
         print(f"  replayed {trace.name}", file=sys.stderr, flush=True)
     print(f"\n3. replay of {len(traces)} traces, each decoder x drafting with each forward "
           "(interleaved trace by trace)")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import functools
 import json
 import sys
 import tempfile
@@ -149,10 +150,12 @@ def replay(options, runtime, checker, datastore, trace, rec: Recorder) -> list[d
         outs.append(([list(d.token_ids) for d in drafts], rec.decisions))
         return drafts, forwards
     engine_module.decode_drafts = decoded
+    meter = engine_module.AcceptanceMeter       # every completion drafts, idle or not
+    engine_module.AcceptanceMeter = functools.partial(meter, explore_completions=1)
     try:
         result = Replayer(options, runtime, checker, datastore).replay(trace)
     finally:
-        engine_module.decode_drafts = decode
+        engine_module.decode_drafts, engine_module.AcceptanceMeter = decode, meter
     return [{"line": c.line, "n": n, "drafts": list(c.drafts), "tokens": t,
              "margins": [m for _, m in d]}
             for n, (c, (t, d)) in enumerate(zip(result.completions, outs))]

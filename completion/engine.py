@@ -212,6 +212,7 @@ class Engine:
             c.decoder == "greedy" or k == 1
         drafter = drafter_for(c.draft, prompt, runtime, stop.block, self.acceptance, lambda: (
             self.sources.draft_sources(uri, doc.text, offset, runtime, c.model_datastore)))
+        self.stats.undrafted += c.draft == "suffix" and drafter is None
         first = drafter(drafter.context, budget) if drafter is not None and one else None
         order = c.fim_order if c.fim_order != "auto" else runtime.fim_order
         synced = cache.sync(prompt.ids, prompt.moved_edges(extent, runtime, order),

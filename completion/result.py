@@ -47,3 +47,4 @@ class EngineStats:
     accepted_chars: int = 0
     refreshes: int = 0          # stale caches recomputed (during syncs and in idle time)
     learnt: int = 0             # completions the drafting meter has learnt from
+    undrafted: int = 0          # suffix-drafting completions decoded without it (it idled)

@@ -417,6 +417,7 @@ def build_server(engine: Engine) -> InklingServer:
         def engine_stats():
             return {"documents": len(ls.engine.documents.uris()),
                     "refreshes": ls.engine.stats.refreshes, "learnt": ls.engine.stats.learnt,
+                    "undrafted": ls.engine.stats.undrafted,   # drafting idled for them
                     "forward": ls.engine.forward_in_use(),   # None until the model loads
                     "threads": ls.engine.threads_in_use()}   # and on a GPU
         return {**ls.stats.as_dict(), "state": ls.state, **await ls.worker.run(engine_stats),

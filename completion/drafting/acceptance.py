@@ -19,12 +19,19 @@ walk) against those of plain steps (``VerifyCost.drafting_pays``). While draftin
 more a token, it idles: sources are searched only on their turn to be measured again,
 one step in ``explore_idle`` or fewer, so that the turns of all sources together cost at
 most ``explore_share`` of a token's time; while it pays, one step in ``explore_idle`` is a
-plain one, so that both stay measured. With the native forward's float16 panels a
-one-row step of the bundled model costs about 0.4 to 0.8 ms on this CPU and a tree's
-forward of 8 rows about four of them, so drafting mostly idles; with each source's own 2%
-its turns cost 14% of a token's time (the peer benchmark's median completion: 19.3 ms
-with drafting, 15.7 without), shared 2% (16.6 against 14.7 in a later run: the rest is
-the speculative loop's bookkeeping and the searches of the sources worth theirs).
+plain one, so that both stay measured. And while it idles, a completion drafts at all only
+one time in ``explore_completions`` (``drafts_completion``): the others decode greedily
+with no drafter, so they pay neither the drafter's calls, the speculative loop's
+bookkeeping a step nor a draft in the prompt's forward, and they suggest the same (drafting
+is lossless). The drafting completions keep both arms measured, so drafting comes back
+where it pays again (text that repeats what the sources hold).
+
+With the native forward's float16 panels a one-row step of the bundled model costs about
+0.4 to 0.8 ms on this CPU and a tree's forward of 8 rows about four of them, so drafting
+mostly idles; with each source's own 2% its turns cost 14% of a token's time (the peer
+benchmark's median completion: 19.3 ms with drafting, 15.7 without), shared 2% (16.6
+against 14.7 in a later run: the rest is the speculative loop's bookkeeping and the
+searches of the sources worth theirs), hence the completions without a drafter.
 
 A source is searched only where it pays, too (``admitted``): a search costs time
 (0.01 to 0.05 ms for the request's own text, 0.2 to 0.5 ms for the model datastore, the
@@ -72,6 +79,7 @@ class AcceptanceMeter:
     explore_every: int = 4       # a source not worth its search is searched one step in this
     explore_idle: int = 8        # ... one in this while drafting idles; a plain step while not
     explore_share: float = 0.02  # what a source's turns may cost, a share of a token's cost
+    explore_completions: int = 8  # while drafting idles, one completion in this drafts
     cost: VerifyCost = field(default_factory=VerifyCost)
     # (source, match-length bucket) -> accepted tokens of its trees, averaged
     by_match: dict[tuple[str, int], float] = field(default_factory=dict)
@@ -80,6 +88,7 @@ class AcceptanceMeter:
     search_ms: dict[str, float] = field(default_factory=dict)   # source -> ms a search
     _chances: dict[str, int] = field(default_factory=dict)
     _steps: int = 0               # drafting steps asked for (a plain one in explore_idle)
+    _idle_completions: int = 0    # completions asked for while drafting idled
     _limits: dict = field(default_factory=dict, repr=False)    # (base, span, nodes) -> limits
 
     def accepted(self, source: str = "") -> float:
@@ -129,6 +138,15 @@ class AcceptanceMeter:
         sources = list(sources)
         return {s for s in sources
                 if (not idle and self.worth(s)) or self._turn(s, idle, len(sources))}
+
+    def drafts_completion(self) -> bool:
+        """Whether the next completion drafts at all: every one while drafting pays (or is
+        not measured yet); while it idles, one in ``explore_completions``, to keep
+        measuring it. The others run without a drafter (greedy's own loop)."""
+        if not self.idle():
+            return True
+        self._idle_completions += 1
+        return self._idle_completions % self.explore_completions == 0
 
     def idle(self) -> bool:
         """Whether drafting costs more a token than plain steps, as measured."""

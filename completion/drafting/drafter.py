@@ -18,12 +18,15 @@ def drafter_for(mode: str, prompt, runtime: ModelRuntime, block: bool, meter: Ac
                 sources: Callable[[], dict]):
     """The drafter ``mode`` (``completion.draft``) names for one completion at ``prompt``,
     or None: a draft ends at the end of text, and at a line end unless the completion is
-    a ``block``; ``sources()``: what suffix drafting searches (asked for only then)."""
-    ends = runtime.stop_ids if block else runtime.stop_ids | line_end_ids(runtime)
+    a ``block``; ``sources()``: what suffix drafting searches (asked for only then). None
+    for ``suffix`` too where ``meter`` says this completion does not draft (drafting
+    idles: ``AcceptanceMeter.drafts_completion``)."""
     if mode == "prompt-lookup":
+        ends = runtime.stop_ids if block else runtime.stop_ids | line_end_ids(runtime)
         return PromptLookupDrafter(prompt.ids, ends)
-    if mode != "suffix":
+    if mode != "suffix" or not meter.drafts_completion():
         return None
+    ends = runtime.stop_ids if block else runtime.stop_ids | line_end_ids(runtime)
     return TreeDrafter(SuffixDrafter(sources()), meter, prompt.prefix_ids, ends)
 
 

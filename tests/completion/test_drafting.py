@@ -412,6 +412,43 @@ def test_trees_are_cut_to_the_rows_their_acceptance_pays_for():
     assert "model" in meter.admitted(["model", "document"])
 
 
+def test_while_drafting_idles_one_completion_in_explore_completions_drafts():
+    from inkling.completion.drafting.acceptance import AcceptanceMeter
+    from inkling.completion.drafting.verify_cost import VerifyCost
+    cost = VerifyCost()
+    meter = AcceptanceMeter(cost=cost, explore_completions=4)
+    assert [meter.drafts_completion() for _ in range(5)] == [True] * 5   # nothing measured
+    cost.record(1, 1.0, tokens=1)
+    cost.record(8, 3.0, tokens=2, search_ms=0.5)         # drafted: 1.75 ms a token, plain 1
+    assert [meter.drafts_completion() for _ in range(8)] == [False, False, False, True] * 2
+    for _ in range(60):                                  # drafts that keep 4 tokens: 5 a step
+        cost.record(8, 2.0, tokens=5, search_ms=0.5)
+    assert [meter.drafts_completion() for _ in range(5)] == [True] * 5   # it pays again
+
+
+def test_completions_where_drafting_idles_run_without_it_and_suggest_the_same(tiny_runtime):
+    def engine(draft: str) -> Engine:
+        return Engine(InklingOptions().merged({"completion": {"draft": draft,
+                                                              "max_new_tokens": 8}}),
+                      runtime=tiny_runtime)
+    drafting, plain = engine("suffix"), engine("none")
+    cost = drafting.acceptance.cost
+    cost.record(1, 1.0, tokens=1)
+    cost.record(8, 1000.0, tokens=2, search_ms=0.5)      # drafting far dearer a token
+    assert drafting.acceptance.idle()
+    uri, text = "file:///w/i.py", "def f(x):\n    return x + 1\n\n\ndef g(x):\n    return "
+    drafted = []
+    for e in (drafting, plain):
+        e.open(uri, text)
+    for _ in range(16):
+        done, ref = drafting.complete(uri, Position(5, 11)), plain.complete(uri, Position(5, 11))
+        assert [d.text for d in done.drafts] == [d.text for d in ref.drafts]
+        drafted.append(bool(done.draft_ms))
+    n = drafting.acceptance.explore_completions
+    assert [i for i, d in enumerate(drafted) if d] == [n - 1, 2 * n - 1]
+    assert drafting.stats.undrafted == 16 - 2 and plain.stats.undrafted == 0
+
+
 def test_the_document_source_does_not_draft_the_text_after_the_cursor(tiny_runtime):
     """The text before the cursor matches the context at the cursor at full length; the
     document is indexed in two parts, so that match drafts nothing (the text after the

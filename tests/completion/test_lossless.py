@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import random
 import subprocess
 import sys
@@ -25,6 +26,7 @@ from inkling.completion.decoding.branches import branch_decode, sequential_decod
 from inkling.completion.decoding.greedy import greedy_decode
 from inkling.completion.decoding.request import DecodeRequest
 from inkling.completion.document import Position, Range, TextChange
+from inkling.completion.drafting.acceptance import AcceptanceMeter
 from inkling.completion.drafting.draft_tree import linear
 from inkling.completion.engine import Engine
 from inkling.completion.options import InklingOptions
@@ -108,6 +110,10 @@ def _replay_modes(runtime, traces, monkeypatch, overrides: dict):
     token ids of each draft)."""
     tokens: list = []
     monkeypatch.setattr(engine_module, "decode_drafts", _recording(tokens))
+    # every completion drafts, where drafting idles too (the meter skips all but one in
+    # explore_completions then): the identity covers each of them
+    monkeypatch.setattr(engine_module, "AcceptanceMeter",
+                        functools.partial(AcceptanceMeter, explore_completions=1))
     base = InklingOptions().merged(overrides)
     checker, datastore, got = SyntaxChecker(), None, {m: [] for m in MODES}
     for trace in traces:
