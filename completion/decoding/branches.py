@@ -22,6 +22,7 @@ tokens per pass.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -153,10 +154,14 @@ def advance_branches(r: DecodeRequest, shared: int, branches: list[Branch]) -> i
             break
         if r.cancelled():
             raise Cancelled()
-        steps = _step_forward(r, shared, live)
+        began, before = time.perf_counter(), sum(len(b.ids) for b in live)
+        steps, search = _step_forward(r, shared, live)
         forwards += 1
         for b, step in zip(live, steps):
             forwards += _take(r, shared, b, step, forwards)
+        if r.meter is not None and r.drafter is not None:   # as speculative's steps
+            measure_step(r.meter, steps, began, search,
+                         sum(len(b.ids) for b in live) - before)
     extent = lead_budget(branches[0].done, max_new_tokens) if branches else 0
     for i, b in enumerate(branches):
         if len(b.lps) >= len(b.done.token_ids):
@@ -176,19 +181,42 @@ def past_lead(alternative: Decoded, lps: list[float], extent: int) -> None:
         alternative.score = sum(lps[:extent]) / extent
 
 
-def _step_forward(r: DecodeRequest, shared: int, live: list[Branch]) -> list[Verification]:
+def measure_step(meter, steps: list[Verification], began: float, search: float | None,
+                 taken: int) -> None:
+    """Record a drafting branches step in ``meter`` (an AcceptanceMeter) as
+    ``speculative_decode`` records its own: the step's time by the rows of its forward
+    (``began``: its start; the drafters' ``search`` ms apart, None where none searched)
+    with the tokens the branches ``taken`` in it. So where drafting costs more a token
+    than plain steps it idles here too (a step of k branches yields about k tokens: its
+    plain and drafted steps compare alike, and the meter's averages mix them with one
+    branch's where both decoders run)."""
+    ms = (time.perf_counter() - began) * 1000 - (search or 0.0)
+    rows = sum(len(step.chain) + len(step.tree) for step in steps)
+    meter.cost.record(rows, ms, max(1, taken), search)
+
+
+def _step_forward(r: DecodeRequest, shared: int, live: list[Branch]
+                  ) -> tuple[list[Verification], float | None]:
     """One forward pass for every live branch: its newest token, then the rest of a
     name its monitor forces (as greedy decoding feeds them), then its draft tree after
-    them, each seeing the prompt and its own branch only; each branch's part of it."""
+    them, each seeing the prompt and its own branch only; each branch's part of it, and
+    the ms the drafters' searches took (None: none searched)."""
     cache = r.cache
     start = len(cache.ids)
     tokens, positions, visible, rows = [], [], [], []
     chains = [[b.ids[-1]] + forced_ids(b.monitor, cache.runtime.encode)[
         :r.budget - len(b.ids)] for b in live]
-    trees = [r.drafter(list(r.context) + b.ids + chain[1:],     # none for a sampled branch
-                       r.budget - len(b.ids) - len(chain) + 1)
-             if r.drafter is not None and not b.temperature else EMPTY
-             for b, chain in zip(live, chains)]
+    trees, search = [], None
+    plain = r.drafter is None or (r.meter is not None and r.meter.plain_step())
+    for b, chain in zip(live, chains):
+        if plain or b.temperature:                      # none for a sampled branch
+            trees.append(EMPTY)
+            continue
+        trees.append(r.drafter(list(r.context) + b.ids + chain[1:],
+                               r.budget - len(b.ids) - len(chain) + 1))
+        spent = getattr(r.drafter, "last_search_ms", None)
+        if spent is not None:
+            search = (search or 0.0) + spent
     for b, chain, tree in zip(live, chains, trees):
         base, at, c = len(tokens), shared + len(b.ids) - 1, len(chain)
         for j, tok in enumerate(chain):
@@ -203,7 +231,7 @@ def _step_forward(r: DecodeRequest, shared: int, live: list[Branch]) -> list[Ver
     out = cache.extend_masked(tokens, positions, visible, shared)   # [len(tokens), vocab]
     return [Verification(chain, tree, out[base:base + len(chain) + len(tree)], start + base,
                          (len(chain), False))
-            for chain, tree, base in zip(chains, trees, rows)]
+            for chain, tree, base in zip(chains, trees, rows)], search
 
 
 def lead_budget(lead: Decoded, max_new_tokens: int, floor: int = 0) -> int:
@@ -256,6 +284,8 @@ def _take(r: DecodeRequest, shared: int, b: Branch, step: Verification, forwards
         if b.done is not None:
             return False
     w = walk(tree, step.out[c - 1:], b.monitor)      # rows masked by their path's state
+    if r.meter is not None and len(tree):            # what the tree kept, as speculative's
+        r.meter.record(len(w.path), tree.source)
     path = w.path[:w.forced_at()]
     tie = None if b.temperature else near_tie(w.rows[:len(path) + 1], None,
                                               near_tie_bound(r.cache.runtime.dtype))
@@ -301,9 +331,10 @@ def sequential_decode(r: DecodeRequest) -> tuple[list[Decoded], int]:
     shared = len(r.cache.ids)
     results, forwards, max_new_tokens = [], 0, r.budget
     extent = max_new_tokens                       # the lead's tokens, once it is decoded
-    alone = replace(r, context=list(r.context), meter=None, first=None, first_logits=None,
+    alone = replace(r, context=list(r.context), first=None, first_logits=None,
                     first_rows=1)                 # one branch, decoded on its own
     for tok, lp in first_tokens(masked(r.logits, r.monitor), r.k):
+        alone.meter = None if results else r.meter      # the lead's steps are greedy's
         r.cache.truncate(shared)
         forced = torch.full_like(r.logits, float("-inf"))               # [vocab]
         forced[tok] = 0.0                                 # this branch's first token

@@ -89,6 +89,7 @@ class AcceptanceMeter:
     _chances: dict[str, int] = field(default_factory=dict)
     _steps: int = 0               # drafting steps asked for (a plain one in explore_idle)
     _idle_completions: int = 0    # completions asked for while drafting idled
+    _branch_steps: int = 0        # steps of decoders that ask one drafter a branch
     _limits: dict = field(default_factory=dict, repr=False)    # (base, span, nodes) -> limits
 
     def accepted(self, source: str = "") -> float:
@@ -147,6 +148,15 @@ class AcceptanceMeter:
             return True
         self._idle_completions += 1
         return self._idle_completions % self.explore_completions == 0
+
+    def plain_step(self) -> bool:
+        """Whether a decoder that asks a drafter per branch at each step (``branches``)
+        takes this step plain, asking none: one step in ``explore_idle`` while drafting
+        pays, so that its plain steps stay measured against its drafted ones (a decoder of
+        one branch gets its plain steps from ``admitted``, which k calls a step would
+        never leave all empty)."""
+        self._branch_steps += 1
+        return not self.idle() and self._branch_steps % self.explore_idle == 0
 
     def idle(self) -> bool:
         """Whether drafting costs more a token than plain steps, as measured."""

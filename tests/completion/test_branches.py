@@ -151,6 +151,32 @@ def test_drafting_per_branch_is_lossless_and_saves_passes(wide_runtime, decoder,
     assert runs[draft].forwards <= runs["none"].forwards
 
 
+@pytest.mark.parametrize("decoder", ["branches", "sequential"])
+def test_a_session_of_several_drafts_measures_drafting_against_plain_steps(wide_runtime,
+                                                                           decoder):
+    """Drafting with several branches is measured as with one (the lead's steps in
+    `sequential`; in `branches` one step in explore_idle asks no drafter, a plain step):
+    what steps cost by rows, drafted and plain steps a token. So the
+    meter can find drafting dear there too, where it then idles."""
+    text = ("def total(items):\n    result = 0\n    for item in items:\n"
+            "        result += item.price\n    return result\n\n\n" * 3 +
+            "def count(items):\n    result = 0\n    for ")
+    opts = InklingOptions().merged({"completion": {"decoder": decoder, "draft": "suffix",
+                                                   "max_new_tokens": 24}})
+    engine = Engine(opts, runtime=wide_runtime)
+    engine.open("file:///w/m.py", text)
+    cost = engine.acceptance.cost
+    for _ in range(6):
+        engine.complete("file:///w/m.py", Position(text.count("\n"), 8), k=3,
+                        trigger="invoked")
+        if set(cost.arms) == {"plain", "drafted"}:
+            break
+    assert set(cost.arms) == {"plain", "drafted"}
+    assert cost.plain_ms() is not None                          # steps timed by rows
+    if decoder == "branches":                                   # a row a branch at least
+        assert max(cost.ms) >= 2
+
+
 def test_alternatives_follow_the_lead_drafts_lines():
     block = StopRule(True, "", indent=4)
     text = "x = 1\n    y = 2\n\n    z = 3\n"
