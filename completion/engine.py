@@ -210,9 +210,11 @@ class Engine:
             forward=self.options.model.forward))
         budget, one = (c.max_block_tokens if stop.block else c.max_new_tokens), \
             c.decoder == "greedy" or k == 1
-        drafter = drafter_for(c.draft, prompt, runtime, stop.block, self.acceptance, lambda: (
-            self.sources.draft_sources(uri, doc.text, offset, runtime, c.model_datastore)))
-        self.stats.undrafted += c.draft == "suffix" and drafter is None
+        drafts = one or c.decoder != "superposed"       # superposed's k branches do not
+        drafter = drafter_for(c.draft if drafts else "none", prompt, runtime, stop.block,
+                              self.acceptance, lambda: self.sources.draft_sources(
+                                  uri, doc.text, offset, runtime, c.model_datastore))
+        self.stats.undrafted += drafts and c.draft == "suffix" and drafter is None
         first = drafter(drafter.context, budget) if drafter is not None and one else None
         order = c.fim_order if c.fim_order != "auto" else runtime.fim_order
         synced = cache.sync(prompt.ids, prompt.moved_edges(extent, runtime, order),
@@ -229,8 +231,8 @@ class Engine:
             request.generator = seeded(prompt.ids)
         if c.draft == "suffix":
             request.meter = self.acceptance
-        if c.decoder == "superposed" and not one:
-            request.context, request.drafter = list(prompt.prefix_ids), None
+        if not drafts:
+            request.context = list(prompt.prefix_ids)
             request.sources = self.sources.ngram_sources(uri, doc.text, offset, runtime)
         try:
             guard = None

@@ -447,6 +447,11 @@ def test_completions_where_drafting_idles_run_without_it_and_suggest_the_same(ti
     n = drafting.acceptance.explore_completions
     assert [i for i, d in enumerate(drafted) if d] == [n - 1, 2 * n - 1]
     assert drafting.stats.undrafted == 16 - 2 and plain.stats.undrafted == 0
+    # superposed's invoked drafts never draft: neither counted nor taking a drafting turn
+    turn = drafting.acceptance._idle_completions
+    done = drafting.complete(uri, Position(5, 11), k=3, trigger="invoked")
+    assert not done.draft_ms and drafting.stats.undrafted == 16 - 2
+    assert drafting.acceptance._idle_completions == turn
 
 
 def test_the_document_source_does_not_draft_the_text_after_the_cursor(tiny_runtime):
