@@ -226,11 +226,10 @@ class Engine:
                                 context=drafter.context if drafter is not None else [],
                                 first=first, first_logits=synced.draft_logits,
                                 first_rows=synced.prefilled, floor=c.alternative_min_tokens,
-                                temperature=c.alternative_temperature)
+                                temperature=c.alternative_temperature,
+                                meter=self.acceptance if c.draft == "suffix" else None)
         if c.alternative_temperature:         # seeded by the prompt only where it samples
             request.generator = seeded(prompt.ids)
-        if c.draft == "suffix":
-            request.meter = self.acceptance
         if not drafts:
             request.context = list(prompt.prefix_ids)
             request.sources = self.sources.ngram_sources(uri, doc.text, offset, runtime)
