@@ -4,6 +4,7 @@ and the replay both prepare through ``Engine.prepare``, so a replay measures wha
 server does."""
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -12,6 +13,7 @@ from inkling.cache.runtime import ModelRuntime
 
 from .drafting.sources import DraftSources
 from .errors import InklingError
+from .open_analysis import token_vocabulary
 from .options import CompletionOptions
 
 Progress = Callable[[str, float], None]
@@ -36,7 +38,8 @@ def prepare(c: CompletionOptions, sources: DraftSources, runtime: ModelRuntime,
     of the workspace for its subscribers that have not had one (the drafting index, for
     suffix drafting, subscribed here; the symbol index, by the Engine), then its watcher;
     the datastore (suffix drafting, superposed decoding); the model datastore (suffix
-    drafting). A step that fails is reported and the others still run."""
+    drafting); the monitor's index of the vocabulary (the monitor on). A step that fails
+    is reported and the others still run."""
     report, steps = Prepared(), []
     if c.draft == "suffix":
         sources.index_workspace(workspace, runtime)
@@ -50,6 +53,8 @@ def prepare(c: CompletionOptions, sources: DraftSources, runtime: ModelRuntime,
     if c.draft == "suffix":
         steps.append(("model datastore", lambda: _summary(sources.model_datastore(
             runtime, c.model_datastore), "no model datastore")))
+    if c.monitor == "on":
+        steps.append(("vocabulary index", lambda: _vocabulary_summary(runtime)))
     for name, step in steps:
         try:
             report.done.append(step())
@@ -58,6 +63,12 @@ def prepare(c: CompletionOptions, sources: DraftSources, runtime: ModelRuntime,
     if workspace.subscribers:
         workspace.start()
     return report
+
+
+def _vocabulary_summary(runtime: ModelRuntime) -> str:
+    t0 = time.perf_counter()
+    vocab = token_vocabulary(runtime)
+    return f"monitor vocabulary index: {vocab.size:,} ids ({time.perf_counter() - t0:.2f} s)"
 
 
 def _summary(store, none: str) -> str:

@@ -40,6 +40,27 @@ def test_without_the_monitor_a_random_model_writes_anything(tiny_runtime):
     assert not any(m.startswith(_first_name(text)) and _first_name(text) for m in MEMBERS)
 
 
+def test_the_vocabulary_index_is_prepared_once_a_model(tiny_model_dir, monkeypatch):
+    from inkling.analysis.vocabulary import TokenVocabulary
+    from inkling.cache.model_loader import load_runtime
+    runtime = load_runtime(tiny_model_dir, device="cpu", dtype="float32")
+    built = []
+    real = TokenVocabulary.from_tokenizer
+    monkeypatch.setattr(TokenVocabulary, "from_tokenizer",
+                        staticmethod(lambda *a: (built.append(a), real(*a))[1]))
+    options = {"completion": {"monitor": "off", "max_new_tokens": 4, "datastore": "none"}}
+    Engine(InklingOptions().merged(options), runtime=runtime).prepare()
+    assert built == []                                      # the monitor off: not wanted
+    options["completion"]["monitor"] = "on"
+    prepared = Engine(InklingOptions().merged(options), runtime=runtime).prepare()
+    assert len(built) == 1 and not prepared.failed
+    assert any(line.startswith("monitor vocabulary index") for line in prepared.done)
+    engine = Engine(InklingOptions().merged(options), runtime=runtime)   # another session
+    engine.open("file:///w/box.py", TEXT)
+    name = _first_name(engine.complete("file:///w/box.py", Position(6, 20)).drafts[0].text)
+    assert len(built) == 1 and any(m.startswith(name) for m in MEMBERS) and name
+
+
 def test_edits_keep_the_analysis_in_step(tiny_runtime):
     from inkling.completion.document import Range, TextChange
     engine = Engine(InklingOptions().merged({"completion": {"monitor": "on",
