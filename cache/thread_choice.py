@@ -11,15 +11,13 @@ so with ``model.threads`` 0 a small model's native forward measures both on its 
 steps (the most frequent forward, and the one a busy core slows most):
 
 - each count runs ``WARMUP`` one-row forwards first; then the count whose recent ones (the
-  median of the last ``WINDOW``) were faster runs every native forward (it is left only
-  for a count clearly faster, by ``MARGIN``, so that two counts within noise of each other
-  do not trade places), and the other one one-row forward now and then, so that a change
-  of load is seen: at most one in ``EXPLORE_EVERY``, and only while what its turns cost
-  beyond the faster count's (by the medians) stays within ``EXPLORE_SHARE`` of the one-row
-  forwards' time (two threads beside a busy process cost 4 to 10 times one thread's: they
-  are then tried about once in a hundred forwards); a turn clearly faster than the other
-  count's median (``PROMISING``) is tried again at once, so a core freed is taken within a
-  few forwards;
+  median of the last ``WINDOW``) were faster runs every native forward, and the other one
+  one-row forward now and then, so that a change of load is seen: at most one in
+  ``EXPLORE_EVERY``, and only while what its turns cost beyond the faster count's (by the
+  medians) stays within ``EXPLORE_SHARE`` of the one-row forwards' time (two threads
+  beside a busy process cost 4 to 10 times one thread's: they are then tried about once
+  in a hundred forwards); a turn clearly faster than the other count's median
+  (``PROMISING``) is tried again at once, so a core freed is taken within a few forwards;
 - a forward of several rows (a draft tree, a prompt chunk) runs on the count the one-row
   steps chose: on an idle core two threads were as fast or faster at every row count
   measured (2 to 64 rows: 0.67 to 1.01 of one thread's time), and beside a busy process
@@ -50,13 +48,6 @@ PROMISING = 0.85                       # a turn this much faster than the other 
                                        # median is tried again at once
 EXPLORE_EVERY = 16                     # at most one forward in this many runs the slower count
 EXPLORE_SHARE = 0.03                   # what those turns may cost, of the one-row forwards'
-MARGIN = 0.95                          # the chosen count is left only for one whose median
-                                       # is this much lower: counts within noise of each other
-                                       # (1 and 2 threads on an idle 2-core machine: 0.58 and
-                                       # 0.61 ms) otherwise trade the choice back and forth
-                                       # (53 times in 2,000 forwards 2% apart with 5% noise;
-                                       # none with it), and a forward after a switch of
-                                       # count costs 0.02 to 0.05 ms more
 
 
 class ThreadChoice:
@@ -94,12 +85,9 @@ class ThreadChoice:
             if short:                                      # each count measured first
                 return min(short, key=lambda t: len(runs[t]))
             median = {t: statistics.median(r) for t, r in runs.items()}
-            other = next(t for t in self.counts if t != self._best)
-            if median[other] < MARGIN * median[self._best]:
-                self._best = other
-            best = self._best
+            best = self._best = min(self.counts, key=median.get)
             other = next(t for t in self.counts if t != best)
-            gap = max(0.0, median[other] - median[best])
+            gap = median[other] - median[best]
             self._since += 1
             promising = runs[other][-1] < PROMISING * median[best]   # its last turn won
             if promising or (self._since >= EXPLORE_EVERY
