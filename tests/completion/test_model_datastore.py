@@ -133,7 +133,7 @@ def test_engine_drafts_from_it_and_stays_lossless(tiny_runtime, tiny_model_dir, 
         auto = Engine(InklingOptions().merged({"completion": {"draft": "suffix"}}),
                       runtime=tiny_runtime)
         with caplog.at_level(logging.WARNING, logger="inkling.drafting"):
-            assert auto.prepare().done[-1] == "no model datastore"
+            assert "no model datastore" in auto.prepare().done
         assert "another model" in caplog.text
         named = Engine(InklingOptions().merged({"completion": {
             "draft": "suffix", "model_datastore": str(own)}}), runtime=tiny_runtime)
