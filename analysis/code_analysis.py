@@ -10,7 +10,8 @@ Lifecycle (the Engine's side)::
 
 Per completion::
 
-    vocab = analysis.vocabulary(runtime.tokenizer, runtime.vocab_size)   # cached
+    vocab = analysis.vocabulary(runtime.tokenizer, runtime.vocab_size)   # cached (the
+        # Engine passes the one its model shares instead: completion/open_analysis.py)
     state = analysis.monitor(uri, offset, vocab)      # MonitorState or None (no monitor)
     guard = analysis.guard(uri, offset)               # SyntaxGuard or None (no grammar)
 
