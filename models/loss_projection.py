@@ -1,7 +1,9 @@
 """What more tokens would give, read off the loss log: a least-squares line of the held-out
 loss against the logarithm of the tokens seen over all runs, fitted to the last run's
-evaluations from its highest one on (a run that switches corpus first climbs, then comes
-back down; the climb says nothing about more tokens).
+evaluations from its highest one on (a run that switches corpus or warms up again first
+climbs, then comes back down; the climb says nothing about more tokens), while its learning
+rate stays within ``STABLE_RATE`` of the run's highest (an anneal at the end of a budget
+drops the loss by more than tokens alone would; the card quotes what it added apart).
 
     L(T) = a - b ln T         b: nats gained per e-fold of tokens (b ln 2 per doubling)
 
@@ -16,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MIN_POINTS = 4
+STABLE_RATE = 0.9         # an evaluation at a rate under 0.9 x the run's highest: anneal
 
 
 @dataclass(frozen=True)
@@ -25,9 +28,16 @@ class LossTrend:
     points: int           # evaluations fitted
     first_tokens: float   # tokens over all runs at the first and last fitted evaluation
     last_tokens: float
-    last_loss: float      # the last evaluation's loss (what the projection starts from)
+    last_loss: float      # the last fitted evaluation's loss (what the projection starts from)
     a: float
     b: float
+    final_tokens: float = 0.0   # the run's last evaluation, anneal included
+    final_loss: float = math.nan
+
+    @property
+    def annealed(self) -> bool:
+        """Whether the run went on past the fitted evaluations (an anneal)."""
+        return self.final_tokens > self.last_tokens
 
     @property
     def per_doubling(self) -> float:
@@ -45,25 +55,39 @@ class LossTrend:
         return math.exp((self.a - loss) / self.b)
 
 
-def read_evaluations(log: Path, column: str) -> list[tuple[int, float, float]]:
-    """(run, tokens over all runs, loss) of every evaluation in ``training_log.tsv`` that
-    has ``column``."""
+def read_evaluations(log: Path, column: str) -> list[tuple]:
+    """(run, tokens over all runs, loss, learning rate or None) of every evaluation in
+    ``training_log.tsv`` that has ``column``."""
     out = []
     with log.open(newline="") as f:
         for row in csv.DictReader(f, delimiter="\t"):
             value, tokens = row.get(column) or "", row.get("tokens_total") or ""
+            lr = row.get("lr") or ""
             if value and tokens:
-                out.append((int(row["run"]), float(tokens), float(value)))
+                out.append((int(row["run"]), float(tokens), float(value),
+                            float(lr) if lr else None))
     return out
 
 
-def fit_trend(evaluations: list[tuple[int, float, float]], column: str) -> LossTrend | None:
-    """The line through the last run's evaluations from its highest loss on; None with
-    fewer than ``MIN_POINTS`` of them (or tokens that do not grow)."""
+def stable_phase(evaluations: list[tuple]) -> list[tuple]:
+    """The evaluations at the run's constant rate: those without a recorded rate, or at a
+    rate of at least ``STABLE_RATE`` of the highest recorded."""
+    rates = [e[3] for e in evaluations if len(e) > 3 and e[3] is not None]
+    if not rates:
+        return evaluations
+    floor = STABLE_RATE * max(rates)
+    return [e for e in evaluations if len(e) <= 3 or e[3] is None or e[3] >= floor]
+
+
+def fit_trend(evaluations: list[tuple], column: str) -> LossTrend | None:
+    """The line through the last run's evaluations at its constant rate from its highest
+    loss on; None with fewer than ``MIN_POINTS`` of them (or tokens that do not grow).
+    ``evaluations``: (run, tokens, loss[, rate]) as ``read_evaluations`` gives."""
     if not evaluations:
         return None
     run = evaluations[-1][0]
-    pts = [(t, v) for r, t, v in evaluations if r == run and t > 0]
+    ours = [e for e in evaluations if e[0] == run and e[1] > 0]
+    pts = [(e[1], e[2]) for e in stable_phase(ours)]
     if not pts:
         return None
     peak = max(range(len(pts)), key=lambda i: pts[i][1])
@@ -78,7 +102,8 @@ def fit_trend(evaluations: list[tuple[int, float, float]], column: str) -> LossT
         return None
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx     # dL / d ln T
     return LossTrend(column, run, len(pts), pts[0][0], pts[-1][0], ys[-1],
-                     a=my - slope * mx, b=-slope)
+                     a=my - slope * mx, b=-slope, final_tokens=ours[-1][1],
+                     final_loss=ours[-1][2])
 
 
 def trend(log: Path, column: str) -> LossTrend | None:

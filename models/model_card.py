@@ -151,17 +151,23 @@ def _projection_text(model_dir: Path) -> str:
         to = t.tokens_for(PROJECTED_LOSS)
         reach = (f"it would reach {PROJECTED_LOSS} at about {to / 1e6:,.0f} M tokens"
                  if to is not None else "it does not fall")
+        anneal = (f" The anneal after it reached {t.final_loss:.3f} at "
+                  f"{t.final_tokens / 1e6:.1f} M tokens, "
+                  f"{t.loss_at(t.final_tokens) - t.final_loss:.3f} below the line there."
+                  if t.annealed else "")
         return (f"- {name}: {t.per_doubling:.3f} nats per doubling of the tokens ({t.points} "
                 f"evaluations of run {t.run}, {t.first_tokens / 1e6:.1f} M to "
                 f"{t.last_tokens / 1e6:.1f} M tokens over all runs); twice the tokens would "
-                f"give about {t.loss_at(2 * t.last_tokens):.3f}; {reach}.")
+                f"give about {t.loss_at(2 * t.last_tokens):.3f}; {reach}.{anneal}")
     rows = [line(std, "held-out standard library")]
     if pkg is not None:
         rows.append(line(pkg, "held-out package"))
     return ("What more tokens would give: a straight line of the validation loss against the "
-            "logarithm of the tokens seen, through the last run's evaluations from its "
-            "highest on (at its constant learning rate: the anneal at the end of a budget "
-            "usually gains more, a model this small flattens sooner):\n\n" + "\n".join(rows)
+            "logarithm of the tokens seen, through the last run's evaluations at its "
+            "constant learning rate from its highest on (a run that warms up again climbs "
+            "first, and its way back down makes the line steeper than more tokens alone "
+            "would; a model this small flattens sooner; the anneal at the end of a budget "
+            "gains more, quoted apart):\n\n" + "\n".join(rows)
             + "\n\n")
 
 

@@ -49,8 +49,22 @@ def test_too_few_points_or_a_rising_loss_projects_nothing(tmp_path):
 def test_columns_are_read_separately(tmp_path):
     rows = [(1, t, 4.0, 5.0 - 0.1 * i) for i, t in enumerate((1e6, 2e6, 4e6, 8e6))]
     path = _log(tmp_path, rows)
-    assert [v for _, _, v in read_evaluations(path, "val_loss_pkg")] == pytest.approx(
+    assert [e[2] for e in read_evaluations(path, "val_loss_pkg")] == pytest.approx(
         [5.0, 4.9, 4.8, 4.7])
     assert trend(path, "val_loss_pkg").per_doubling > 0
     flat = trend(path, "val_loss")                 # a flat loss: a line that never reaches
     assert flat.b == pytest.approx(0) and flat.tokens_for(3.2) is None
+
+
+def test_an_anneal_is_left_out_of_the_line_and_quoted_apart():
+    # a constant rate 3e-4 follows 9 - 0.3 ln T exactly; then the rate anneals and the loss
+    # falls 0.2 below the line: the fit is the constant-rate line, the anneal is the final point
+    line = [(5, t, 9 - 0.3 * math.log(t), 3e-4) for t in (2e6, 3e6, 4e6, 6e6, 8e6)]
+    anneal = [(5, 10e6, 9 - 0.3 * math.log(10e6) - 0.1, 1e-4),
+              (5, 12e6, 9 - 0.3 * math.log(12e6) - 0.2, 6e-6)]
+    t = fit_trend(line + anneal, "val_loss")
+    assert t.points == 5 and t.last_tokens == 8e6 and t.b == pytest.approx(0.3)
+    assert t.annealed and t.final_tokens == 12e6
+    assert t.loss_at(t.final_tokens) - t.final_loss == pytest.approx(0.2)
+    plain = fit_trend(line, "val_loss")
+    assert not plain.annealed
