@@ -234,7 +234,12 @@ Again on the step-1400 weights of run 4 (`--variants floor=0,base,floor=48,tempe
 prune=1.0`): the first draft right 8.8% without the floor and 8.9% with it, one of the
 drafts 10.8% and **11.4%**, an alternative 2.0% and 2.5%, fragments 11.5% and **5.5%**,
 closest 0.332 and 0.346, latency p50 1.14 times; a floor of 48 the same as 16 at 1.17;
-sampling at 1.0 11.0% (1.30 times), pruning at 1 nat 10.7%."""
+sampling at 1.0 11.0% (1.30 times), pruning at 1 nat 10.7%. On the step-4688 weights of run
+5 (`results/alternatives_step4688.txt`): the first draft right 8.7% in every variant, one
+of the drafts 10.9% without the floor and **11.4%** with it, an alternative 2.3% and 2.7%,
+fragments 8.7% and **4.9%**, closest 0.340 and 0.353, latency p50 1.08 times; a floor of
+48 the same as 16; sampling at 1.0 11.2% (1.24 times), pruning at 1 nat 11.2% with fewer
+shown (2.00 against 2.33)."""
 
 
 def write_model_card(model_dir: Path, evals: list[dict] | None, command: str) -> Path:
