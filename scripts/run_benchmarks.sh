@@ -9,11 +9,21 @@ mkdir -p "$out"
 py=.venv/bin/python
 model=(${MODEL:+--model "$MODEL"})
 only=" $* "
+# what each output's first line names: the commit and the weights it measured
+weights=$("$py" - "${MODEL:-models/inkling-tiny}" <<'PY' 2>/dev/null
+import json, pathlib, sys
+d = pathlib.Path(sys.argv[1]); s = json.loads((d / "train_summary.json").read_text())
+print(f"{d.name} step {s.get('steps_done', '?')} of run {len(s.get('runs') or []) or '?'}")
+PY
+) || weights=${MODEL:-models/inkling-tiny}
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo 'no commit')
+git diff --quiet HEAD -- . ':!benchmarks/results' 2>/dev/null || commit="$commit with changes"
+stamp="at $commit, $weights"
 run() {
     local name=$1; shift
     if [ "$only" != "  " ] && [[ "$only" != *" $name "* ]]; then return; fi
     echo "== $name: $*"
-    { echo "\$ $*"; "$@"; } 2>"$out/$name.stderr" | tee "$out/$name.txt"
+    { echo "\$ $*   # $stamp"; "$@"; } 2>"$out/$name.stderr" | tee "$out/$name.txt"
 }
 run evaluate      .venv/bin/inkling evaluate --write-card
 run cli_latency   $py benchmarks/cli_latency.py --runs 5
