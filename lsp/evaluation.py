@@ -6,7 +6,10 @@ For each sampled non-blank line of a held-out file, the line's text is removed
 (its indentation kept, as an editor's auto-indent leaves it), the Engine completes
 at the end of the indentation with the rest of the file as suffix, and the first
 line of the suggestion is compared with the removed text (trailing whitespace
-ignored). This is exactly what a user of `inkling complete` would get.
+ignored). This is exactly what a user of `inkling complete` would get. With ``drafts``
+K > 1 the completion asks for K drafts (the options' decoder, ``superposed`` by default,
+as an invoked completion in an editor): ``exact`` counts the first draft, ``exact_any``
+any of them.
 
 Each held-out file is one job (its lines in order, on one Engine), so the evaluation can
 be sharded by file (``inkling evaluate --ray``, lsp/ray_evaluate.py) and merged back into
@@ -36,6 +39,8 @@ class NextLineResult:
     latencies_ms: list[float] = field(default_factory=list)
     per_file: dict[str, tuple[int, int]] = field(default_factory=dict)
     suggestions: list[str] = field(default_factory=list)      # each line's, in file order
+    drafts: int = 1                                           # drafts asked a completion
+    exact_any: int = 0                                        # lines one of them had right
 
     @property
     def exact_match(self) -> float:
@@ -44,7 +49,9 @@ class NextLineResult:
     def summary(self) -> dict:
         lat = sorted(self.latencies_ms)
         return {"fim_order": self.order, "held_out": self.held_out, "lines": self.lines, "exact": self.exact,
-                "exact_match": round(self.exact_match, 4),
+                "exact_match": round(self.exact_match, 4), "drafts": self.drafts,
+                "exact_any": self.exact_any,
+                "exact_any_match": round(self.exact_any / max(1, self.lines), 4),
                 "latency_ms_p50": round(statistics.median(lat), 1) if lat else None,
                 "per_file": {k: {"lines": n, "exact": e} for k, (n, e) in self.per_file.items()}}
 
@@ -73,6 +80,7 @@ class FileScore:
     exact: int
     latencies_ms: tuple[float, ...]
     suggestions: tuple[str, ...] = ()
+    exact_any: int = 0          # lines that one of the drafts had right (``exact`` with one)
 
 
 def evaluation_options(model: str, fim_order: str, base: InklingOptions | None = None
@@ -81,9 +89,11 @@ def evaluation_options(model: str, fim_order: str, base: InklingOptions | None =
                                               "completion": {"fim_order": fim_order}})
 
 
-def evaluate_file(engine: Engine, f, lines_per_file: int, seed: int) -> FileScore:
-    """Complete each sampled line of held-out file ``f`` (a corpus file: relpath, text)."""
-    exact, latencies, suggestions = 0, [], []
+def evaluate_file(engine: Engine, f, lines_per_file: int, seed: int,
+                  drafts: int = 1) -> FileScore:
+    """Complete each sampled line of held-out file ``f`` (a corpus file: relpath, text),
+    asking for ``drafts`` drafts (1: greedy)."""
+    exact, exact_any, latencies, suggestions = 0, 0, [], []
     lines_sampled = sample_lines(f.text, lines_per_file, seed)
     for line_no in lines_sampled:
         lines = f.text.split("\n")
@@ -92,23 +102,29 @@ def evaluate_file(engine: Engine, f, lines_per_file: int, seed: int) -> FileScor
         lines[line_no] = indent
         uri = f"file:///held-out/{f.relpath}"
         engine.open(uri, "\n".join(lines))
-        done = engine.complete(uri, Position(line_no, len(indent)), k=1, trigger="invoked")
+        done = engine.complete(uri, Position(line_no, len(indent)), k=drafts,
+                               trigger="invoked")
         engine.close(uri)
-        got = done.drafts[0].text.split("\n")[0].rstrip() if done.drafts else ""
+        firsts = [d.text.split("\n")[0].rstrip() for d in done.drafts]
+        got = firsts[0] if firsts else ""
         exact += got == target.strip()
+        exact_any += target.strip() in firsts
         latencies.append(done.latency_ms)
         suggestions.append(got)
-    return FileScore(f.relpath, len(lines_sampled), exact, tuple(latencies), tuple(suggestions))
+    return FileScore(f.relpath, len(lines_sampled), exact, tuple(latencies), tuple(suggestions),
+                     exact_any)
 
 
-def merge_scores(order: str, held_out: str, scores: list[FileScore]) -> NextLineResult:
+def merge_scores(order: str, held_out: str, scores: list[FileScore],
+                 drafts: int = 1) -> NextLineResult:
     """The result of an evaluation from its files' scores (in file order)."""
-    result = NextLineResult(order, held_out)
+    result = NextLineResult(order, held_out, drafts=drafts)
     for s in scores:
         n, e = result.per_file.get(s.relpath, (0, 0))
         result.per_file[s.relpath] = (n + s.lines, e + s.exact)
         result.lines += s.lines
         result.exact += s.exact
+        result.exact_any += s.exact_any
         result.latencies_ms.extend(s.latencies_ms)
         result.suggestions.extend(s.suggestions)
     return result
@@ -116,7 +132,7 @@ def merge_scores(order: str, held_out: str, scores: list[FileScore]) -> NextLine
 
 def evaluate_next_line(model: str = "", fim_order: str = "auto", lines_per_file: int = 40,
                        seed: int = 0, engine: Engine | None = None,
-                       held_out: str = "stdlib") -> NextLineResult:
+                       held_out: str = "stdlib", drafts: int = 1) -> NextLineResult:
     if engine is None:
         engine = Engine(evaluation_options(model, fim_order))
     else:                                  # keeps its device and dtype; its model stays loaded
@@ -124,7 +140,7 @@ def evaluate_next_line(model: str = "", fim_order: str = "auto", lines_per_file:
     runtime = engine.load_model()
     order = fim_order if fim_order != "auto" else runtime.fim_order
     files = held_out_files(held_out)
-    scores = [evaluate_file(engine, f, lines_per_file, seed)
+    scores = [evaluate_file(engine, f, lines_per_file, seed, drafts)
               for f in tqdm(files, desc=f"next-line exact match ({held_out}, {order})",
                             unit="file", mininterval=10)]
-    return merge_scores(order, held_out, scores)
+    return merge_scores(order, held_out, scores, drafts)

@@ -47,17 +47,17 @@ class EvaluateWorker:
                 "runtime": runtime_config(engine.load_model()) if engine else None}
 
     def score(self, options_dict: dict, held_out: str, relpath: str, lines_per_file: int,
-              seed: int) -> tuple[str, FileScore]:
+              seed: int, drafts: int = 1) -> tuple[str, FileScore]:
         if held_out not in self._files:
             self._files[held_out] = {f.relpath: f for f in held_out_files(held_out)}
         engine = self._engine(options_dict)
         order = options_dict["completion"]["fim_order"]
         return (order if order != "auto" else engine.load_model().fim_order), evaluate_file(
-            engine, self._files[held_out][relpath], lines_per_file, seed)
+            engine, self._files[held_out][relpath], lines_per_file, seed, drafts)
 
 
 def evaluate_on_ray(model: str, base, jobs: list[tuple[str, str]], lines_per_file: int,
-                    seed: int, ray_options: RayOptions, progress_file=None
+                    seed: int, ray_options: RayOptions, progress_file=None, drafts: int = 1
                     ) -> tuple[list[NextLineResult], RayRun]:
     """The results of ``jobs`` ((held-out set, prompt order) pairs) as a local
     ``evaluate_next_line`` gives them, each file a task; a file whose actor died on
@@ -67,7 +67,7 @@ def evaluate_on_ray(model: str, base, jobs: list[tuple[str, str]], lines_per_fil
     with ray_session(ray_options) as ray:
         blob, dicts = ship_model(ray, [evaluation_options(model, order, base)
                                        for _, order in jobs], ray_options)
-        payloads = [(dicts[j], held_out, relpath, lines_per_file, seed)
+        payloads = [(dicts[j], held_out, relpath, lines_per_file, seed, drafts)
                     for j, held_out, relpath in tasks]
         run = run_tasks(ray, EvaluateWorker, (blob,), payloads, "score", ray_options,
                         "evaluating on Ray", "file", progress_file, None,
@@ -85,5 +85,5 @@ def evaluate_on_ray(model: str, base, jobs: list[tuple[str, str]], lines_per_fil
     for j, (held_out, order) in enumerate(jobs):
         scored = [run.results[i] for i, t in enumerate(tasks) if t[0] == j]
         resolved = scored[0][0] if scored else order
-        results.append(merge_scores(resolved, held_out, [s for _, s in scored]))
+        results.append(merge_scores(resolved, held_out, [s for _, s in scored], drafts))
     return results, run

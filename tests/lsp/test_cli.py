@@ -130,3 +130,27 @@ def test_bundled_model_completes_the_sample(bundled_model_dir, shared_dir):
     proc = run_process("complete", str(store), "--line", "24", "--col", "20")
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip(), "the bundled model suggested nothing after `return `"
+
+
+def test_evaluate_refuses_a_card_of_several_drafts_and_a_count_under_one(run_cli):
+    r = run_cli("evaluate", "--drafts", "3", "--write-card")
+    assert r.returncode == 2 and "--write-card with --drafts 3" in r.stderr
+    r = run_cli("evaluate", "--drafts", "0")
+    assert r.returncode == 2 and "--drafts 0: at least 1" in r.stderr
+
+
+def test_evaluation_of_several_drafts_counts_the_first_and_any(tiny_model_dir):
+    from inkling.completion.engine import Engine
+    from inkling.completion.options import InklingOptions
+    from inkling.lsp.evaluation import evaluate_next_line
+    engine = Engine(InklingOptions().merged({"model": {"path": str(tiny_model_dir),
+                                                       "device": "cpu"},
+                                             "completion": {"max_new_tokens": 4}}))
+    one = evaluate_next_line(str(tiny_model_dir), "spm", 3, 0, engine, "stdlib")
+    three = evaluate_next_line(str(tiny_model_dir), "spm", 3, 0, engine, "stdlib", drafts=3)
+    assert one.drafts == 1 and one.exact_any == one.exact
+    assert three.drafts == 3 and three.lines == one.lines
+    assert three.exact <= three.exact_any <= three.lines
+    s = three.summary()
+    assert s["drafts"] == 3 and s["exact_any"] == three.exact_any
+    assert s["exact_any_match"] == round(three.exact_any / three.lines, 4)
