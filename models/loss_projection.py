@@ -16,9 +16,17 @@ import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 MIN_POINTS = 4
 STABLE_RATE = 0.9         # an evaluation at a rate under 0.9 x the run's highest: anneal
+
+
+class Evaluation(NamedTuple):
+    run: int
+    tokens: float             # tokens over all runs
+    loss: float
+    lr: float | None = None   # the learning rate at the evaluation (None: not recorded)
 
 
 @dataclass(frozen=True)
@@ -55,39 +63,39 @@ class LossTrend:
         return math.exp((self.a - loss) / self.b)
 
 
-def read_evaluations(log: Path, column: str) -> list[tuple]:
-    """(run, tokens over all runs, loss, learning rate or None) of every evaluation in
-    ``training_log.tsv`` that has ``column``."""
+def read_evaluations(log: Path, column: str) -> list[Evaluation]:
+    """Every evaluation in ``training_log.tsv`` that has ``column``."""
     out = []
     with log.open(newline="") as f:
         for row in csv.DictReader(f, delimiter="\t"):
             value, tokens = row.get(column) or "", row.get("tokens_total") or ""
             lr = row.get("lr") or ""
             if value and tokens:
-                out.append((int(row["run"]), float(tokens), float(value),
-                            float(lr) if lr else None))
+                out.append(Evaluation(int(row["run"]), float(tokens), float(value),
+                                      float(lr) if lr else None))
     return out
 
 
-def stable_phase(evaluations: list[tuple]) -> list[tuple]:
+def stable_phase(evaluations: list[Evaluation]) -> list[Evaluation]:
     """The evaluations at the run's constant rate: those without a recorded rate, or at a
     rate of at least ``STABLE_RATE`` of the highest recorded."""
-    rates = [e[3] for e in evaluations if len(e) > 3 and e[3] is not None]
+    rates = [e.lr for e in evaluations if e.lr is not None]
     if not rates:
         return evaluations
     floor = STABLE_RATE * max(rates)
-    return [e for e in evaluations if len(e) <= 3 or e[3] is None or e[3] >= floor]
+    return [e for e in evaluations if e.lr is None or e.lr >= floor]
 
 
 def fit_trend(evaluations: list[tuple], column: str) -> LossTrend | None:
     """The line through the last run's evaluations at its constant rate from its highest
     loss on; None with fewer than ``MIN_POINTS`` of them (or tokens that do not grow).
-    ``evaluations``: (run, tokens, loss[, rate]) as ``read_evaluations`` gives."""
+    ``evaluations``: ``Evaluation``s, or (run, tokens, loss[, rate]) tuples."""
     if not evaluations:
         return None
-    run = evaluations[-1][0]
-    ours = [e for e in evaluations if e[0] == run and e[1] > 0]
-    pts = [(e[1], e[2]) for e in stable_phase(ours)]
+    evaluations = [Evaluation(*e) for e in evaluations]
+    run = evaluations[-1].run
+    ours = [e for e in evaluations if e.run == run and e.tokens > 0]
+    pts = [(e.tokens, e.loss) for e in stable_phase(ours)]
     if not pts:
         return None
     peak = max(range(len(pts)), key=lambda i: pts[i][1])
@@ -102,8 +110,8 @@ def fit_trend(evaluations: list[tuple], column: str) -> LossTrend | None:
         return None
     slope = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx     # dL / d ln T
     return LossTrend(column, run, len(pts), pts[0][0], pts[-1][0], ys[-1],
-                     a=my - slope * mx, b=-slope, final_tokens=ours[-1][1],
-                     final_loss=ours[-1][2])
+                     a=my - slope * mx, b=-slope, final_tokens=ours[-1].tokens,
+                     final_loss=ours[-1].loss)
 
 
 def trend(log: Path, column: str) -> LossTrend | None:

@@ -49,7 +49,7 @@ def test_too_few_points_or_a_rising_loss_projects_nothing(tmp_path):
 def test_columns_are_read_separately(tmp_path):
     rows = [(1, t, 4.0, 5.0 - 0.1 * i) for i, t in enumerate((1e6, 2e6, 4e6, 8e6))]
     path = _log(tmp_path, rows)
-    assert [e[2] for e in read_evaluations(path, "val_loss_pkg")] == pytest.approx(
+    assert [e.loss for e in read_evaluations(path, "val_loss_pkg")] == pytest.approx(
         [5.0, 4.9, 4.8, 4.7])
     assert trend(path, "val_loss_pkg").per_doubling > 0
     flat = trend(path, "val_loss")                 # a flat loss: a line that never reaches
