@@ -4,12 +4,15 @@ Each package is downloaded once as a wheel (``pip download --no-deps NAME==VERSI
 into a cache folder (``$INKLING_WHEEL_CACHE``, default ``~/.cache/inkling/wheels``) and
 read straight from the wheel's zip: its ``.py`` files, without the package's tests
 (``test``/``tests``/``testing`` folders, ``test_*.py``, ``*_test.py``, ``conftest.py``),
-files over 250 kB and data tables written as code. A package over ``MAX_PACKAGE_CHARS``
+without vendored copies of other packages (``_vendor``, ``vendor``, ``_vendored``,
+``externals``, ``_externals`` folders), files over 250 kB and data tables written as code. A package over ``MAX_PACKAGE_CHARS``
 keeps the files with the smallest SHA-256 of their path up to that size, so that a few
 big packages (sympy, SQLAlchemy, Django) do not drown the rest.
 
 ``HELD_OUT_PACKAGE`` (toolz 1.0.0) is never trained on: it is evaluated on (validation
-loss and next-line exact match), and ``training_packages`` refuses it.
+loss and next-line exact match), and ``training_packages`` refuses it. No package file that
+copies a held-out file (the standard library's held-out files or the held-out package's) is
+trained on either: ``drop_held_out_copies`` finds them by their shared lines.
 """
 from __future__ import annotations
 
@@ -23,56 +26,114 @@ from pathlib import Path
 from .corpus import MAX_FILE_BYTES, CorpusFile
 
 PACKAGES: tuple[tuple[str, str], ...] = (
+    ("aiohttp", "3.14.5"),
+    ("alembic", "1.20.1"),
     ("anyio", "4.6.2.post1"),
     ("arrow", "1.3.0"),
     ("astroid", "3.3.5"),
     ("attrs", "24.2.0"),
+    ("babel", "2.19.0"),
     ("beautifulsoup4", "4.12.3"),
+    ("black", "26.10.1"),
+    ("bokeh", "3.9.2"),
     ("boltons", "24.0.0"),
+    ("botocore", "1.44.8"),
+    ("cachetools", "8.0.2"),
     ("cattrs", "24.1.2"),
+    ("celery", "5.7.0"),
     ("click", "8.1.7"),
+    ("coverage", "7.17.5"),
+    ("cryptography", "50.0.2"),
     ("django", "5.1.2"),
+    ("docker", "7.2.0"),
     ("docutils", "0.21.2"),
     ("fastapi", "0.115.2"),
     ("flask", "3.0.3"),
+    ("fsspec", "2026.9.0"),
+    ("graphql-core", "3.3.2"),
+    ("gunicorn", "27.0.1"),
     ("h11", "0.14.0"),
+    ("hatchling", "1.33.0"),
     ("httpcore", "1.0.6"),
     ("httpx", "0.27.2"),
     ("hypothesis", "6.115.0"),
     ("idna", "3.10"),
+    ("ipython", "9.18.1"),
     ("isort", "5.13.2"),
     ("itsdangerous", "2.2.0"),
+    ("jedi", "0.20.1"),
     ("jinja2", "3.1.4"),
     ("jsonschema", "4.23.0"),
+    ("kombu", "5.7.0"),
+    ("mako", "1.4.3"),
     ("marshmallow", "3.23.0"),
+    ("matplotlib", "3.11.2"),
     ("more-itertools", "10.5.0"),
+    ("mypy", "2.4.1"),
     ("networkx", "3.4.2"),
+    ("nltk", "3.10.4"),
+    ("numpy", "2.4.6"),
+    ("openpyxl", "3.1.5"),
     ("packaging", "24.1"),
+    ("pandas", "3.1.1"),
+    ("paramiko", "5.1.0"),
+    ("parso", "0.8.7"),
+    ("peewee", "4.5.3"),
+    ("pexpect", "4.9.0"),
     ("pluggy", "1.5.0"),
     ("prompt-toolkit", "3.0.48"),
+    ("psutil", "7.2.2"),
+    ("pyasn1", "0.6.5"),
+    ("pycodestyle", "2.15.0"),
     ("pydantic", "2.9.2"),
+    ("pyflakes", "4.1.0"),
     ("pygments", "2.18.0"),
     ("pylint", "3.3.1"),
+    ("pyopenssl", "26.4.0"),
     ("pyparsing", "3.2.0"),
     ("pytest", "8.3.3"),
     ("python-dateutil", "2.9.0.post0"),
+    ("pyyaml", "6.0.4"),
     ("redis", "5.1.1"),
     ("requests", "2.32.3"),
     ("rich", "13.9.2"),
+    ("scikit-learn", "1.9.1"),
+    ("scrapy", "2.19.0"),
+    ("seaborn", "0.13.2"),
+    ("setuptools", "84.2.1"),
+    ("sphinx", "9.0.4"),
     ("sqlalchemy", "2.0.36"),
+    ("sqlparse", "0.6.1"),
     ("starlette", "0.41.0"),
+    ("statsmodels", "0.15.0"),
     ("sympy", "1.13.3"),
     ("tenacity", "9.0.0"),
+    ("textual", "8.2.8"),
+    ("tornado", "6.6.1"),
     ("tqdm", "4.66.5"),
+    ("traitlets", "5.16.1"),
+    ("transformers", "5.24.0"),
     ("trio", "0.27.0"),
+    ("twisted", "26.10.0"),
+    ("typer", "0.29.2"),
     ("urllib3", "2.2.3"),
+    ("uvicorn", "0.54.0"),
+    ("websockets", "17.4"),
     ("werkzeug", "3.0.4"),
+    ("wrapt", "2.5.2"),
+    ("xarray", "2026.9.0"),
+    ("zope.interface", "8.7"),
 )
 HELD_OUT_PACKAGE = ("toolz", "1.0.0")
 # the import names the held-out package's wheel installs: no training file may live under them
 HELD_OUT_TOP_LEVEL = ("toolz", "tlz")
 MAX_PACKAGE_CHARS = 4_000_000
 _TEST_DIRS = {"test", "tests", "testing"}
+_VENDOR_DIRS = {"_vendor", "vendor", "_vendored", "externals", "_externals"}
+# a training file copies a held-out file when it holds more than this share of the held-out
+# file's distinctive lines (stripped, at least COPY_LINE_CHARS long; files with at least
+# COPY_MIN_LINES of them)
+COPY_SHARE, COPY_LINE_CHARS, COPY_MIN_LINES = 0.3, 25, 10
 
 
 def wheel_cache() -> Path:
@@ -115,6 +176,11 @@ def is_test_path(relpath: str) -> bool:
             or name.endswith("_test.py") or name == "conftest.py")
 
 
+def is_vendored_path(relpath: str) -> bool:
+    """A file under a folder of copies of other packages (``pkg/_vendor/...``)."""
+    return any(p in _VENDOR_DIRS for p in relpath.split("/")[:-1])
+
+
 def _looks_like_data(text: str) -> bool:
     """Tables written as code (Unicode data, lexer maps): mostly literal lines."""
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
@@ -136,7 +202,8 @@ def read_wheel(path: Path, package: str, max_chars: int = MAX_PACKAGE_CHARS) -> 
             rel = info.filename
             top = rel.split("/")[0]
             if (not rel.endswith(".py") or top.endswith(".dist-info") or top.endswith(".data")
-                    or is_test_path(rel) or info.file_size > MAX_FILE_BYTES):
+                    or is_test_path(rel) or is_vendored_path(rel)
+                    or info.file_size > MAX_FILE_BYTES):
                 continue
             try:
                 text = zf.read(info).decode("utf-8").replace("\r\n", "\n")
@@ -177,6 +244,32 @@ def assert_not_held_out(files: list[CorpusFile]) -> None:
            or f.package.split("==")[0] == HELD_OUT_PACKAGE[0]]
     if bad:
         raise AssertionError(f"held-out package files in the training data: {bad[:5]}")
+
+
+def _distinctive_lines(text: str) -> set[str]:
+    return {s for s in (ln.strip() for ln in text.split("\n")) if len(s) >= COPY_LINE_CHARS}
+
+
+def drop_held_out_copies(files: list[CorpusFile], held_out: list[CorpusFile]
+                         ) -> tuple[list[CorpusFile], list[str]]:
+    """``files`` without those that copy a held-out file (a vendored or forked module: more
+    than ``COPY_SHARE`` of its distinctive lines), and a line saying why for each dropped
+    one. Short boilerplate counts too (a codec module shares most of a held-out codec's
+    lines): a file too few is better than a held-out figure that flatters."""
+    held = [(h.relpath, lines) for h in held_out
+            if len(lines := _distinctive_lines(h.text)) >= COPY_MIN_LINES]
+    kept, dropped = [], []
+    for f in files:
+        mine = _distinctive_lines(f.text)
+        shared = next(((rel, len(mine & lines), len(lines)) for rel, lines in held
+                       if len(mine & lines) > COPY_SHARE * len(lines)), None)
+        if shared is None:
+            kept.append(f)
+        else:
+            rel, n, of = shared
+            dropped.append(f"{f.package}:{f.relpath} holds {n} of the {of} distinctive lines "
+                           f"of held-out {rel}")
+    return kept, dropped
 
 
 def load_held_out_package(cache: Path | None = None) -> list[CorpusFile]:

@@ -228,14 +228,30 @@ def _plot(log_rows: list[dict], path: Path) -> None:
 # ---------------------------------------------------------------------------- data
 
 def _prior_run(path: str) -> dict:
-    """The summary of the run a continued training starts from (its tokenizer and weights)."""
+    """The summary of the run a continued training starts from (its tokenizer and weights):
+    a model folder written by ``inkling train``, or a stopped run's folder (its checkpoint)."""
     folder = Path(path)
+    summary = folder / "train_summary.json"
+    if _from_checkpoint(path):
+        prior = json.loads(summary.read_text()) if summary.is_file() else {}
+        step = torch.load(folder / CHECKPOINT, map_location="cpu",
+                          weights_only=False)["state"]["step"]
+        if prior.get("step") != step:
+            raise ValueError(f"--init-from {path}: its train_summary.json (step "
+                             f"{prior.get('step')}) is not its checkpoint's (step {step}): stop "
+                             "that run first (kill -TERM), which writes both")
+        return prior
     for name in ("config.json", "tokenizer.json"):
         if not (folder / name).is_file():
             raise FileNotFoundError(f"--init-from {path}: no {name} there (a folder written by "
                                     "`inkling train` is needed)")
-    summary = folder / "train_summary.json"
     return json.loads(summary.read_text()) if summary.is_file() else {"tokens_seen": 0, "runs": []}
+
+
+def _from_checkpoint(path: str) -> bool:
+    """Whether ``--init-from`` takes a stopped run's checkpoint (no export there)."""
+    folder = Path(path)
+    return not (folder / "config.json").is_file() and (folder / CHECKPOINT).is_file()
 
 
 def _run_entry(prior: dict) -> dict:
@@ -267,14 +283,17 @@ class Data:
         files = list(stdlib)
         self.packages = []
         pkg_held = []
+        self.copies_dropped: list[str] = []
         if o.packages:
-            from .packages import load_held_out_package, load_package_files
+            from .packages import drop_held_out_copies, load_held_out_package, load_package_files
             pkg_files = load_package_files()
             if o.max_files:
                 pkg_files = pkg_files[:o.max_files]
+            pkg_held = load_held_out_package()
+            pkg_files, self.copies_dropped = drop_held_out_copies(pkg_files,
+                                                                  corpus.held_out + pkg_held)
             files += pkg_files
             self.packages = [f"{n}=={v}" for n, v in PACKAGES]
-            pkg_held = load_held_out_package()
         assert_not_held_out(files)
         self.files, self.o, self.tok = files, o, tok
         self.stdlib_files, self.held_out = len(stdlib), corpus.held_out
@@ -299,6 +318,8 @@ class Data:
               f"{len(self.packages)} packages), {len(self.held_out)} held-out stdlib files"
               f"{f', held-out package {self.held_out_package}' if pkg_held else ''}; "
               f"fingerprint {self.fingerprint}", flush=True)
+        for why in self.copies_dropped:
+            print(f"data: not training on {why}", flush=True)
 
     def rows(self, epoch: int) -> np.ndarray:
         if self._epoch != epoch:
@@ -486,6 +507,10 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
 
     if ckpt:
         tok = Tokenizer.from_str(ckpt["tokenizer"])
+    elif o.init_from and _from_checkpoint(o.init_from):
+        init_ckpt = torch.load(Path(o.init_from) / CHECKPOINT, map_location="cpu",
+                               weights_only=False)
+        tok = Tokenizer.from_str(init_ckpt["tokenizer"])
     elif o.init_from:
         tok = Tokenizer.from_file(str(Path(o.init_from) / "tokenizer.json"))
     else:
@@ -503,6 +528,10 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
     if ckpt:
         model = LlamaForCausalLM(LlamaConfig.from_dict(ckpt["config"]))
         model.load_state_dict(ckpt["model"])
+    elif o.init_from and _from_checkpoint(o.init_from):
+        model = LlamaForCausalLM(LlamaConfig.from_dict(init_ckpt["config"]))
+        model.load_state_dict(init_ckpt["model"])
+        del init_ckpt
     elif o.init_from:
         model = LlamaForCausalLM.from_pretrained(o.init_from, dtype=torch.float32)
     else:
@@ -564,7 +593,8 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
           f"warm-up {sched.warmup}; data epoch {st['epoch']} row {st['cursor']}; "
           f"{st['prior_tokens'] / 1e6:.2f} M tokens before this run", flush=True)
     if o.init_from and not ckpt:
-        print("continuing from a model folder: a new run (AdamW moments start at zero, "
+        print(f"continuing from {'a stopped run' if _from_checkpoint(o.init_from) else 'a model'}"
+              "'s weights: a new run (AdamW moments start at zero, "
               "a new warm-up and decay)", flush=True)
 
     def summary() -> dict:
@@ -591,6 +621,7 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
             "train_files": len(data.files), "stdlib_train_files": data.stdlib_files,
             "train_chars": data.chars, "packages": data.packages,
             "held_out_package": data.held_out_package,
+            "copies_dropped": data.copies_dropped,
             "held_out_files": [f.relpath for f in data.held_out], "torch": torch.__version__,
             # what continuing from these weights needs (`--init-from` starts a new run there)
             "data_position": {"epoch": st["epoch"], "cursor": st["cursor"],

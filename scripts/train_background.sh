@@ -6,7 +6,8 @@
 #   tail -f runs/train.log                                     progress: tokens/s, loss, val loss
 #   kill -TERM "$(cat runs/train.pid)"                         stop: the step finishes, it saves, exits 0
 #
-# A first start continues from the shipped weights, or from the export in $INKLING_INIT (same
+# A first start continues from the shipped weights, or from $INKLING_INIT: an export, or a
+# stopped run's folder, whose checkpoint's weights go on under new data (same
 # tokenizer, a new run: AdamW moments start at zero, the learning rate warms up over 50 steps
 # to 3e-4 and decays as a cosine over 40,000 steps, so it stays near 3e-4 for hours; every
 # later start resumes the checkpoint exactly. Flags given here go to the resume

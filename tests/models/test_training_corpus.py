@@ -29,6 +29,8 @@ def test_wheels_are_read_without_tests_metadata_or_data_tables(tmp_path):
         "demo/test_util.py": "pass\n",
         "demo/util_test.py": "pass\n",
         "demo/conftest.py": "pass\n",
+        "demo/_vendor/six.py": "X = 1\n",
+        "demo/extern/vendor/other.py": "X = 1\n",
         "demo/_table.py": table,
         "demo/readme.txt": "not code\n",
         "demo-1.0.dist-info/METADATA": "Name: demo\n",
@@ -40,6 +42,18 @@ def test_wheels_are_read_without_tests_metadata_or_data_tables(tmp_path):
               "conftest.py"):
         assert packages.is_test_path(p), p
     assert not packages.is_test_path("a/testcase.py")
+    assert packages.is_vendored_path("a/_vendor/b.py") and not packages.is_vendored_path("vendor.py")
+
+
+def test_package_files_that_copy_a_held_out_file_are_dropped():
+    held = CorpusFile("sched.py", "".join(f"    result_{i} = compute_something({i}, value)\n"
+                                          for i in range(40)))
+    lines = held.text.splitlines(keepends=True)
+    fork = CorpusFile("forked/sched.py", "import os\n" + "".join(lines[:20]), "forked==1")
+    own = CorpusFile("own/core.py", "".join(lines[:5]) + "def f():\n    return 1\n", "own==1")
+    kept, dropped = packages.drop_held_out_copies([fork, own], [held])
+    assert kept == [own] and dropped == [
+        "forked==1:forked/sched.py holds 20 of the 40 distinctive lines of held-out sched.py"]
 
 
 def test_a_package_over_the_cap_keeps_files_by_path_hash(tmp_path):

@@ -122,3 +122,26 @@ def test_resume_refuses_a_missing_checkpoint_or_changed_data(tmp_path):
     torch.save(ckpt, out / CHECKPOINT)
     with pytest.raises(ValueError, match="training data changed"):
         train(TrainOptions(resume=str(out)), {"resume": str(out)})
+
+
+@pytest.mark.slow                    # trains a model
+def test_a_stopped_run_goes_on_as_a_new_run_from_its_checkpoint(tmp_path):
+    """``--init-from`` a stopped run's folder (new data, say): its checkpoint's weights and
+    tokenizer, a new run after it in the log and the token count."""
+    first_dir = tmp_path / "first"
+    first = train(TrainOptions(out=str(first_dir), steps=20, stop_at=4, **TINY))
+    assert first["stopped_by"] == "stop_at" and not (first_dir / "config.json").exists()
+    second = train(TrainOptions(out=str(tmp_path / "second"), init_from=str(first_dir),
+                                steps=4, **dict(TINY, max_files=4)))
+    runs = second["runs"]
+    assert len(runs) == 2 and runs[-1]["kind"] == "continued"
+    # the new run starts from the checkpoint's weights: the same held-out loss
+    assert runs[-1]["start_validation_loss"] == first["validation_loss"]
+    assert second["tokens_total"] == first["tokens_total"] + second["tokens_seen"]
+    log = (tmp_path / "second" / "training_log.tsv").read_text().splitlines()[1:]
+    assert {line.split("\t")[0] for line in log} == {"1", "2"}
+    # a summary that is not the checkpoint's (a run still going) is refused
+    summary = json.loads((first_dir / "train_summary.json").read_text())
+    (first_dir / "train_summary.json").write_text(json.dumps(dict(summary, step=3)))
+    with pytest.raises(ValueError, match="stop that run first"):
+        train(TrainOptions(out=str(tmp_path / "third"), init_from=str(first_dir), **TINY))
