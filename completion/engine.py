@@ -18,7 +18,7 @@ from inkling.cache.runtime import ModelRuntime
 from inkling.models import resolve_model_path
 
 from .decoding.dispatch import decode_drafts
-from .decoding.healing import Healing, healed_decode, token_texts
+from .decoding.prompt_rules import with_prompt_rules
 from .decoding.ranking import shortfall
 from .decoding.request import DecodeRequest, seeded
 from .decoding.stop_rules import stop_rule_for
@@ -237,9 +237,8 @@ class Engine:
             guard = None
             if c.monitor == "on":
                 request.monitor, guard = self._analysis.at_cursor(doc, offset, runtime)
-            if prompt.healed:
-                request.monitor = Healing(token_texts(runtime), prompt.healed, request.monitor)
-                request.decode = healed_decode(runtime.decode, prompt.healed)
+            request.monitor, request.decode = with_prompt_rules(
+                request.monitor, request.decode, runtime, prompt, c.fill_blank_lines)
             outs, forwards = decode_drafts(request, c.decoder)
         except BaseException:
             if synced.draft_logits is not None:      # the draft's nodes may still be cached

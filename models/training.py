@@ -20,8 +20,10 @@ The output folder (``--out``, default ``runs/inkling-tiny``, kept out of git) ho
   is carried over), ``loss_curve.png``;
 - at the end of the budget, the final export itself (as the recipe always wrote).
 
-``inkling train --resume DIR`` continues exactly; ``--ship DIR`` copies ``DIR/best`` into
-the bundled model folder and rewrites its card.
+``inkling train --resume DIR`` continues exactly; ``--init-from DIR`` starts a new run from
+a model folder's weights, or from a stopped run's checkpoint (weights and AdamW moments:
+how a run goes on when its data changes, since a resume refuses changed data);
+``--ship DIR`` copies ``DIR/best`` into the bundled model folder and rewrites its card.
 """
 from __future__ import annotations
 
@@ -531,6 +533,7 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
     elif o.init_from and _from_checkpoint(o.init_from):
         model = LlamaForCausalLM(LlamaConfig.from_dict(init_ckpt["config"]))
         model.load_state_dict(init_ckpt["model"])
+        moments = init_ckpt["optimizer"]       # AdamW's moments go on with the weights
         del init_ckpt
     elif o.init_from:
         model = LlamaForCausalLM.from_pretrained(o.init_from, dtype=torch.float32)
@@ -544,6 +547,9 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay},
                              {"params": no_decay, "weight_decay": 0.0}],
                             lr=o.lr, betas=(0.9, 0.95), fused=True)
+    if not ckpt and o.init_from and _from_checkpoint(o.init_from):
+        opt.load_state_dict(moments)           # a fresh start of them throws the loss back up
+        del moments
     step_model = torch.compile(model) if o.compile else model
     amp = autocast_for(o.amp, device)
 
@@ -593,8 +599,9 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
           f"warm-up {sched.warmup}; data epoch {st['epoch']} row {st['cursor']}; "
           f"{st['prior_tokens'] / 1e6:.2f} M tokens before this run", flush=True)
     if o.init_from and not ckpt:
-        print(f"continuing from {'a stopped run' if _from_checkpoint(o.init_from) else 'a model'}"
-              "'s weights: a new run (AdamW moments start at zero, "
+        print("continuing from a stopped run's weights and AdamW moments: a new run (a new "
+              "warm-up and decay)" if _from_checkpoint(o.init_from) else
+              "continuing from a model's weights: a new run (AdamW moments start at zero, "
               "a new warm-up and decay)", flush=True)
 
     def summary() -> dict:

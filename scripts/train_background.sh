@@ -7,10 +7,10 @@
 #   kill -TERM "$(cat runs/train.pid)"                         stop: the step finishes, it saves, exits 0
 #
 # A first start continues from the shipped weights, or from $INKLING_INIT: an export, or a
-# stopped run's folder, whose checkpoint's weights go on under new data (same
-# tokenizer, a new run: AdamW moments start at zero, the learning rate warms up over 50 steps
-# to 3e-4 and decays as a cosine over 40,000 steps, so it stays near 3e-4 for hours; every
-# later start resumes the checkpoint exactly. Flags given here go to the resume
+# stopped run's folder, whose checkpoint's weights and AdamW moments go on under new data
+# (same tokenizer, a new run: an export's AdamW moments start at zero; the rate warms up
+# over 50 steps to 3e-4 and decays as a cosine over 40,000 steps, so it stays near 3e-4 for
+# hours; every later start resumes the checkpoint exactly. Flags given here go to the resume
 # (e.g. --cooldown 900 to anneal to 6e-6 over the next 900 steps before shipping).
 #
 # That is a warm-stable-decay schedule, and it is what trains fastest here: run 5 from run

@@ -98,6 +98,12 @@ class Prompt:
         end = self.suffix.find("\n")
         return self.suffix if end < 0 else self.suffix[:end]
 
+    @property
+    def at_blank_line(self) -> bool:
+        """The cursor's line holds nothing but whitespace (an empty block's body, the line
+        after an Enter)."""
+        return not self.line_prefix.strip() and not self.line_suffix.strip()
+
 
 def normalise_eol(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")

@@ -126,8 +126,8 @@ def test_resume_refuses_a_missing_checkpoint_or_changed_data(tmp_path):
 
 @pytest.mark.slow                    # trains a model
 def test_a_stopped_run_goes_on_as_a_new_run_from_its_checkpoint(tmp_path):
-    """``--init-from`` a stopped run's folder (new data, say): its checkpoint's weights and
-    tokenizer, a new run after it in the log and the token count."""
+    """``--init-from`` a stopped run's folder (new data, say): its checkpoint's weights,
+    AdamW moments and tokenizer, a new run after it in the log and the token count."""
     first_dir = tmp_path / "first"
     first = train(TrainOptions(out=str(first_dir), steps=20, stop_at=4, **TINY))
     assert first["stopped_by"] == "stop_at" and not (first_dir / "config.json").exists()
@@ -138,6 +138,9 @@ def test_a_stopped_run_goes_on_as_a_new_run_from_its_checkpoint(tmp_path):
     # the new run starts from the checkpoint's weights: the same held-out loss
     assert runs[-1]["start_validation_loss"] == first["validation_loss"]
     assert second["tokens_total"] == first["tokens_total"] + second["tokens_seen"]
+    # AdamW's state went on from the first run's 4 steps (its step count with it)
+    steps = {int(v["step"]) for v in _state(tmp_path / "second")["optimizer"]["state"].values()}
+    assert steps == {4 + second["steps_done"]}
     log = (tmp_path / "second" / "training_log.tsv").read_text().splitlines()[1:]
     assert {line.split("\t")[0] for line in log} == {"1", "2"}
     # a summary that is not the checkpoint's (a run still going) is refused

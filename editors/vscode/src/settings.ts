@@ -28,6 +28,7 @@ export const SERVER_SETTINGS: readonly string[] = [
   "completion.fimOrder",
   "completion.windowStep",
   "completion.tokenHealing",
+  "completion.fillBlankLines",
   "completion.monitor",
   "completion.context",
   "completion.contextShare",

@@ -1,0 +1,87 @@
+"""A suggestion at a blank line begins with text.
+
+At a cursor on a line that holds nothing but indentation, an empty suggestion shows
+nothing, yet it is often what the model likes best there: it ends the line at once (a
+line break or the end of text first), as if the line were meant to stay blank. The
+bundled model did so at 13% of the held-out standard-library lines it was asked to write
+(`inkling evaluate`). ``BlankLine`` takes those tokens away until the suggestion holds
+something other than whitespace: the tokens whose text breaks the line before any other
+character, and the tokens that end the text. The suggestion is then the model's best
+line, as a user who asked for a completion there expects.
+
+It has the interface of an analysis monitor state (``mask``, ``advance_token``,
+``advance``, ``forced_text``) and wraps the real monitor (if any), which sees every token
+too; once text has come it hands over to that monitor (None without one), so decoding
+after it masks nothing it need not. Token healing's ``Healing`` wraps it in turn: the
+healed text (the line break and indentation taken off the prompt) comes first, then this.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+
+class LineEnds:
+    """bool [vocab]: the tokens that would leave a blank suggestion empty (computed once per
+    model): a line break before any other character, the stop tokens, and the special
+    tokens (no text)."""
+
+    def __init__(self, texts: list[str], vocab_size: int, stop_ids):
+        ends = torch.zeros(max(vocab_size, len(texts)), dtype=torch.bool)
+        for i, text in enumerate(texts):
+            if not text or text.lstrip(" \t").startswith(("\n", "\r")):
+                ends[i] = True
+        for i in stop_ids:
+            if 0 <= i < len(ends):
+                ends[i] = True
+        self.allowed = ~ends                  # bool [vocab]
+        self._on: dict = {}
+
+    def on(self, device) -> torch.Tensor:
+        if device is None:
+            return self.allowed
+        found = self._on.get(device)
+        if found is None:
+            found = self._on[device] = self.allowed.to(device)
+        return found
+
+
+def line_ends(runtime, texts: list[str]) -> LineEnds:
+    """The runtime's LineEnds, made once per model."""
+    found = runtime.attached.get("line_ends")
+    if found is None:
+        found = runtime.attached["line_ends"] = LineEnds(texts, runtime.vocab_size,
+                                                         runtime.stop_ids)
+    return found
+
+
+@dataclass(frozen=True)
+class BlankLine:
+    ends: LineEnds
+    texts: list[str]              # each token id's text
+    inner: object = None          # the analysis monitor's state, which sees every token
+
+    def mask(self, device=None):
+        """bool [vocab]: what may come while the suggestion is blank (and the monitor allows)."""
+        own = self.ends.on(device)
+        inner = None if self.inner is None else self.inner.mask(device)
+        if inner is None:
+            return own
+        n = min(len(own), len(inner))          # ids past either: not allowed (as masked())
+        return own[:n] & inner[:n]
+
+    def forced_text(self) -> str:
+        return "" if self.inner is None else self.inner.forced_text()
+
+    def advance_token(self, token_id: int):
+        inner = None if self.inner is None else self.inner.advance_token(token_id)
+        text = self.texts[token_id] if 0 <= token_id < len(self.texts) else ""
+        return self._after(text, inner)
+
+    def advance(self, text: str):
+        return self._after(text, None if self.inner is None else self.inner.advance(text))
+
+    def _after(self, text: str, inner):
+        """The state after ``text``: the monitor's once it holds something, else blank still."""
+        return inner if text.strip() else BlankLine(self.ends, self.texts, inner)
