@@ -39,6 +39,7 @@ class NextLineResult:
     latencies_ms: list[float] = field(default_factory=list)
     per_file: dict[str, tuple[int, int]] = field(default_factory=dict)
     suggestions: list[str] = field(default_factory=list)      # each line's, in file order
+    right: list[bool] = field(default_factory=list)           # each line's: the first draft's
     drafts: int = 1                                           # drafts asked a completion
     exact_any: int = 0                                        # lines one of them had right
 
@@ -81,6 +82,7 @@ class FileScore:
     latencies_ms: tuple[float, ...]
     suggestions: tuple[str, ...] = ()
     exact_any: int = 0          # lines that one of the drafts had right (``exact`` with one)
+    right: tuple[bool, ...] = ()   # each line's: the first draft had it right
 
 
 def evaluation_options(model: str, fim_order: str, base: InklingOptions | None = None
@@ -93,7 +95,7 @@ def evaluate_file(engine: Engine, f, lines_per_file: int, seed: int,
                   drafts: int = 1) -> FileScore:
     """Complete each sampled line of held-out file ``f`` (a corpus file: relpath, text),
     asking for ``drafts`` drafts (1: greedy)."""
-    exact, exact_any, latencies, suggestions = 0, 0, [], []
+    exact, exact_any, latencies, suggestions, right = 0, 0, [], [], []
     lines_sampled = sample_lines(f.text, lines_per_file, seed)
     for line_no in lines_sampled:
         lines = f.text.split("\n")
@@ -108,11 +110,12 @@ def evaluate_file(engine: Engine, f, lines_per_file: int, seed: int,
         firsts = [d.text.split("\n")[0].rstrip() for d in done.drafts]
         got = firsts[0] if firsts else ""
         exact += got == target.strip()
+        right.append(got == target.strip())
         exact_any += target.strip() in firsts
         latencies.append(done.latency_ms)
         suggestions.append(got)
     return FileScore(f.relpath, len(lines_sampled), exact, tuple(latencies), tuple(suggestions),
-                     exact_any)
+                     exact_any, tuple(right))
 
 
 def merge_scores(order: str, held_out: str, scores: list[FileScore],
@@ -127,6 +130,7 @@ def merge_scores(order: str, held_out: str, scores: list[FileScore],
         result.exact_any += s.exact_any
         result.latencies_ms.extend(s.latencies_ms)
         result.suggestions.extend(s.suggestions)
+        result.right.extend(s.right)
     return result
 
 

@@ -262,21 +262,24 @@ def write_model_card(model_dir: Path, evals: list[dict] | None, command: str) ->
     held = "\n".join(f"- `{p}`" for p in summary["held_out_files"])
     pkgs = summary.get("packages") or []
     pkg_text = ""
-    dropped = summary.get("copies_dropped") or []
-    copies = (": " + "; ".join(f"`{d}`" for d in dropped) if dropped else
-              (" (none did)" if "copies_dropped" in summary else ""))
+    # the filters of the recipe that made these weights (run 7 on): vendored folders, copies
+    vendored, copies = "", ""
+    if "copies_dropped" in summary:
+        dropped = summary["copies_dropped"]
+        vendored = ("vendored copies of other packages (`_vendor`, `vendor`, `_vendored`, "
+                    "`externals`, `_externals` folders), ")
+        copies = (" No file that holds more than 30% of a held-out file's distinctive lines "
+                  "(stripped lines of 25 characters or more) is trained on"
+                  + (": " + "; ".join(f"`{d}`" for d in dropped) if dropped else "") + ".")
     if pkgs:
         pkg_text = f"""
 Third-party code: the Python source of {len(pkgs)} packages pinned by version, downloaded
 once as wheels (`pip download --no-deps NAME==VERSION`, into `$INKLING_WHEEL_CACHE`,
 default `~/.cache/inkling/wheels`) and read straight from the wheel: their `.py` files
 without the package's tests (`test`, `tests`, `testing` folders, `test_*.py`, `*_test.py`,
-`conftest.py`), vendored copies of other packages (`_vendor`, `vendor`, `_vendored`,
-`externals`, `_externals` folders), files over 250 kB and tables written as code; a package
-over 4 M characters keeps the files with the smallest SHA-256 of their path up to that size
-(sympy, SQLAlchemy, Django, pandas, numpy...). No file that holds more than 30% of a held-out
-file's distinctive lines (stripped lines of 25 characters or more) is trained on{copies}.
-The list is `PACKAGES` in `models/packages.py`:
+`conftest.py`), {vendored}files over 250 kB and tables written as code; a package over 4 M characters
+keeps the files with the smallest SHA-256 of their path up to that size (sympy, SQLAlchemy,
+Django...).{copies} The list is `PACKAGES` in `models/packages.py`:
 
 {", ".join(f"`{p}`" for p in pkgs)}.
 

@@ -44,3 +44,4 @@ run lsp_overhead  $py benchmarks/lsp_overhead.py "${model[@]}"
 run thread_choice $py benchmarks/thread_choice.py "${model[@]}"
 run monitor_cost  $py benchmarks/monitor_cost.py
 run defaults      $py benchmarks/defaults.py --runs 3
+run blank_lines   $py benchmarks/blank_lines.py --json $out/blank_lines.json "${model[@]}"

@@ -92,6 +92,21 @@ def test_ship_copies_the_best_export_and_writes_the_card(tmp_path):
     write_model_card(dest, None, "")
     card = (dest / "README.md").read_text()
     assert "| held-out package (toolz 1.0.0) | spm | 10 | 1 | 10.0% |" in card
+    # the package filters are told as the weights' recipe had them
+    import json
+    summary_path = dest / "train_summary.json"
+    made = json.loads(summary_path.read_text())
+    assert "copies_dropped" in made
+    summary_path.write_text(json.dumps(dict(made, packages=["demo==1.0"], copies_dropped=[
+        "demo==1.0:demo/sched.py holds 30 of the 40 distinctive lines of held-out sched.py"])))
+    write_model_card(dest, None, "")
+    card = (dest / "README.md").read_text()
+    assert "`_vendor`" in card and "`demo==1.0:demo/sched.py holds 30 of the 40" in card
+    summary_path.write_text(json.dumps({k: v for k, v in dict(made, packages=["demo==1.0"]).items()
+                                        if k != "copies_dropped"}))
+    write_model_card(dest, None, "")           # weights of the recipe before those filters
+    card = (dest / "README.md").read_text()
+    assert "`_vendor`" not in card and "distinctive lines" not in card
     # another tokenizer is refused
     (dest / "tokenizer.json").write_text((dest / "tokenizer.json").read_text().replace("fim", "fIm"))
     with pytest.raises(ValueError, match="tokenizer"):
