@@ -246,25 +246,29 @@ def allowed_tree(tree: DraftTree, monitor, fed: list[int]) -> tuple[DraftTree, l
     nodes under it): no accepted path can hold one, since every row is masked by its
     path's state, so it would only cost a row of the forward. ``monitor``: the state
     before ``fed``, the tokens between it and the tree's root. Also returns the monitor
-    state at each row of the kept tree (the root's first), or None without a monitor."""
+    state at each row of the kept tree (the root's first), or None without a monitor.
+    A state may hand over to None on the way (token healing or the blank-line rule done,
+    no analysis monitor under it): from there nothing is masked."""
     if monitor is None or not len(tree):
         return tree, None
     root = monitor
     for t in fed:
-        root = root.advance_token(t)
-    states: list = []                        # per node: its state, None when dropped
+        root = advance(root, t)
+    states: list = []                        # per node: its state (None: unconstrained)
+    dropped: set[int] = set()                # nodes masked, or under a masked one
     kept: list = [root]                      # per kept row: its state
     tokens, parents, new_index = [], [], {}
     for i, (tok, p) in enumerate(zip(tree.tokens, tree.parents)):
         before = root if p < 0 else states[p]
-        mask = before.mask() if before is not None else None
-        if before is None or (mask is not None and tok < len(mask) and not mask[tok]):
+        mask = before.mask() if before is not None and p not in dropped else None
+        if p in dropped or (mask is not None and tok < len(mask) and not mask[tok]):
+            dropped.add(i)
             states.append(None)
             continue
         new_index[i] = len(tokens)
         tokens.append(tok)
         parents.append(-1 if p < 0 else new_index[p])
-        states.append(before.advance_token(tok))
+        states.append(advance(before, tok))
         kept.append(states[-1])
     if len(tokens) == len(tree):
         return tree, kept

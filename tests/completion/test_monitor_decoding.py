@@ -136,6 +136,24 @@ def test_a_draft_tree_loses_the_nodes_its_monitor_masks():
     assert [s.last for s in states] == [0, 1, 2, 3, 5]     # the root's, then each kept node's
     assert allowed_tree(tree, None, [0]) == (tree, None)
 
+    class Once:                   # masks token 2 once, then hands over to no monitor at all
+        def mask(self, device=None):
+            m = torch.ones(6, dtype=torch.bool)
+            m[2] = False
+            return m
+
+        def advance_token(self, t):
+            return None
+
+    # the nodes under a state that handed over are kept, unmasked: 1 -> 2 -> 3 stays whole,
+    # the root's sibling 2 goes
+    tree = DraftTree([1, 2, 3, 2], [-1, 0, 1, -1], 1.0, "s", 2)
+    got, states = allowed_tree(tree, Once(), [])
+    assert got.tokens == [1, 2, 3] and got.parents == [-1, 0, 1]
+    assert isinstance(states[0], Once) and states[1:] == [None, None, None]
+    # a hand-over among the tokens fed before the root leaves the whole tree
+    assert allowed_tree(tree, Once(), [4, 4]) == (tree, [None] * 5)
+
 
 def test_a_verified_tree_is_walked_masking_only_the_rows_it_walks():
     """``walk``: the accepted path is the one the fully masked rows give (``accept``),
