@@ -291,6 +291,9 @@ characters ({summary.get('stdlib_train_files', '?')} of them from the standard l
 """
     runs = summary.get("runs") or []
     last = runs[-1] if runs else {}
+    repeat = (f" The last run took each standard-library chunk {o['stdlib_repeat']} times an "
+              "epoch, each a sample of its own, so that the standard library kept its share "
+              "of the data." if o.get("stdlib_repeat", 1) > 1 else "")
     card = f"""# inkling-tiny
 
 The default model bundled with inkling: a small code model trained from scratch, on
@@ -336,7 +339,7 @@ each epoch; half the chunks become fill-in-the-middle samples (the middle is the
 line from a cursor inside it, a whole line, 2 to 8 lines, or any span up to 200
 characters), half of those in prefix-suffix-middle order and half in
 suffix-prefix-middle order, with prefix, suffix and middle tokenized separately as the
-Engine does at a cursor. Samples are packed into rows of {o['seq_len']} tokens.
+Engine does at a cursor. Samples are packed into rows of {o['seq_len']} tokens.{repeat}
 
 **Repository-level samples** ({100 * o.get('repo_rate', 0):.0f}% of the chunks of files that
 have other files in their package; a standard-library package counts as one): the chunk is

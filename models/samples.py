@@ -259,12 +259,14 @@ def _split_target(chunk: str) -> tuple[str, str]:
 
 
 def make_pieces(files: list[CorpusFile], seed: int, fim_rate: float = 0.5,
-                repo_rate: float = REPO_RATE) -> list[Piece]:
-    """One epoch's samples: every file's chunks in a shuffled order; a ``repo_rate`` share
-    of the chunks of files with neighbours become repository-level samples."""
+                repo_rate: float = REPO_RATE, stdlib_repeat: int = 1) -> list[Piece]:
+    """One epoch's samples: every file's chunks in a shuffled order (a standard-library
+    file's ``stdlib_repeat`` times, each made into a sample of its own); a ``repo_rate``
+    share of the chunks of files with neighbours become repository-level samples."""
     rng = random.Random(seed)
     index = RepoIndex.build(files) if repo_rate > 0 else None
-    chunks = [(i, c) for i, f in enumerate(files) for c in chunk_file(f.text)]
+    chunks = [(i, c) for i, f in enumerate(files) for c in chunk_file(f.text)
+              for _ in range(1 if f.package else stdlib_repeat)]
     rng.shuffle(chunks)
     pieces: list[Piece] = []
     for fi, chunk in chunks:
@@ -279,9 +281,10 @@ def make_pieces(files: list[CorpusFile], seed: int, fim_rate: float = 0.5,
 
 
 def build_training_rows(files: list[CorpusFile], tok: Tokenizer, seq_len: int, seed: int,
-                        fim_rate: float = 0.5, repo_rate: float = REPO_RATE) -> np.ndarray:
+                        fim_rate: float = 0.5, repo_rate: float = REPO_RATE,
+                        stdlib_repeat: int = 1) -> np.ndarray:
     """An epoch's rows of ``seq_len + 1`` ids, deterministic in (files, tokenizer, seed)."""
-    stream = encode_pieces(make_pieces(files, seed, fim_rate, repo_rate), tok)
+    stream = encode_pieces(make_pieces(files, seed, fim_rate, repo_rate, stdlib_repeat), tok)
     n = (len(stream) - 1) // seq_len
     idx = np.arange(n)[:, None] * seq_len + np.arange(seq_len + 1)[None, :]
     return stream[idx]

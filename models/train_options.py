@@ -29,6 +29,7 @@ class TrainOptions:
     fim_rate: float = 0.5
     repo_rate: float = 0.25     # share of the chunks (of files with neighbours) in repository-level form
     packages: bool = True       # train on the pinned third-party packages too (models/packages.py)
+    stdlib_repeat: int = 1      # each standard-library chunk this many times an epoch (its share)
     eval_every: int = 200
     eval_rows: int = 40
     seed: int = 1234
@@ -57,6 +58,9 @@ HELP = {
     "repo_rate": "share of the chunks (of files with neighbours) written as repository-level "
                  "samples (<|file_sep|>path blocks of the same package before the file)",
     "packages": "train on the pinned third-party packages too (true/false; models/packages.py)",
+    "stdlib_repeat": "each standard-library chunk this many times an epoch, as samples of "
+                     "their own (keeps the held-out standard library's share of the data "
+                     "when packages are added)",
     "threads": "torch threads: N, 0 for every core, -1 to pick 1 or every core by measuring",
     "compile": "torch.compile the model (true/false; measure first with --profile-steps)",
     "amp": "bfloat16 autocast of the forward: auto (on CUDA, and on a CPU with native "

@@ -280,6 +280,8 @@ class Data:
 
     def __init__(self, o: TrainOptions, tok: Tokenizer):
         from .packages import PACKAGES, HELD_OUT_PACKAGE, assert_not_held_out
+        if o.stdlib_repeat < 1:
+            raise ValueError(f"--stdlib-repeat must be at least 1, got {o.stdlib_repeat}")
         corpus = load_corpus()
         stdlib = corpus.train[:o.max_files] if o.max_files else corpus.train
         files = list(stdlib)
@@ -312,11 +314,15 @@ class Data:
             h.update(hashlib.sha256(f.text.encode()).digest())
         h.update(hashlib.sha256(tok.to_str().encode()).digest())
         h.update(f"{o.seq_len} {o.fim_rate} {o.repo_rate}".encode())
+        if o.stdlib_repeat != 1:            # the data of earlier runs keeps its fingerprint
+            h.update(f" stdlib x{o.stdlib_repeat}".encode())
         self.fingerprint = h.hexdigest()[:16]
         self.chars = sum(len(f.text) for f in files)
         self._epoch, self._rows = None, None
         print(f"data: {len(files)} training files ({self.chars / 1e6:.1f} M chars: "
-              f"{self.stdlib_files} stdlib files and {len(files) - self.stdlib_files} files of "
+              f"{self.stdlib_files} stdlib files"
+              f"{f' (x{o.stdlib_repeat} an epoch)' if o.stdlib_repeat > 1 else ''} and "
+              f"{len(files) - self.stdlib_files} files of "
               f"{len(self.packages)} packages), {len(self.held_out)} held-out stdlib files"
               f"{f', held-out package {self.held_out_package}' if pkg_held else ''}; "
               f"fingerprint {self.fingerprint}", flush=True)
@@ -327,7 +333,8 @@ class Data:
         if self._epoch != epoch:
             t = time.time()
             self._rows = build_training_rows(self.files, self.tok, self.o.seq_len,
-                                             self.o.seed + epoch, self.o.fim_rate, self.o.repo_rate)
+                                             self.o.seed + epoch, self.o.fim_rate, self.o.repo_rate,
+                                             self.o.stdlib_repeat)
             self._epoch = epoch
             print(f"epoch {epoch}: {len(self._rows)} rows of {self.o.seq_len} tokens "
                   f"({len(self._rows) * self.o.seq_len / 1e6:.1f} M tokens) built in "
@@ -462,6 +469,7 @@ class _Stop:
 
 
 def _options_for_resume(saved: dict, given: dict) -> TrainOptions:
+    saved = {"stdlib_repeat": 1, **saved}   # a run from before the option read stdlib once
     o = TrainOptions(**{k: v for k, v in saved.items() if k in {f.name for f in fields(TrainOptions)}})
     for k in PER_INVOCATION:           # these say what one invocation does, not the run
         setattr(o, k, getattr(TrainOptions, k))

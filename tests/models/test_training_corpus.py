@@ -147,3 +147,17 @@ def test_epoch_rows_are_deterministic_and_mix_both_forms():
         assert f.text.replace("# filler\n", "")[:20] in text
     assert any(p.parts[0][0] == "<|file_sep|>" for p in pieces)
     assert any(p.parts[0][0] != "<|file_sep|>" for p in pieces)
+
+
+def test_stdlib_chunks_come_as_often_as_asked():
+    stdlib = CorpusFile("sched.py", "import heapq\n\n\nclass scheduler:\n    pass\n")
+    files = _pkg() + [stdlib]
+
+    def count(pieces, needle):
+        return sum(needle in "".join(t for t, _ in p.parts) for p in pieces)
+
+    once = make_pieces(files, seed=3, fim_rate=0.0, repo_rate=0.0)
+    twice = make_pieces(files, seed=3, fim_rate=0.0, repo_rate=0.0, stdlib_repeat=2)
+    assert count(once, "class scheduler") == 1 and count(twice, "class scheduler") == 2
+    assert count(twice, "def alone") == 2       # another standard-library file
+    assert len(twice) == len(once) + 2          # the package files' chunks come once
