@@ -161,3 +161,25 @@ def test_stdlib_chunks_come_as_often_as_asked():
     assert count(once, "class scheduler") == 1 and count(twice, "class scheduler") == 2
     assert count(twice, "def alone") == 2       # another standard-library file
     assert len(twice) == len(once) + 2          # the package files' chunks come once
+
+
+def test_the_training_data_leaves_out_a_package_file_that_copies_a_held_out_one(monkeypatch):
+    """``Data`` over the real standard library with stand-in packages: a fork of a held-out
+    standard-library module is not trained on, and the run says so."""
+    from inkling.models import training
+    from inkling.models.corpus import load_corpus
+    from inkling.models.train_options import TrainOptions
+
+    held = next(f for f in load_corpus().held_out if f.relpath == "sched.py")
+    fork = CorpusFile("forked/sched.py", held.text, "forked==1.0")
+    own = CorpusFile("own/core.py", "def f():\n    return 1\n", "own==1.0")
+    toolz = CorpusFile("toolz/utils.py", "def no_default():\n    pass\n", "toolz==1.0.0")
+    monkeypatch.setattr(packages, "load_package_files", lambda: [fork, own])
+    monkeypatch.setattr(packages, "load_held_out_package", lambda: [toolz])
+    tok = Tokenizer.from_file(str(BUNDLED_MODEL_DIR / "tokenizer.json"))
+    data = training.Data(TrainOptions(max_files=5, seq_len=64, eval_rows=2), tok)
+    assert own in data.files and fork not in data.files
+    assert data.copies_dropped == [
+        f"forked==1.0:forked/sched.py holds {len(packages._distinctive_lines(held.text))} of "
+        f"the {len(packages._distinctive_lines(held.text))} distinctive lines of held-out "
+        "sched.py"]
