@@ -74,7 +74,7 @@ HELP = {
     "profile_steps": "time this many steps (data, forward, backward, optimizer), print, exit",
     "max_files": "use only the first N files of each source (quick checks; 0: all)",
     "init_from": "continue from this model folder (its tokenizer and weights), or from a "
-                 "stopped run's folder (its checkpoint): a new run",
+                 "stopped run's folder (its checkpoint's weights and AdamW moments): a new run",
     "resume": "resume the run in this folder exactly (checkpoint.pt); the run's options come "
               "from the checkpoint, and only the budget, stopping, evaluation, logging and "
               "thread options may be given again",
