@@ -24,11 +24,12 @@ import torch
 
 class LineEnds:
     """bool [vocab]: the tokens that would leave a blank suggestion empty (computed once per
-    model): a line break before any other character, the stop tokens, and the special
-    tokens (no text)."""
+    model): a line break before any other character, the stop tokens, the special
+    tokens (no text) and the ids past the tokenizer's (a padded vocabulary)."""
 
     def __init__(self, texts: list[str], vocab_size: int, stop_ids):
         ends = torch.zeros(max(vocab_size, len(texts)), dtype=torch.bool)
+        ends[len(texts):] = True
         for i, text in enumerate(texts):
             if not text or text.lstrip(" \t").startswith(("\n", "\r")):
                 ends[i] = True

@@ -43,6 +43,7 @@ def test_the_tokens_that_end_a_blank_suggestion_are_masked_until_text_comes():
     after = blank.advance_token(4)                   # "  y": text, the monitor's own state
     assert isinstance(after, Recorder) and after.seen == [5, 4]
     assert BlankLine(ends, TEXTS).advance(" q") is None          # no monitor: nothing left
+    assert LineEnds(TEXTS, len(TEXTS) + 2, []).allowed.tolist()[-3:] == [True, False, False]
     assert isinstance(BlankLine(ends, TEXTS).advance("\t"), BlankLine)
 
 
