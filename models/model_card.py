@@ -62,7 +62,8 @@ def _runs_table(summary: dict) -> str:
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for i, r in enumerate(runs, 1):
         kind = {"new": "from scratch", "continued": "from run " + str(i - 1) + "'s weights "
-                "(new AdamW moments, new warm-up)"}.get(r.get("kind"),
+                "(new AdamW moments, new warm-up)", "carried": "from run " + str(i - 1) +
+                "'s checkpoint (its AdamW moments carried, new warm-up)"}.get(r.get("kind"),
                                                        "from scratch" if i == 1 else
                                                        f"from run {i - 1}'s weights")
         tps = r.get("tokens_per_s")

@@ -45,7 +45,7 @@ class TrainOptions:
     profile_steps: int = 0      # time this many steps (data, forward, backward, optimizer) and exit
     shard_mb: int = 12
     max_files: int = 0          # 0: the whole corpus (a smaller number for quick checks)
-    init_from: str = ""         # continue from this model folder, or a stopped run's checkpoint
+    init_from: str = ""         # continue from this model folder, or a run's checkpoint
     resume: str = ""            # resume exactly from this checkpoint folder (checkpoint.pt)
     ship: str = ""              # copy the best export of this checkpoint folder into the bundled model
 
@@ -74,7 +74,8 @@ HELP = {
     "profile_steps": "time this many steps (data, forward, backward, optimizer), print, exit",
     "max_files": "use only the first N files of each source (quick checks; 0: all)",
     "init_from": "continue from this model folder (its tokenizer and weights), or from a "
-                 "stopped run's folder (its checkpoint's weights and AdamW moments): a new run",
+                 "run's folder, stopped or finished (its checkpoint's weights and AdamW "
+                 "moments): a new run",
     "resume": "resume the run in this folder exactly (checkpoint.pt); the run's options come "
               "from the checkpoint, and only the budget, stopping, evaluation, logging and "
               "thread options may be given again",

@@ -21,8 +21,9 @@ The output folder (``--out``, default ``runs/inkling-tiny``, kept out of git) ho
 - at the end of the budget, the final export itself (as the recipe always wrote).
 
 ``inkling train --resume DIR`` continues exactly; ``--init-from DIR`` starts a new run from
-a model folder's weights, or from a stopped run's checkpoint (weights and AdamW moments:
-how a run goes on when its data changes, since a resume refuses changed data);
+a model folder's weights, or from a run's checkpoint, stopped or finished (weights and
+AdamW moments: how a run goes on when its data changes, since a resume refuses changed
+data, or after its anneal);
 ``--ship DIR`` copies ``DIR/best`` into the bundled model folder and rewrites its card.
 """
 from __future__ import annotations
@@ -231,7 +232,7 @@ def _plot(log_rows: list[dict], path: Path) -> None:
 
 def _prior_run(path: str) -> dict:
     """The summary of the run a continued training starts from (its tokenizer and weights):
-    a model folder written by ``inkling train``, or a stopped run's folder (its checkpoint)."""
+    a model folder written by ``inkling train``, or a run's folder (its checkpoint)."""
     folder = Path(path)
     summary = folder / "train_summary.json"
     if _from_checkpoint(path):
@@ -250,10 +251,20 @@ def _prior_run(path: str) -> dict:
     return json.loads(summary.read_text()) if summary.is_file() else {"tokens_seen": 0, "runs": []}
 
 
+def _run_kind(init_from: str) -> str:
+    """How a new run starts, as its summary records it: ``new`` (from scratch),
+    ``continued`` (a model's weights, AdamW moments from zero) or ``carried`` (a stopped
+    run's checkpoint: its weights and AdamW moments)."""
+    if not init_from:
+        return "new"
+    return "carried" if _from_checkpoint(init_from) else "continued"
+
+
 def _from_checkpoint(path: str) -> bool:
-    """Whether ``--init-from`` takes a stopped run's checkpoint (no export there)."""
-    folder = Path(path)
-    return not (folder / "config.json").is_file() and (folder / CHECKPOINT).is_file()
+    """Whether ``--init-from`` takes a run's checkpoint: a run folder, stopped or finished
+    (a finished run's export holds the checkpoint's weights; its AdamW moments go on too).
+    A model folder (an export alone, the bundled model) has none."""
+    return (Path(path) / CHECKPOINT).is_file()
 
 
 def _run_entry(prior: dict) -> dict:
@@ -564,6 +575,7 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
     if ckpt:
         opt.load_state_dict(ckpt["optimizer"])
         st = ckpt["state"]
+        st["stopped"] = None                   # why the last invocation stopped, not this one
         if st["fingerprint"] != data.fingerprint:
             raise ValueError(f"--resume {o.resume}: the training data changed (fingerprint "
                              f"{data.fingerprint}, the checkpoint's {st['fingerprint']}): the "
@@ -589,7 +601,7 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
               "prior_tokens": prior.get("tokens_total", prior.get("tokens_seen", 0)),
               "prior_minutes": prior.get("minutes_total", prior.get("minutes", 0)),
               "runs": runs, "start_val": None, "last_val": None, "last_val_pkg": None,
-              "stopped": None, "kind": "continued" if o.init_from else "new"}
+              "stopped": None, "kind": _run_kind(o.init_from)}
         sched = Schedule.new(o.lr, o.min_lr_ratio, o.warmup, o.steps)
         log_rows = _prior_log(Path(o.init_from), prior) if o.init_from else []
         log_rows = _fill_missing_runs(log_rows, runs)
@@ -607,8 +619,8 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
           f"warm-up {sched.warmup}; data epoch {st['epoch']} row {st['cursor']}; "
           f"{st['prior_tokens'] / 1e6:.2f} M tokens before this run", flush=True)
     if o.init_from and not ckpt:
-        print("continuing from a stopped run's weights and AdamW moments: a new run (a new "
-              "warm-up and decay)" if _from_checkpoint(o.init_from) else
+        print("continuing from a run's checkpoint, its weights and AdamW moments: a new run "
+              "(a new warm-up and decay)" if _from_checkpoint(o.init_from) else
               "continuing from a model's weights: a new run (AdamW moments start at zero, "
               "a new warm-up and decay)", flush=True)
 

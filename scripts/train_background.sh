@@ -7,7 +7,7 @@
 #   kill -TERM "$(cat runs/train.pid)"                         stop: the step finishes, it saves, exits 0
 #
 # A first start continues from the shipped weights, or from $INKLING_INIT: an export, or a
-# stopped run's folder, whose checkpoint's weights and AdamW moments go on under new data
+# run's folder (stopped or finished), whose checkpoint's weights and AdamW moments go on
 # (same tokenizer, a new run: an export's AdamW moments start at zero; the rate warms up
 # over 50 steps to 3e-4 and decays as a cosine over 40,000 steps, so it stays near 3e-4 for
 # hours; every later start resumes the checkpoint exactly. Flags given here go to the resume

@@ -44,7 +44,9 @@ def test_recipe_writes_a_loadable_model(tmp_path):
     assert log_lines[0].startswith("run\tstep\ttokens\ttokens_total\tloss") and len(log_lines) == 4
     rt = load_runtime(out, device="cpu")
     assert rt.fim.family == "inkling" and json.loads((out / "inkling.json").read_text())
-    # a second run continues this one: same tokenizer, its weights, the runs recorded
+    # a second run continues this model (its export alone, as the bundled model is): same
+    # tokenizer, its weights, the runs recorded, AdamW moments from zero
+    (out / "checkpoint.pt").unlink()
     more = tmp_path / "m2"
     again = train(TrainOptions(out=str(more), init_from=str(out), seq_len=64, batch_size=2,
                                steps=2, eval_every=2, eval_rows=2, max_files=12, warmup=1,

@@ -134,7 +134,7 @@ def test_a_stopped_run_goes_on_as_a_new_run_from_its_checkpoint(tmp_path):
     second = train(TrainOptions(out=str(tmp_path / "second"), init_from=str(first_dir),
                                 steps=4, **dict(TINY, max_files=4)))
     runs = second["runs"]
-    assert len(runs) == 2 and runs[-1]["kind"] == "continued"
+    assert len(runs) == 2 and runs[-1]["kind"] == "carried"
     # the new run starts from the checkpoint's weights: the same held-out loss
     assert runs[-1]["start_validation_loss"] == first["validation_loss"]
     assert second["tokens_total"] == first["tokens_total"] + second["tokens_seen"]
@@ -143,8 +143,14 @@ def test_a_stopped_run_goes_on_as_a_new_run_from_its_checkpoint(tmp_path):
     assert steps == {4 + second["steps_done"]}
     log = (tmp_path / "second" / "training_log.tsv").read_text().splitlines()[1:]
     assert {line.split("\t")[0] for line in log} == {"1", "2"}
+    # a finished run's folder (its export beside the checkpoint) carries its moments too
+    third = train(TrainOptions(out=str(tmp_path / "third"), init_from=str(tmp_path / "second"),
+                               steps=2, **dict(TINY, max_files=4)))
+    assert [r["kind"] for r in third["runs"]][-1] == "carried" and not third["stopped_by"]
+    steps = {int(v["step"]) for v in _state(tmp_path / "third")["optimizer"]["state"].values()}
+    assert steps == {4 + second["steps_done"] + third["steps_done"]}
     # a summary that is not the checkpoint's (a run still going) is refused
     summary = json.loads((first_dir / "train_summary.json").read_text())
     (first_dir / "train_summary.json").write_text(json.dumps(dict(summary, step=3)))
     with pytest.raises(ValueError, match="stop that run first"):
-        train(TrainOptions(out=str(tmp_path / "third"), init_from=str(first_dir), **TINY))
+        train(TrainOptions(out=str(tmp_path / "fourth"), init_from=str(first_dir), **TINY))
