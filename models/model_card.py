@@ -240,7 +240,12 @@ sampling at 1.0 11.0% (1.30 times), pruning at 1 nat 10.7%. On the step-4688 wei
 of the drafts 10.9% without the floor and **11.4%** with it, an alternative 2.3% and 2.7%,
 fragments 8.7% and **4.9%**, closest 0.340 and 0.353, latency p50 1.08 times; a floor of
 48 the same as 16; sampling at 1.0 11.2% (1.24 times), pruning at 1 nat 11.2% with fewer
-shown (2.00 against 2.33)."""
+shown (2.00 against 2.33). On the step-3700 weights of run 8
+(`results/alternatives_run8.txt`): the first draft right 9.8% in every variant but sampling
+(9.6%), one of the drafts 11.9% without the floor and **12.1%** with it, an alternative 2.0%
+and 2.3%, fragments 10.8% and **5.9%**, closest 0.353 and 0.367, latency p50 1.11 times; a
+floor of 48 the same as 16; sampling at 1.0 11.3% (1.33 times), pruning at 1 nat 11.6% with
+fewer shown (2.00 against 2.36)."""
 
 
 def write_model_card(model_dir: Path, evals: list[dict] | None, command: str) -> Path:
