@@ -253,8 +253,8 @@ def _prior_run(path: str) -> dict:
 
 def _run_kind(init_from: str) -> str:
     """How a new run starts, as its summary records it: ``new`` (from scratch),
-    ``continued`` (a model's weights, AdamW moments from zero) or ``carried`` (a stopped
-    run's checkpoint: its weights and AdamW moments)."""
+    ``continued`` (a model's weights, AdamW moments from zero) or ``carried`` (a run's
+    checkpoint, stopped or finished: its weights and AdamW moments)."""
     if not init_from:
         return "new"
     return "carried" if _from_checkpoint(init_from) else "continued"

@@ -46,6 +46,7 @@ def test_resume_is_bit_identical_to_one_run(tmp_path):
     assert not (two / "model.safetensors").exists() and (two / CHECKPOINT).is_file()
     again = train(TrainOptions(resume=str(two)), {"resume": str(two)})
     assert again["steps_done"] == 12 and not again["stopped_early"]
+    assert again["stopped_by"] is None          # the first invocation's stop is not this one's
     a, b = _state(one), _state(two)
     assert a["state"]["epoch"] > a["state"]["first_epoch"], "the test should cross an epoch"
     _assert_same(a, b)
