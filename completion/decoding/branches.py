@@ -1,14 +1,19 @@
 """k drafts for about the cost of one: branches decoded together, and the sequential
 baseline that decodes the same branches one after another.
 
-The k branches start with the k most likely first tokens and continue greedily (the
+The k branches start where the model is first unsure: while only one token is sensible
+(``first_tokens``: likelier than ``MIN_FIRST_PROB``) greedy's own tokens are taken once,
+in one row a step, for every branch (``lead_in``): after ``return os.`` the model is sure
+of ``path`` and ``.``, and the drafts branch at ``join`` / ``abspath`` / ``dirname``
+(branching at the first token would give one draft, however many were asked for). From
+there the k branches take the k most likely tokens and continue greedily (the
 alternatives no further than the first, the lead: no more lines, and no more tokens but
 ``r.floor``, an alternative cut short by that ending at its last whole word; with
 ``r.temperature`` the alternatives' later tokens are sampled instead). All
 live branches advance in one forward pass per step: each branch's newest token is a
 node that sees the shared prompt and its own branch only (a batched tree over the
 prompt cache), at the position it would have in a sequence of its own. So branch i is
-exactly the greedy continuation of the i-th first token: a name the monitor forces is
+exactly the greedy continuation of the lead-in and the i-th token after it: a name the monitor forces is
 fed as greedy decoding feeds it, a row whose top two logits are a near-tie is
 re-decided in greedy's own shape (``speculative.NEAR_TIE``), an alternative held to
 the lead's extent ends where ``sequential_decode`` ends it (tokens and log-probability
@@ -31,7 +36,7 @@ from ..drafting.draft_tree import EMPTY
 from .greedy import greedy_decode
 from .request import DecodeRequest
 from .speculative import Verification, near_tie, near_tie_bound, speculative_decode, walk
-from .steps import Cancelled, Decoded, advance, finish, forced_ids, masked
+from .steps import Cancelled, Decoded, advance, finish, forced_ids, masked, pick, stopped
 from .stop_rules import line_count
 
 MIN_FIRST_PROB = 1e-3     # first tokens less likely than this are not sensible drafts
@@ -62,6 +67,49 @@ def first_tokens(logits: torch.Tensor, k: int) -> list[tuple[int, float]]:
     top = torch.topk(logp, min(k, logp.shape[-1]))
     return [(int(t), float(lp)) for lp, t in zip(top.values, top.indices)
             if lp >= torch.log(torch.tensor(MIN_FIRST_PROB))]
+
+
+@dataclass
+class LeadIn:
+    """The tokens every branch shares (``lead_in``), cached after the prompt."""
+    ids: list[int]
+    lps: list[float]              # each one's log-probability
+    logits: torch.Tensor          # [vocab] after them (the prompt's where there are none)
+    monitor: object               # the analysis state after them
+    forwards: int
+
+    @property
+    def logprob(self) -> float:
+        return sum(self.lps)
+
+
+def lead_in(r: DecodeRequest) -> LeadIn:
+    """Greedy's steps, one row a forward (``cache.extend``, as greedy feeds them, so the
+    lead draft stays greedy's), while the masked logits give exactly one sensible token:
+    there branching would give one draft. It stops before a token that would end the
+    draft (end of text, a stop rule, the budget: the branches end it as they would),
+    before a name the monitor forces (the branches feed it whole, as greedy does), and
+    where no token or several are sensible. The tokens stay in ``r.cache`` after the
+    prompt; the decoder truncates them with the branches'."""
+    ids: list[int] = []
+    lps: list[float] = []
+    logits, monitor, forwards = r.logits, r.monitor, 0                 # logits: [vocab]
+    while len(ids) + 1 < r.budget:
+        allowed = masked(logits, monitor)
+        if len(first_tokens(allowed, 2)) != 1:
+            break
+        tok, lp = pick(allowed)
+        after = advance(monitor, tok)
+        if tok in r.stop_ids or forced_ids(after, r.cache.runtime.encode) \
+                or stopped(r, ids + [tok], 0.0, forwards) is not None:
+            break
+        if r.cancelled():
+            raise Cancelled()
+        logits = r.cache.extend([tok])[-1]                             # [vocab]
+        ids.append(tok)
+        lps.append(lp)
+        monitor, forwards = after, forwards + 1
+    return LeadIn(ids, lps, logits, monitor, forwards)
 
 
 def check_branch(r: DecodeRequest, b: Branch, forwards: int) -> None:
@@ -99,21 +147,24 @@ def follow_lead(r: DecodeRequest, b: Branch, forwards: int) -> None:
 
 
 def branch_decode(r: DecodeRequest) -> tuple[list[Decoded], int]:
-    """Decode ``r.k`` branches together; returns their results and the forward passes
-    used. ``r.drafter`` / ``r.context``: draft trees per branch (``r.context``: the ids
-    before the cursor, which a branch's ids continue)."""
+    """Decode ``r.k`` branches together, from the ``lead_in``; returns their results and
+    the forward passes used. ``r.drafter`` / ``r.context``: draft trees per branch
+    (``r.context``: the ids before the cursor, which a branch's ids continue)."""
+    shared = len(r.cache.ids)
+    lead = lead_in(r)
+    cached = list(range(shared, shared + len(lead.ids)))           # the lead-in's entries
     branches = []
-    for tok, lp in first_tokens(masked(r.logits, r.monitor), r.k):
-        b = Branch([], 0.0, monitor=advance(r.monitor, tok))
+    for tok, lp in first_tokens(masked(lead.logits, lead.monitor), r.k):
+        b = Branch(list(lead.ids), lead.logprob, list(cached), monitor=advance(lead.monitor, tok),
+                   lps=list(lead.lps))
         if tok in r.stop_ids:           # its log-probability counted, as sequential counts it
-            b.done = finish(r, [], lp, 0, "end-of-text")
+            b.done = finish(r, list(lead.ids), lead.logprob + lp, lead.forwards, "end-of-text")
         else:
             b.add(tok, lp)
-            check_branch(r, b, 0)
+            check_branch(r, b, lead.forwards)
         branches.append(b)
-    shared = len(r.cache.ids)
     sample_alternatives(r, branches)
-    forwards = advance_branches(r, shared, branches)
+    forwards = advance_branches(r, shared, branches, lead.forwards)
     r.cache.truncate(shared)            # the prompt, as every multi-draft decoder leaves it
     return [b.done for b in branches], forwards
 
@@ -125,13 +176,14 @@ def sample_alternatives(r: DecodeRequest, branches: list[Branch]) -> None:
         b.temperature = r.temperature
 
 
-def advance_branches(r: DecodeRequest, shared: int, branches: list[Branch]) -> int:
+def advance_branches(r: DecodeRequest, shared: int, branches: list[Branch], forwards: int = 0
+                     ) -> int:
     """Greedy steps for every live branch, one forward pass per step, until all are done.
 
     A live branch's tokens are all in the cache (at ``b.cached``) but its last one,
     which is fed in the next step with the branch's draft tree after it (``r.drafter``,
     or none without one). The first ``shared`` cache entries (the prompt) are seen by
-    every branch.
+    every branch; ``forwards``: the passes already taken (a lead-in's).
 
     The first branch leads: once it is done, the others end within as many lines as
     it has (``StopRule.capped``) and within as many tokens as it took
@@ -141,7 +193,7 @@ def advance_branches(r: DecodeRequest, shared: int, branches: list[Branch]) -> i
     step count of all k. From then on the live branches decode under ``r`` narrowed to
     that extent.
     """
-    forwards, led, max_new_tokens = 0, False, r.budget
+    led, max_new_tokens = False, r.budget
     while True:
         if not led and branches and branches[0].done is not None:
             r = replace(r, stop=r.stop.capped(line_count(branches[0].done.text)),
@@ -327,29 +379,34 @@ def next_token(logits: torch.Tensor, temperature: float, generator: torch.Genera
 
 def sequential_decode(r: DecodeRequest) -> tuple[list[Decoded], int]:
     """The same branches, one after another (the cost baseline), with the same drafting:
-    each is ``greedy_decode`` (``speculative_decode`` with a drafter) of its first token."""
+    after the same ``lead_in``, each is ``greedy_decode`` (``speculative_decode`` with a
+    drafter) of its first token, its text and budget counted from the lead-in's start."""
     shared = len(r.cache.ids)
-    results, forwards, max_new_tokens = [], 0, r.budget
+    lead = lead_in(r)
+    base, n = len(r.cache.ids), len(lead.ids)
+    results, forwards, max_new_tokens = [], lead.forwards, r.budget
     extent = max_new_tokens                       # the lead's tokens, once it is decoded
-    alone = replace(r, context=list(r.context), first=None, first_logits=None,
-                    first_rows=1)                 # one branch, decoded on its own
-    for tok, lp in first_tokens(masked(r.logits, r.monitor), r.k):
+    alone = replace(r, context=list(r.context) + lead.ids, first=None, first_logits=None,
+                    first_rows=1, monitor=lead.monitor, budget=r.budget - n,
+                    decode=lambda ids: r.decode(lead.ids + ids))   # one branch on its own
+    for tok, lp in first_tokens(masked(lead.logits, lead.monitor), r.k):
         alone.meter = None if results else r.meter      # the lead's steps are greedy's
-        r.cache.truncate(shared)
+        r.cache.truncate(base)
         forced = torch.full_like(r.logits, float("-inf"))               # [vocab]
         forced[tok] = 0.0                                 # this branch's first token
         alone.logits = forced
         out = greedy_decode(alone) if r.drafter is None else speculative_decode(alone)
-        out.logprob += lp
-        out.lps = [lp] + out.lps[1:] if out.lps else []   # the forced first token's, as decided
+        out.token_ids = lead.ids + out.token_ids
+        out.logprob += lead.logprob + lp
+        out.lps = lead.lps + ([lp] + out.lps[1:] if out.lps else [])   # the forced one's
         forwards += out.forwards
         if results:
-            cut_to_lead(out, alone.budget, max_new_tokens)
+            cut_to_lead(out, alone.budget + n, max_new_tokens)
             past_lead(out, out.lps, extent)
         results.append(out)
         if len(results) == 1:                 # the others follow the lead's extent
             alone.stop = alone.stop.capped(line_count(out.text))
-            alone.budget = lead_budget(out, max_new_tokens, r.floor)
+            alone.budget = lead_budget(out, max_new_tokens, r.floor) - n
             extent = lead_budget(out, max_new_tokens)
     r.cache.truncate(shared)            # the prompt, as every multi-draft decoder leaves it
     return results, forwards

@@ -1,15 +1,17 @@
 """Several drafts: branches (lossless per branch), sequential, dedup, ranking, bad k."""
+import math
+
 import pytest
 import torch
 
 from inkling.cache.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
 from inkling.completion.decoding.branches import (at_word_end, branch_decode, first_tokens,
-                                                  lead_budget, sequential_decode)
+                                                  lead_budget, lead_in, sequential_decode)
 from inkling.completion.decoding.greedy import greedy_decode
 from inkling.completion.decoding.ranking import rank_drafts
 from inkling.completion.decoding.request import DecodeRequest
-from inkling.completion.decoding.steps import Decoded
+from inkling.completion.decoding.steps import Decoded, masked
 from inkling.completion.decoding.stop_rules import StopRule, line_count
 from inkling.completion.document import Position
 from inkling.completion.engine import Engine
@@ -71,6 +73,71 @@ def test_sequential_gives_the_same_drafts_at_k_times_the_cost(wide_runtime):
                                             rt.decode, k=3))
     assert [o.token_ids for o in b] == [o.token_ids for o in s]
     assert fs > 2 * fb
+
+
+class _Sure:
+    """A monitor that allows only ``ids[i]`` at step i (the model made sure of them),
+    and every token after them."""
+
+    def __init__(self, ids, vocab, step=0):
+        self.ids, self.vocab, self.step = ids, vocab, step
+
+    def mask(self, device):
+        if self.step >= len(self.ids):
+            return None
+        allowed = torch.zeros(self.vocab, dtype=torch.bool, device=device)
+        allowed[self.ids[self.step]] = True
+        return allowed
+
+    def advance_token(self, tok):
+        return _Sure(self.ids, self.vocab, self.step + 1)
+
+
+def _sure_request(rt, ids, sure, k, stop=StopRule(True, ""), budget=12):
+    cache = PromptCache(rt, "full")
+    return DecodeRequest(cache, cache.sync(ids).logits, stop, budget, rt.stop_ids, rt.decode,
+                         k=k, monitor=_Sure(sure, rt.vocab_size))
+
+
+@pytest.mark.parametrize("text", PROMPTS[:2])
+def test_the_branches_start_where_the_model_is_first_unsure(wide_runtime, text):
+    """Where one token alone is sensible the branches share greedy's (``lead_in``) and
+    part after it: k drafts, not one; the lead draft is greedy's, token for token; the
+    sequential baseline decodes the same branches; the lead-in's tokens leave the cache."""
+    rt = wide_runtime
+    ids = rt.encode(text)
+    sure = rt.encode(" x =")[:2]
+    assert len(first_tokens(_sure_request(rt, ids, sure, 3).logits, 3)) > 1
+    r = _sure_request(rt, ids, sure, 3)
+    prompt = len(r.cache.ids)
+    lead = lead_in(r)
+    assert lead.ids == sure and lead.forwards == len(sure) and len(r.cache.ids) == prompt + 2
+    outs, forwards = branch_decode(_sure_request(rt, ids, sure, 3))
+    assert len(outs) == len(first_tokens(masked(lead.logits, lead.monitor), 3)) > 1
+    assert all(o.token_ids[:2] == sure for o in outs)
+    assert len({o.text for o in outs}) == len(outs)
+    greedy = greedy_decode(_sure_request(rt, ids, sure, 1))
+    assert (outs[0].token_ids, outs[0].text) == (greedy.token_ids, greedy.text)
+    assert math.isclose(outs[0].logprob, greedy.logprob, abs_tol=1e-4)
+    r = _sure_request(rt, ids, sure, 3)
+    seq, fs = sequential_decode(r)
+    assert [o.token_ids for o in seq] == [o.token_ids for o in outs]
+    assert [o.text for o in seq] == [o.text for o in outs]
+    assert all(math.isclose(a, b, abs_tol=1e-4)
+               for o, q in zip(outs, seq) for a, b in zip(o.lps, q.lps))
+    assert len(r.cache.ids) == prompt and fs > forwards
+
+
+def test_a_lead_in_stops_before_the_token_that_ends_the_draft(wide_runtime):
+    """A sure line end in line mode: one empty draft, nothing taken before it."""
+    rt = wide_runtime
+    ids = rt.encode(PROMPTS[0])
+    newline = rt.encode("\n")
+    r = _sure_request(rt, ids, newline, 3, stop=StopRule(False, "    return "))
+    assert lead_in(r).ids == []
+    outs, _ = branch_decode(_sure_request(rt, ids, newline, 3,
+                                          stop=StopRule(False, "    return ")))
+    assert [o.text for o in outs] == [""]
 
 
 def _d(text, logprob, n):
