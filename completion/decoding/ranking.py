@@ -99,7 +99,8 @@ def shortfall(asked: int, decoded: int, shown: int, dropped: list[Dropped],
                          "'superposed' or 'sequential' give several)")
         elif decoder in ("branches", "sequential"):
             parts.append(f"the {decoder} decoder found {decoded} distinct drafts (an "
-                         "alternative starts only from a first token at least 0.1% likely)")
+                         "alternative starts only from a token at least 0.1% likely where the "
+                         "model is first unsure)")
         else:
             parts.append(f"the {decoder} decoder found {decoded} distinct drafts")
     counts: dict[str, int] = {}

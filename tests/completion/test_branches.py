@@ -281,3 +281,25 @@ def test_superposed_scores_the_model_mixed_with_the_ngram_counts():
     q[4], q[5] = 2 / 3, 1 / 3
     assert torch.allclose(got, torch.log(0.7 * q + 0.3 * p))
     assert torch.allclose(ngram_logprobs({"a": a}, [6, 6], p, 0.7), torch.log(p))
+
+
+@pytest.mark.parametrize("text", PROMPTS)
+def test_superposed_keeps_greedys_own_draft_as_its_lead(wide_runtime, text):
+    """The n-gram mixed steps may steer every superposed draft off the model's best line
+    (here a source that has the prompt followed by other tokens); greedy's own draft is
+    still one of them, token for token, and leads (its extent caps the others)."""
+    from inkling.completion.drafting.suffix_index import SuffixIndex
+    from inkling.completion.decoding.superposed import superposed_decode
+    rt, stop = wide_runtime, StopRule(True, "")
+    ids = rt.encode(text)
+    greedy = greedy_decode(_sure_request(rt, ids, [], 1, budget=10))
+    steer = SuffixIndex()
+    for n in range(3):
+        steer.put(f"s{n}", ids + [(greedy.token_ids[0] + 1 + n) % rt.vocab_size] * 4)
+    cache = PromptCache(rt, "full")
+    r = DecodeRequest(cache, cache.sync(ids).logits, stop, 10, rt.stop_ids, rt.decode, k=3,
+                      context=list(ids), sources={"steer": steer})
+    outs, _ = superposed_decode(r)
+    assert (outs[0].token_ids, outs[0].text) == (greedy.token_ids, greedy.text)
+    assert math.isclose(outs[0].logprob, greedy.logprob, abs_tol=1e-4)
+    assert len(outs) > 1 and all(o.token_ids != greedy.token_ids for o in outs[1:])
