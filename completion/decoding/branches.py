@@ -13,8 +13,8 @@ alternatives no further than the first, the lead: no more lines, and no more tok
 live branches advance in one forward pass per step: each branch's newest token is a
 node that sees the shared prompt and its own branch only (a batched tree over the
 prompt cache), at the position it would have in a sequence of its own. So branch i is
-exactly the greedy continuation of the lead-in and the i-th token after it: a name the monitor forces is
-fed as greedy decoding feeds it, a row whose top two logits are a near-tie is
+exactly the greedy continuation of the lead-in and the i-th token after it: a name the
+monitor forces is fed as greedy decoding feeds it, a row whose top two logits are a near-tie is
 re-decided in greedy's own shape (``speculative.NEAR_TIE``), an alternative held to
 the lead's extent ends where ``sequential_decode`` ends it (tokens and log-probability
 too, so both rank alike), and every multi-draft decoder leaves the cache holding the
