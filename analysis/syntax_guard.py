@@ -126,10 +126,13 @@ def longest_valid_prefix(text: str, offset: int, draft: str, language: str = "py
 
 
 def _boundaries(draft: str, lo: int, hi: int) -> list[int]:
-    """Cut points in ``draft[lo:hi]`` between tokens (not inside a word), longest first."""
+    """Cut points in ``draft[lo:hi]`` between tokens (not inside a word, nor inside a run
+    of one quote: a docstring's three quotes cut to two would be an empty string where the
+    draft opened a docstring), longest first."""
     out = []
     for i in range(hi - 1, lo, -1):
         a, b = draft[i - 1], draft[i]
-        if not (is_ident_char(a) and is_ident_char(b)) and not a.isspace():
+        if not (is_ident_char(a) and is_ident_char(b)) and not a.isspace() \
+                and not (a == b and a in "\"'"):
             out.append(i)
     return out

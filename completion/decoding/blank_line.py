@@ -9,6 +9,16 @@ something other than whitespace: the tokens whose text breaks the line before an
 character, and the tokens that end the text. The suggestion is then the model's best
 line, as a user who asked for a completion there expects.
 
+Where the line holds indentation (the editor put the cursor there), whitespace-only
+tokens are taken away too, so the suggestion begins with text at that indentation: the
+model otherwise ran on in spaces to its token budget (the line end being masked) or wrote
+the line 4 columns deeper than the cursor. On the model card's held-out lines (each
+completed at its own indentation, run-8 weights, `inkling evaluate --fim-order spm`) that
+gave 47 exact lines of 462 instead of 40, and 25 of 444 on toolz instead of 14. At column
+0 the suggestion may still indent (a blank line whose indentation the editor trimmed).
+Healed text counts as written (``Healing`` asks ``refuses`` of the text a token adds past
+it: ``\n\n`` for a healed ``\n`` would end the line blank).
+
 It has the interface of an analysis monitor state (``mask``, ``advance_token``,
 ``advance``, ``forced_text``) and wraps the real monitor (if any), which sees every token
 too; once text has come it hands over to that monitor (None without one), so decoding
@@ -37,14 +47,18 @@ class LineEnds:
             if 0 <= i < len(ends):
                 ends[i] = True
         self.allowed = ~ends                  # bool [vocab]
+        spaces = torch.tensor([bool(t) and not t.strip() for t in texts] +
+                              [False] * (len(ends) - len(texts)))
+        self.allowed_indented = self.allowed & ~spaces     # and no whitespace-only token
         self._on: dict = {}
 
-    def on(self, device) -> torch.Tensor:
+    def on(self, device, indented: bool = False) -> torch.Tensor:
+        mask = self.allowed_indented if indented else self.allowed
         if device is None:
-            return self.allowed
-        found = self._on.get(device)
+            return mask
+        found = self._on.get((device, indented))
         if found is None:
-            found = self._on[device] = self.allowed.to(device)
+            found = self._on[(device, indented)] = mask.to(device)
         return found
 
 
@@ -62,10 +76,11 @@ class BlankLine:
     ends: LineEnds
     texts: list[str]              # each token id's text
     inner: object = None          # the analysis monitor's state, which sees every token
+    indented: bool = False        # the line holds indentation: no more whitespace first
 
     def mask(self, device=None):
         """bool [vocab]: what may come while the suggestion is blank (and the monitor allows)."""
-        own = self.ends.on(device)
+        own = self.ends.on(device, self.indented)
         inner = None if self.inner is None else self.inner.mask(device)
         if inner is None:
             return own
@@ -74,6 +89,12 @@ class BlankLine:
 
     def forced_text(self) -> str:
         return "" if self.inner is None else self.inner.forced_text()
+
+    def refuses(self, text: str) -> bool:
+        """Whether ``text`` (a token's part past healed text) would leave the line blank: a
+        line break before any other character (as ``LineEnds`` masks whole tokens)."""
+        return text.lstrip(" \t").startswith(("\n", "\r")) or \
+            (self.indented and bool(text) and not text.strip())
 
     def advance_token(self, token_id: int):
         inner = None if self.inner is None else self.inner.advance_token(token_id)
@@ -85,4 +106,4 @@ class BlankLine:
 
     def _after(self, text: str, inner):
         """The state after ``text``: the monitor's once it holds something, else blank still."""
-        return inner if text.strip() else BlankLine(self.ends, self.texts, inner)
+        return inner if text.strip() else BlankLine(self.ends, self.texts, inner, self.indented)

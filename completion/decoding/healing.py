@@ -8,7 +8,9 @@ that text (in whatever tokens the model prefers); the suggestion is what comes a
 
 ``Healing`` has the interface of an analysis monitor state (``mask`` and
 ``advance_token``), wraps the real monitor (if any) and hands over to it once the
-healed text is covered: advancing past the healed text gives the inner state itself
+healed text is covered (a token that covers it and goes on is held to the blank-line
+rule where that rule is inside: ``\n\n`` for a healed ``\n`` would end a blank line
+before anything is written): advancing past the healed text gives the inner state itself
 (None without a monitor), so decoding after it masks nothing it need not.
 """
 from __future__ import annotations
@@ -55,6 +57,15 @@ class TokenTexts:
         return found
 
 
+    def overhanging(self, remaining: str) -> list[tuple[int, str]]:
+        """(id, the text past ``remaining``) of each token that covers all of
+        ``remaining`` and more."""
+        lo = bisect.bisect_right(self._sorted_texts, remaining)    # past remaining itself
+        hi = bisect.bisect_left(self._sorted_texts, remaining + "\U0010ffff", lo)
+        return [(i, t[len(remaining):]) for t, i in zip(self._sorted_texts[lo:hi],
+                                                         self._sorted_ids[lo:hi])]
+
+
 def token_texts(runtime) -> TokenTexts:
     """The runtime's TokenTexts, made once per model."""
     found = runtime.attached.get("token_texts")
@@ -71,8 +82,17 @@ class Healing:
     inner: object = None         # the analysis monitor state, used after the healed text
 
     def mask(self, device=None):
+        """bool [vocab]: while healed text remains, the tokens that cover a prefix of it,
+        or all of it and more where the inner rule (``refuses``, the blank-line rule's)
+        takes the text past it; then the inner state's mask."""
         if self.remaining:
             m = self.texts.mask(self.remaining)
+            refuses = getattr(self.inner, "refuses", None)
+            if refuses is not None:
+                out = [i for i, extra in self.texts.overhanging(self.remaining) if refuses(extra)]
+                if out:
+                    m = m.clone()
+                    m[torch.tensor(out)] = False
             return m if device is None else m.to(device)
         return None if self.inner is None else self.inner.mask(device)
 

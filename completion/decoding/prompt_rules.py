@@ -13,7 +13,8 @@ def with_prompt_rules(monitor, decode, runtime, prompt, fill_blank_lines: bool):
     function (ids -> text) that leaves out a healed token's text."""
     texts = token_texts(runtime)
     if fill_blank_lines and prompt.at_blank_line:
-        monitor = BlankLine(line_ends(runtime, texts.texts), texts.texts, monitor)
+        monitor = BlankLine(line_ends(runtime, texts.texts), texts.texts, monitor,
+                            indented=bool(prompt.line_prefix))
     if prompt.healed:
         monitor = Healing(texts, prompt.healed, monitor)
         decode = healed_decode(decode, prompt.healed)

@@ -21,6 +21,9 @@ def _split(text: str) -> tuple[str, int]:
     ("x = [1, 2", "x"),
     ("total = 1\n    y = (", "total = 1\n    y"),
     ("", ""),
+    ('"""', ""),                    # a docstring opened, never an empty string ""
+    ('"""Sum the items.', ""),
+    ("total += len('')", "total += len('')"),
 ])
 def test_longest_valid_prefix_python(draft, expected):
     text, offset = _split(PY)

@@ -82,3 +82,54 @@ def test_a_blank_line_gets_a_line_where_the_model_would_end_it(silent_runtime, d
     assert drafts and all(t.split("\n")[0].strip() for t in drafts), drafts
     # not at a line with text: the model's choice stands
     assert all(not t.strip() for t in complete(True, Position(1, 9), k))
+
+
+class _Tokenizer:
+    """A tokenizer of the given token texts (id i is texts[i])."""
+
+    def __init__(self, texts):
+        self.texts = texts
+
+    def get_vocab_size(self):
+        return len(self.texts)
+
+    def decode(self, ids):
+        return "".join(self.texts[i] for i in ids)
+
+
+def test_a_healed_token_that_goes_on_to_end_the_line_is_masked_at_a_blank_line():
+    """Token healing gives back the prompt's "\\n"; a token that covers it and goes on
+    with another line break ("\\n\\n  ") would end the blank line before anything is
+    written: the blank-line rule inside the healing masks it, and nothing else."""
+    from inkling.completion.decoding.healing import Healing, TokenTexts
+    texts = ["", "\n", "\n\n  ", "\n    x", "\n  \n", "x", "\n "]
+    tt = TokenTexts(_Tokenizer(texts), len(texts))
+    ends = LineEnds(texts, len(texts), [])
+    healing = Healing(tt, "\n", BlankLine(ends, texts))
+    assert healing.mask().tolist() == [False, True, False, True, False, False, True]
+    assert Healing(tt, "\n").mask().tolist() == [False, True, True, True, True, False, True]
+    after = healing.advance_token(6)               # "\n ": healed, then a space: still blank
+    assert isinstance(after, BlankLine)
+    assert after.mask().tolist() == ends.allowed.tolist()
+
+
+def test_at_an_indented_blank_line_the_suggestion_begins_with_text_not_more_whitespace():
+    """The cursor at a line's indentation: more whitespace first would indent the line
+    deeper than the editor put it (on the card's held-out lines the model ran on in spaces
+    to its token budget, or wrote a line 4 columns too deep); at column 0 the suggestion
+    may indent (a blank line whose indentation the editor trimmed)."""
+    from inkling.completion.decoding.healing import Healing, TokenTexts
+    ends = LineEnds(TEXTS, len(TEXTS), stop_ids=[3])
+    assert ends.allowed_indented.tolist() == [False, False, False, False, True, False, False, True]
+    deep = BlankLine(ends, TEXTS, indented=True)
+    assert deep.mask().tolist() == ends.allowed_indented.tolist()
+    assert isinstance(deep.advance("\t"), BlankLine) and deep.advance("\t").indented
+    assert deep.refuses("  ") and not deep.refuses("  y") and not deep.refuses("")
+    assert not BlankLine(ends, TEXTS).refuses("  ") and BlankLine(ends, TEXTS).refuses(" \n")
+    texts = ["", "    ", "        ", "    if", "      ", "x"]
+    tt = TokenTexts(_Tokenizer(texts), len(texts))
+    ends = LineEnds(texts, len(texts), [])
+    healed = Healing(tt, "    ", BlankLine(ends, texts, indented=True))
+    assert healed.mask().tolist() == [False, True, False, True, False, False]
+    at_zero = Healing(tt, "    ", BlankLine(ends, texts))
+    assert at_zero.mask().tolist() == [False, True, True, True, True, False]
