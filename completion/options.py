@@ -51,8 +51,9 @@ class CompletionOptions:
     fim_order: str = "auto"     # auto | psm | spm
     window_step: float = 0.2    # prompt windows move in steps of about this share of their budget (0: line by line)
     token_healing: bool = True  # re-decode the last token before the cursor
-    # at a line of nothing but indentation, a suggestion begins with text: it may not end the
-    # line or the text first (an empty suggestion shows nothing; completion/decoding/blank_line.py)
+    # at a line of nothing but indentation, a suggestion begins with text at that indentation:
+    # it may not end the line or the text first (an empty suggestion shows nothing), nor add
+    # whitespace where the line holds some (completion/decoding/blank_line.py)
     fill_blank_lines: bool = True
     # The defaults compose the mission (issue 23; figures in benchmarks/README.md, "Defaults"):
     # suffix drafting is lossless and cuts latency on the CPU too, the monitor halves

@@ -245,7 +245,12 @@ shown (2.00 against 2.33). On the step-3700 weights of run 8
 (9.6%), one of the drafts 11.9% without the floor and **12.1%** with it, an alternative 2.0%
 and 2.3%, fragments 10.8% and **5.9%**, closest 0.353 and 0.367, latency p50 1.11 times; a
 floor of 48 the same as 16; sampling at 1.0 11.3% (1.33 times), pruning at 1 nat 11.6% with
-fewer shown (2.00 against 2.36)."""
+fewer shown (2.00 against 2.36). With greedy's own draft as superposed's lead and the two best
+mixed drafts beside it (`results/alternatives_greedy_lead.txt`, the same weights): the first
+draft right 9.4% with the floor and 9.5% without, one of the drafts **12.8%** and 12.6%, an
+alternative 3.4% and 3.1%, fragments **7.5%** and 12.1%, closest 0.389 and 0.377, latency p50
+1.05 times; a floor of 48 the same as 16 at 1.13; sampling at 1.0 12.2% (1.25 times), pruning
+at 1 nat 12.3% with fewer shown (1.85 against 2.35). The floor stays."""
 
 
 def write_model_card(model_dir: Path, evals: list[dict] | None, command: str) -> Path:
