@@ -91,8 +91,9 @@ class BlankLine:
         return "" if self.inner is None else self.inner.forced_text()
 
     def refuses(self, text: str) -> bool:
-        """Whether ``text`` (a token's part past healed text) would leave the line blank: a
-        line break before any other character (as ``LineEnds`` masks whole tokens)."""
+        """Whether the rule takes ``text`` (a token's part past healed text) as it takes
+        whole tokens: a line break before any other character, or at an indented line
+        whitespace alone."""
         return text.lstrip(" \t").startswith(("\n", "\r")) or \
             (self.indented and bool(text) and not text.strip())
 

@@ -38,6 +38,7 @@ class TokenTexts:
         self._sorted_texts = [t for t, _ in usable]
         self._sorted_ids = [i for _, i in usable]
         self._masks: dict[str, torch.Tensor] = {}
+        self._overhangs: dict[str, list[tuple[int, str]]] = {}
 
     def mask(self, remaining: str) -> torch.Tensor:
         """bool [vocab]: tokens that cover a prefix of ``remaining`` or all of it and more."""
@@ -56,14 +57,19 @@ class TokenTexts:
             found = self._masks[remaining] = allowed
         return found
 
-
     def overhanging(self, remaining: str) -> list[tuple[int, str]]:
         """(id, the text past ``remaining``) of each token that covers all of
-        ``remaining`` and more."""
-        lo = bisect.bisect_right(self._sorted_texts, remaining)    # past remaining itself
-        hi = bisect.bisect_left(self._sorted_texts, remaining + "\U0010ffff", lo)
-        return [(i, t[len(remaining):]) for t, i in zip(self._sorted_texts[lo:hi],
-                                                         self._sorted_ids[lo:hi])]
+        ``remaining`` and more (kept per remaining text, as the masks are)."""
+        found = self._overhangs.get(remaining)
+        if found is None:
+            lo = bisect.bisect_right(self._sorted_texts, remaining)   # past remaining itself
+            hi = bisect.bisect_left(self._sorted_texts, remaining + "\U0010ffff", lo)
+            found = [(i, t[len(remaining):]) for t, i in zip(self._sorted_texts[lo:hi],
+                                                              self._sorted_ids[lo:hi])]
+            if len(self._overhangs) > 256:
+                self._overhangs.clear()
+            self._overhangs[remaining] = found
+        return found
 
 
 def token_texts(runtime) -> TokenTexts:
