@@ -65,8 +65,9 @@ class Engine:
         if new.model != self.options.model:
             self._runtime = None
             self._caches.clear()
-        if (new.cache.mode, new.cache.stale_threshold) != (self.options.cache.mode,
-                                                           self.options.cache.stale_threshold):
+        if (new.cache.mode, new.cache.stale_threshold, new.completion.fim_order) != (
+                self.options.cache.mode, self.options.cache.stale_threshold,
+                self.options.completion.fim_order):    # another order: every prompt moves
             self._caches.clear()
         self._caches.budget_bytes = new.cache.budget_mb << 20
         store = self.sources.datastore

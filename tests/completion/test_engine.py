@@ -31,6 +31,22 @@ def test_second_completion_reuses_the_cache(engine):
     assert second.reused_tokens > 0 and second.prefill_tokens < first.prefill_tokens
 
 
+def test_another_prompt_order_starts_from_an_empty_cache(engine):
+    """Every cached prompt is another text in the other order: reusing its entries (pie
+    re-rotates what moved) would make a completion depend on the order used before it."""
+    engine.open(URI, "import os\n\ndef main():\n    x = \n")
+    engine.complete(URI, Position(3, 8))
+    engine.configure({"completion": {"fim_order": "psm"}})
+    after = engine.complete(URI, Position(3, 8))
+    assert after.reused_tokens == 0
+    fresh = Engine(engine.options, runtime=engine.load_model())
+    fresh.open(URI, "import os\n\ndef main():\n    x = \n")
+    assert [d.text for d in fresh.complete(URI, Position(3, 8)).drafts] == \
+        [d.text for d in after.drafts]
+    engine.configure({"completion": {"drafts": 2}})             # nothing that moves a prompt
+    assert engine.complete(URI, Position(3, 8)).reused_tokens > 0
+
+
 def test_crlf_document_gets_crlf_suggestion(engine):
     engine.open(URI, "def f():\r\n")
     engine.options.completion.max_block_tokens = 12
