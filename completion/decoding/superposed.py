@@ -102,8 +102,8 @@ def superposed_decode(r: DecodeRequest, steps: int = SUPERPOSED_STEPS
     cache, k = r.cache, r.k
     emb = cache.runtime.input_embeddings()
     shared = len(cache.ids)
-    live = [([t], lp, advance(r.monitor, t))
-            for t, lp in first_tokens(masked(r.logits, r.monitor), k)]
+    firsts = first_tokens(masked(r.logits, r.monitor), k)        # [(token, logprob)], best first
+    live = [([t], lp, advance(r.monitor, t)) for t, lp in firsts]
     done: list[tuple[list[int], str, object]] = []
     forwards = 0
     for _ in range(steps):
@@ -119,7 +119,7 @@ def superposed_decode(r: DecodeRequest, steps: int = SUPERPOSED_STEPS
         forwards += 1
         live = _step_candidates(live, p, r.sources, r.context, k)
     cache.truncate(shared)                                   # drop the superposed entries
-    going, ended = _greedy_path(r, live, done)
+    going, ended = _greedy_path(r, firsts[:1], live, done)
     branches = _exact_branches(r, shared, live + going, done + ended)
     forwards += 1
     lead = [branches.pop(len(live) if going else -1)] if going or ended else []
@@ -130,14 +130,14 @@ def superposed_decode(r: DecodeRequest, steps: int = SUPERPOSED_STEPS
     return [b.done for b in branches], forwards
 
 
-def _greedy_path(r: DecodeRequest, live: list, done: list) -> tuple[list, list]:
+def _greedy_path(r: DecodeRequest, top: list, live: list, done: list) -> tuple[list, list]:
     """Greedy's own draft as one more branch, the lead: its top first token, which the
     branches continue exactly as greedy does (the mixed steps can steer all k drafts
     off the model's best line: a neighbouring keyword argument, ``try:`` for ``else:``),
-    unless a draft is that token alone already. Returns what to add to ``live`` and to
+    unless a draft is that token alone already (``top``: [(token, logprob)], the masked
+    prompt logits' best, or [] where none is sensible). Returns what to add to ``live`` and to
     ``done``: ([(ids, score, monitor)], []), or ([], [(ids, why, monitor)]) where it ends
     at once, or ([], [])."""
-    top = first_tokens(masked(r.logits, r.monitor), 1)                # [(token, logprob)]
     if not top or any(ids == [top[0][0]] for ids, *_ in live + done):
         return [], []
     tok, lp = top[0]
