@@ -1,4 +1,4 @@
-"""Several drafts: `greedy`, `branches`, `superposed` and `sequential` side by side.
+"""Several drafts: `greedy`, `branches`, `superposed`, `sequential` and `beam` side by side.
 
     python benchmarks/decoders.py [--model PATH] [--drafts 3]
 
@@ -24,7 +24,7 @@ from inkling.lsp.replay import Replayer  # noqa: E402
 from inkling.lsp.replay_result import summarise  # noqa: E402
 from inkling.lsp.syntax_check import SyntaxChecker  # noqa: E402
 
-DECODERS = ("greedy", "branches", "superposed", "sequential")
+DECODERS = ("greedy", "branches", "superposed", "sequential", "beam")
 
 
 def main() -> int:
@@ -74,7 +74,7 @@ def main() -> int:
     for d in decoders[1:]:
         print(f"{d} latency p50 / greedy: {s[d]['latency_ms']['p50'] / g:.2f}"
               f"  (target {'about 3' if d == 'sequential' else '<= 1.5'})")
-    for d in [d for d in decoders if d in ("branches", "superposed")]:
+    for d in [d for d in decoders if d in ("branches", "superposed", "beam")]:
         gain = 100 * (s[d]["exact_line_any"] - s["greedy"]["exact_line"])
         print(f"{d} exact_line_any - greedy exact_line: {gain:+.1f} points (target >= +5); "
               f"distinct drafts {distinct[d]:.2f} of {args.drafts} (target >= 2.5)")

@@ -32,7 +32,7 @@ from .open_analysis import OpenAnalysis, wanted
 from .open_documents import OpenDocuments
 from .options import InklingOptions
 from .preparation import Prepared, prepare, uses_datastore
-from .presentation import shown_drafts
+from .presentation import shown_drafts, shown_text
 from .prompt.builder import prompt_at
 from .prompt.repo_context import RepoContext
 from .result import Completion, Draft, EngineStats
@@ -209,9 +209,10 @@ class Engine:
         cache = self._caches.get(uri, lambda: PromptCache(
             runtime, self.options.cache.mode, self.options.cache.stale_threshold,
             forward=self.options.model.forward))
+        decoder = c.decoder if k > 1 or trigger == "invoked" else "greedy"   # typing: greedy
         budget, one = (c.max_block_tokens if stop.block else c.max_new_tokens), \
-            c.decoder == "greedy" or k == 1
-        drafts = one or c.decoder != "superposed"       # superposed's k branches do not
+            decoder == "greedy" or (k == 1 and decoder != "beam")
+        drafts = one or decoder not in ("superposed", "beam")     # their rows are not drafted
         drafter = drafter_for(c.draft if drafts else "none", prompt, runtime, stop.block,
                               self.acceptance, lambda: self.sources.draft_sources(
                                   uri, doc.text, offset, runtime, c.model_datastore))
@@ -227,7 +228,7 @@ class Engine:
                                 context=drafter.context if drafter is not None else [],
                                 first=first, first_logits=synced.draft_logits,
                                 first_rows=synced.prefilled, floor=c.alternative_min_tokens,
-                                temperature=c.alternative_temperature,
+                                temperature=c.alternative_temperature, width=c.beam_width,
                                 meter=self.acceptance if c.draft == "suffix" else None)
         if c.alternative_temperature:         # seeded by the prompt only where it samples
             request.generator = seeded(prompt.ids)
@@ -235,12 +236,12 @@ class Engine:
             request.context = list(prompt.prefix_ids)
             request.sources = self.sources.ngram_sources(uri, doc.text, offset, runtime)
         try:
-            guard = None
-            if c.monitor == "on":
-                request.monitor, guard = self._analysis.at_cursor(doc, offset, runtime)
+            request.monitor, guard = self._analysis.at_cursor(doc, offset, runtime) \
+                if c.monitor == "on" else (None, None)
+            request.shown = lambda text: shown_text(text, prompt, guard)
             request.monitor, request.decode = with_prompt_rules(
                 request.monitor, request.decode, runtime, prompt, c.fill_blank_lines)
-            outs, forwards = decode_drafts(request, c.decoder)
+            outs, forwards = decode_drafts(request, decoder)
         except BaseException:
             if synced.draft_logits is not None:      # the draft's nodes may still be cached
                 cache.truncate(len(prompt.ids))
@@ -262,11 +263,10 @@ class Engine:
             block=stop.block, draft_ms=tuple(drafter.times) if drafter is not None else (),
             asked=k, dropped=tuple(dropped), context_tokens=len(block), context_text=block.text,
             shortfall=shortfall(k, len(outs), len(drafts), dropped,
-                                "greedy" if k == 1 else c.decoder))
+                                "greedy" if one else decoder))
 
     def _learn(self, drafter: TreeDrafter, output: list[int]) -> None:
-        if drafter.learn(output):
-            self.stats.learnt += 1
+        self.stats.learnt += bool(drafter.learn(output))
 
     # -------------------------------------------------------------- after it
     def settle(self) -> None:

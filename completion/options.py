@@ -13,7 +13,7 @@ DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
 FORWARDS = ("auto", "native", "compact", "reference")
 FIM_ORDERS = ("auto", "psm", "spm")
-DECODERS = ("greedy", "branches", "superposed", "sequential")
+DECODERS = ("greedy", "branches", "superposed", "sequential", "beam")
 CACHE_MODES = ("full", "pie", "naive")
 DRAFT_MODES = ("none", "prompt-lookup", "suffix")
 MONITOR_MODES = ("off", "on")
@@ -57,11 +57,15 @@ class CompletionOptions:
     fill_blank_lines: bool = True
     # The defaults compose the mission (issue 23; figures in benchmarks/README.md, "Defaults"):
     # suffix drafting is lossless and cuts latency on the CPU too, the monitor halves
-    # undefined names for a few percent of latency, and invoked completions' k drafts come from
-    # superposed decoding, cheaper than branches with drafting on (p50 1.63 against 2.04 of
-    # greedy) at better quality (exact_line_any 10.9 against 5.5). One draft while typing
-    # (automatic_drafts) is decoded greedily, drafted by the suffix drafter.
-    decoder: str = "superposed"  # greedy | branches | superposed | sequential (k > 1 only)
+    # undefined names for a few percent of latency, and invoked completions come from beam
+    # search (issue 28, "Beam search" in benchmarks/README.md): its first draft is the removed
+    # line at 11.7% of the card's held-out lines against greedy's 10.2%, one of its 3 at 15.2%
+    # against superposed decoding's 12.6%, in less time than superposed. One draft while typing
+    # (automatic_drafts) is decoded greedily, drafted by the suffix drafter, whatever decoder.
+    # greedy | branches | superposed | sequential (several drafts; an invoked completion's one
+    # draft is greedy's) | beam (beam search, for one invoked draft too)
+    decoder: str = "beam"
+    beam_width: int = 4         # the beam decoder's hypotheses a step (at least the drafts asked)
     draft: str = "suffix"       # none | prompt-lookup | suffix
     datastore: str = "corpus"   # none | corpus | a folder: fixed code the suffix drafter also searches
     model_datastore: str = "auto"  # auto | none | a file: the model's own continuations, also searched
@@ -124,7 +128,8 @@ class InklingOptions:
                                  ("completion.prefix_tokens", c.prefix_tokens, 0),
                                  ("completion.suffix_tokens", c.suffix_tokens, 0),
                                  ("completion.alternative_min_tokens",
-                                  c.alternative_min_tokens, 0)):
+                                  c.alternative_min_tokens, 0),
+                                 ("completion.beam_width", c.beam_width, 1)):
             if value < low:
                 raise OptionError(f"{name} must be at least {low}, got {value}")
         from .drafting.datastore import validate_spec
@@ -153,7 +158,8 @@ class InklingOptions:
             raise OptionError("cache.budget_mb must be at least 1 and cache.idle_refresh_ms "
                               "at least 0")
         for name, value in (("completion.drafts", c.drafts),
-                            ("completion.automatic_drafts", c.automatic_drafts)):
+                            ("completion.automatic_drafts", c.automatic_drafts),
+                            ("completion.beam_width", c.beam_width)):
             if value > 16:
                 raise OptionError(f"{name} must be at most 16, got {value}")
         d = self.server
@@ -172,7 +178,7 @@ class InklingOptions:
         """Which of inkling's mechanisms these options run (`inkling/stats`, the status line)."""
         c = self.completion
         return {"cache": self.cache.mode, "draft": c.draft, "monitor": c.monitor,
-                "decoder": c.decoder if c.drafts > 1 else "greedy",
+                "decoder": c.decoder if c.drafts > 1 or c.decoder == "beam" else "greedy",
                 "drafts": c.drafts, "automaticDrafts": c.automatic_drafts,
                 "tokenHealing": c.token_healing}
 
@@ -187,7 +193,8 @@ class InklingOptions:
             parts.append("monitor")
         if m["tokenHealing"]:
             parts.append("healing")
-        parts.append(f"{m['drafts']} {m['decoder']}" if m["drafts"] > 1 else "1 draft")
+        parts.append(f"{m['drafts']} {m['decoder']}" if m["drafts"] > 1 or m["decoder"] == "beam"
+                     else "1 draft")
         return ", ".join(parts)
 
     def as_dict(self) -> dict[str, dict[str, Any]]:

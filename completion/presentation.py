@@ -16,12 +16,16 @@ def shown_drafts(outs: list[Decoded], prompt: Prompt, guard, eol: str, prune: fl
     and each one left out with its reason. ``guard``: the analysis' syntax guard at the
     cursor, or None; ``prune``: alternatives this many nats a token below the lead are
     left out (0: none for that)."""
-    texts = []
-    for out in outs:
-        text = trim_repeated_suffix(out.text, prompt.line_suffix, prompt.suffix)
-        if guard is not None:                 # no new ERROR or MISSING node in its statement
-            text = text[:guard.longest_valid_prefix(text)]
-        texts.append(text)
+    texts = [shown_text(out.text, prompt, guard) for out in outs]
     shown, dropped = worth_showing(texts, [normalised_logprob(o) for o in outs], prune)
     return [(texts[i] if eol == "\n" else texts[i].replace("\n", eol), outs[i])
             for i in shown], dropped
+
+
+def shown_text(text: str, prompt: Prompt, guard) -> str:
+    """A draft's text as shown: without what merely repeats the text after the cursor, and
+    cut where the syntax guard (None: none) finds a new error."""
+    text = trim_repeated_suffix(text, prompt.line_suffix, prompt.suffix)
+    if guard is not None:                 # no new ERROR or MISSING node in its statement
+        text = text[:guard.longest_valid_prefix(text)]
+    return text

@@ -148,9 +148,14 @@ def _cmd_evaluate(args) -> int:
     if args.drafts < 1:
         raise CliError(f"--drafts {args.drafts}: at least 1")
     if args.write_card and args.drafts != 1:
-        raise CliError(f"--write-card with --drafts {args.drafts}: the card's figure is greedy "
-                       "next-line exact match (one draft); measure several drafts without it")
-    base = InklingOptions().merged({"model": model_changes(args)})
+        raise CliError(f"--write-card with --drafts {args.drafts}: the card's figure is one "
+                       "draft's next-line exact match; measure several drafts without it")
+    changes = {"model": model_changes(args)}
+    if args.decoder is not None:
+        changes["completion"] = {"decoder": args.decoder}
+    base = InklingOptions().merged(changes)
+    decoder = base.completion.decoder
+    decoder = decoder if args.drafts > 1 or decoder == "beam" else "greedy"
     orders = ["spm", "psm"] if args.fim_order == "both" else [args.fim_order]
     sets = ["stdlib", "package"] if args.held_out == "both" else [args.held_out]
     if args.ray:
@@ -167,10 +172,12 @@ def _cmd_evaluate(args) -> int:
                                       engine, held_out, args.drafts).summary()
                    for held_out in sets for order in orders]
     for r in results:
+        r["decoder"] = decoder
         many = (f"; one of the {r['drafts']} drafts {100 * r['exact_any_match']:.1f}% "
                 f"({r['exact_any']}/{r['lines']})" if r["drafts"] > 1 else "")
         first = "the first draft " if r["drafts"] > 1 else ""
-        print(f"next-line exact match ({r['held_out']}, {r['fim_order']}): {first}"
+        how = f", {decoder}" if decoder != "greedy" else ""
+        print(f"next-line exact match ({r['held_out']}, {r['fim_order']}{how}): {first}"
               f"{100 * r['exact_match']:.1f}% ({r['exact']}/{r['lines']} lines){many}, "
               f"latency p50 {r['latency_ms_p50']} ms")
     if args.json:
@@ -235,8 +242,8 @@ def _parser() -> argparse.ArgumentParser:
     p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser("evaluate", help="measure next-line exact match on held-out files",
-                       description="Greedy next-line exact match of a model on the held-out "
-                       "standard-library files, through the Engine.")
+                       description="Next-line exact match of a model on the held-out "
+                       "standard-library files and package, through the Engine.")
     p.add_argument("--fim-order", default="both", choices=("both", "auto", "spm", "psm"))
     p.add_argument("--lines-per-file", type=int, default=40, metavar="N")
     p.add_argument("--held-out", default="both", choices=("both", "stdlib", "package"),
@@ -244,9 +251,12 @@ def _parser() -> argparse.ArgumentParser:
                    "(toolz 1.0.0, never trained on), or both (default)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--drafts", type=int, default=1, metavar="K",
-                   help="drafts a completion (default 1: greedy, the card's figure); K > 1 "
-                   "decodes K with the options' decoder, as an invoked completion does, and "
-                   "reports the first draft's exact match and any draft's")
+                   help="drafts a completion (default 1, the card's figure); K > 1 decodes K "
+                   "as an invoked completion does, and reports the first draft's exact match "
+                   "and any draft's")
+    p.add_argument("--decoder", default=None, choices=DECODERS,
+                   help=f"the decoder (default: {d.completion.decoder}; greedy, branches, "
+                   "superposed and sequential decode one draft greedily, beam by beam search)")
     p.add_argument("--json", metavar="PATH", help="write the results as JSON")
     p.add_argument("--write-card", action="store_true",
                    help="write the model card (README.md) into the model folder")

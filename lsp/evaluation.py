@@ -1,4 +1,4 @@
-"""Greedy next-line exact match on the held-out files: the standard library's held-out
+"""Next-line exact match on the held-out files: the standard library's held-out
 files (``held_out="stdlib"``) or the held-out third-party package, toolz 1.0.0, that the
 recipe never trains on (``held_out="package"``).
 
@@ -6,10 +6,10 @@ For each sampled non-blank line of a held-out file, the line's text is removed
 (its indentation kept, as an editor's auto-indent leaves it), the Engine completes
 at the end of the indentation with the rest of the file as suffix, and the first
 line of the suggestion is compared with the removed text (trailing whitespace
-ignored). This is exactly what a user of `inkling complete` would get. With ``drafts``
-K > 1 the completion asks for K drafts (the options' decoder, ``superposed`` by default,
-as an invoked completion in an editor): ``exact`` counts the first draft, ``exact_any``
-any of them.
+ignored). This is exactly what a user of `inkling complete` would get: an invoked
+completion, decoded by the options' decoder (``beam`` by default; the others decode one
+draft greedily). With ``drafts`` K > 1 the completion asks for K drafts: ``exact`` counts
+the first draft, ``exact_any`` any of them.
 
 Each held-out file is one job (its lines in order, on one Engine), so the evaluation can
 be sharded by file (``inkling evaluate --ray``, lsp/ray_evaluate.py) and merged back into
@@ -94,7 +94,7 @@ def evaluation_options(model: str, fim_order: str, base: InklingOptions | None =
 def evaluate_file(engine: Engine, f, lines_per_file: int, seed: int,
                   drafts: int = 1) -> FileScore:
     """Complete each sampled line of held-out file ``f`` (a corpus file: relpath, text),
-    asking for ``drafts`` drafts (1: greedy)."""
+    asking for ``drafts`` drafts."""
     exact, exact_any, latencies, suggestions, right = 0, 0, [], [], []
     lines_sampled = sample_lines(f.text, lines_per_file, seed)
     for line_no in lines_sampled:

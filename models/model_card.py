@@ -119,15 +119,18 @@ def _evals_text(evals: list[dict] | None, command: str, order: str) -> str:
     names = {"stdlib": "held-out stdlib files", "package": "held-out package (toolz 1.0.0)"}
     rows = "\n".join(
         f"| {names.get(e.get('held_out', 'stdlib'), e.get('held_out'))} | {e['fim_order']} | "
+        f"{e.get('decoder', 'greedy')} | "
         f"{e['lines']} | {e['exact']} | {100 * e['exact_match']:.1f}% | {e['latency_ms_p50']} |"
         for e in evals)
-    return f"""Greedy next-line exact match: each sampled non-blank line (40 a file, seed 0) is
+    return f"""Next-line exact match: each sampled non-blank line (40 a file, seed 0) is
 removed (its indentation kept), inkling completes at the end of the indentation with the
-rest of the file after the cursor, and the suggestion's first line must equal the removed
-line exactly (trailing whitespace ignored).
+rest of the file after the cursor, one draft asked as an invoked completion asks, and the
+suggestion's first line must equal the removed line exactly (trailing whitespace ignored).
+The decoder is the options' (`beam`, beam search of width 4, by default; `greedy` takes the
+likeliest token each step: `inkling evaluate --decoder greedy`).
 
-| held out | prompt order | lines | exact | exact match | latency p50 (ms, CPU) |
-|---|---|---|---|---|---|
+| held out | prompt order | decoder | lines | exact | exact match | latency p50 (ms, CPU) |
+|---|---|---|---|---|---|---|
 {rows}
 
 Measured with:

@@ -1,6 +1,7 @@
 """The decoder the options name, run on one request; its drafts ranked best first."""
 from __future__ import annotations
 
+from .beam import beam_decode
 from .branches import branch_decode, sequential_decode
 from .greedy import greedy_decode
 from .ranking import rank_drafts
@@ -9,16 +10,17 @@ from .speculative import speculative_decode
 from .steps import Decoded
 from .superposed import superposed_decode
 
-DECODERS = ("greedy", "branches", "superposed", "sequential")
+DECODERS = ("greedy", "branches", "superposed", "sequential", "beam")
 MULTI_DRAFT = {"branches": branch_decode, "sequential": sequential_decode,
-               "superposed": superposed_decode}
+               "superposed": superposed_decode, "beam": beam_decode}
 
 
 def decode_drafts(r: DecodeRequest, decoder: str) -> tuple[list[Decoded], int]:
     """Decoded drafts (best first, at most ``r.k``) and the decoding forward passes they
-    took. One draft is always decoded greedily (speculatively with a drafter), whatever
-    ``decoder`` names: the multi-draft decoders' first draft is greedy's."""
-    if decoder == "greedy" or r.k == 1:
+    took. One draft is decoded greedily (speculatively with a drafter) by any decoder
+    but ``beam``, which searches for the best one; the other multi-draft decoders'
+    first draft is greedy's."""
+    if decoder == "greedy" or (r.k == 1 and decoder != "beam"):
         out = greedy_decode(r) if r.drafter is None else speculative_decode(r)
         return [out], out.forwards
     if decoder not in MULTI_DRAFT:

@@ -47,5 +47,7 @@ class DecodeRequest:
     sources: dict = field(default_factory=dict)   # n-gram count sources (superposed)
     floor: int = 0                       # alternatives' tokens not cut under this (k > 1)
     temperature: float = 0.0             # alternatives' later tokens sampled at it (0: greedy)
+    width: int = 4                       # beam search's hypotheses a step (at least k)
+    shown: Callable[[str], str] | None = None   # a draft's text as it would be shown, or None
     generator: torch.Generator = field(   # their samples' random numbers
         default_factory=lambda: torch.Generator().manual_seed(0))

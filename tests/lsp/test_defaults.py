@@ -18,18 +18,21 @@ def test_the_defaults_compose_the_mission():
     o.validate()
     assert (o.cache.mode, o.completion.draft, o.completion.monitor,
             o.completion.token_healing) == ("pie", "suffix", "on", True)
-    assert (o.completion.decoder, o.completion.drafts, o.completion.automatic_drafts) == (
-        "superposed", 3, 1)
+    assert (o.completion.decoder, o.completion.drafts, o.completion.automatic_drafts,
+            o.completion.beam_width) == ("beam", 3, 1, 4)
     assert o.mechanisms() == {"cache": "pie", "draft": "suffix", "monitor": "on",
-                              "decoder": "superposed", "drafts": 3, "automaticDrafts": 1,
+                              "decoder": "beam", "drafts": 3, "automaticDrafts": 1,
                               "tokenHealing": True}
-    assert o.mechanisms_text() == "pie cache, suffix drafts, monitor, healing, 3 superposed"
+    assert o.mechanisms_text() == "pie cache, suffix drafts, monitor, healing, 3 beam"
 
 
 def test_mechanisms_follow_the_options():
     o = InklingOptions().merged({"completion": {"draft": "none", "monitor": "off",
                                                 "tokenHealing": False, "drafts": 1},
                                  "cache": {"mode": "full"}})
+    assert o.mechanisms()["decoder"] == "beam"       # one invoked draft, by beam search
+    assert o.mechanisms_text() == "full cache, 1 beam"
+    o = o.merged({"completion": {"decoder": "superposed"}})
     assert o.mechanisms()["decoder"] == "greedy"     # one draft is decoded greedily
     assert o.mechanisms_text() == "full cache, 1 draft"
 

@@ -93,7 +93,7 @@ def test_ship_copies_the_best_export_and_writes_the_card(tmp_path):
     write_model_card(dest, evals, "inkling evaluate --write-card")
     write_model_card(dest, None, "")
     card = (dest / "README.md").read_text()
-    assert "| held-out package (toolz 1.0.0) | spm | 10 | 1 | 10.0% |" in card
+    assert "| held-out package (toolz 1.0.0) | spm | greedy | 10 | 1 | 10.0% |" in card
     # the package filters are told as the weights' recipe had them
     import json
     summary_path = dest / "train_summary.json"

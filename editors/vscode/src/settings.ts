@@ -22,6 +22,7 @@ export const SERVER_SETTINGS: readonly string[] = [
   "completion.prefixTokens",
   "completion.suffixTokens",
   "completion.decoder",
+  "completion.beamWidth",
   "completion.draft",
   "completion.datastore",
   "completion.modelDatastore",

@@ -17,8 +17,7 @@ M.defaults = {
   -- configure() sends changes with workspace/didChangeConfiguration. Example:
   --   { completion = { decoder = "branches", drafts = 3 }, model = { path = "" } }
   -- Automatic requests ask for one draft; the next-draft and trigger keys ask for `drafts`,
-  -- which the "branches" decoder makes different from each other (the server's default
-  -- decoder, "greedy", gives one).
+  -- different from each other by the server's default decoder, "beam" ("greedy" gives one).
   init_options = {},
   -- Ask as you type (true), or only on the trigger and next-draft keys (false);
   -- :InklingToggleAutoTrigger flips it (copilot.lua's suggestion.auto_trigger).

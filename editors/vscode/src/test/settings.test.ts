@@ -62,7 +62,7 @@ test("contributed defaults are the server's own (tests/editors/test_vscode_exten
   assert.deepEqual(tree.model, { path: "", device: "auto", dtype: "auto", forward: "auto", threads: 0 });
   assert.equal(tree.cache.mode, "pie");
   assert.equal(tree.cache.staleThreshold, 0.95);
-  assert.equal(tree.completion.decoder, "superposed");
+  assert.equal(tree.completion.decoder, "beam");
   assert.equal(tree.completion.draft, "suffix");
   assert.equal(tree.completion.monitor, "on");
 });
