@@ -1,6 +1,7 @@
 """Alternative drafts: does a length floor, sampling or pruning make them distinct and useful?
 
-    python benchmarks/alternatives.py [--model PATH] [--decoder superposed] [--drafts 3]
+    python benchmarks/alternatives.py [--model PATH] [--decoder superposed|branches|beam]
+        [--drafts 3]
         [--variants base,floor=16,temperature=0.7,prune=1.5,...] [--json FILE]
 
 Replays retype traces of the held-out standard-library files and of toolz 1.0.0's modules
@@ -18,7 +19,9 @@ variant of the alternatives' options, trace by trace in turn, and prints for eac
 A variant is `base` (the options as they are: the defaults, a floor of 16 tokens) or
 `key=value[+key=value]` over the options as they are, with `key` one of
 `floor` (completion.alternative_min_tokens; `floor=0` is the rule before it: the lead's
-extent alone), `temperature` (alternative_temperature) and `prune` (alternative_prune).
+extent alone), `temperature` (alternative_temperature), `prune` (alternative_prune),
+`decoder` (another decoder than `--decoder`'s) and `width` (beam_width): e.g.
+`--decoder superposed --variants base,decoder=beam,decoder=beam+width=8`.
 Sampled drafts are seeded by their prompt, so a rerun gives the same drafts.
 """
 from __future__ import annotations
@@ -43,7 +46,8 @@ from inkling.lsp.replay_result import summarise  # noqa: E402
 from inkling.lsp.syntax_check import SyntaxChecker  # noqa: E402
 
 KEYS = {"floor": ("alternative_min_tokens", int), "temperature": ("alternative_temperature", float),
-        "prune": ("alternative_prune", float)}
+        "prune": ("alternative_prune", float), "decoder": ("decoder", str),
+        "width": ("beam_width", int)}
 VARIANTS = ("floor=0,base,floor=8,floor=48,temperature=0.5,temperature=1.0,prune=1.0,prune=2.0,"
             "floor=0+temperature=1.0")
 _BARE_WORD = re.compile(r"[A-Za-z_]\w*")
@@ -95,7 +99,8 @@ def measure(results) -> dict:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--model", default="")
-    ap.add_argument("--decoder", default="superposed", choices=("branches", "superposed"))
+    ap.add_argument("--decoder", default="superposed",
+                    choices=("branches", "superposed", "beam"))
     ap.add_argument("--drafts", type=int, default=3)
     ap.add_argument("--variants", default=VARIANTS, help="comma-separated; the first is the "
                     "reference of the latency ratios")
