@@ -95,8 +95,8 @@ def shortfall(asked: int, decoded: int, shown: int, dropped: list[Dropped],
     parts = []
     if decoded < asked:
         if decoder == "greedy":
-            parts.append("the greedy decoder gives one draft (completion.decoder 'branches', "
-                         "'superposed' or 'sequential' give several)")
+            parts.append("the greedy decoder gives one draft (completion.decoder 'beam', "
+                         "'branches', 'superposed' or 'sequential' give several)")
         elif decoder in ("branches", "sequential"):
             parts.append(f"the {decoder} decoder found {decoded} distinct drafts (an "
                          "alternative starts only from a token at least 0.1% likely where the "
