@@ -113,9 +113,11 @@ def superposed_decode(r: DecodeRequest, steps: int = SUPERPOSED_STEPS
         if r.cancelled():
             raise Cancelled()
         w = torch.softmax(torch.tensor([s for _, s, _ in live]), -1)            # [k]
-        rows = emb.weight[torch.tensor([ids[-1] for ids, _, _ in live])]       # [k, hidden]
-        mixed = (w[:, None].to(rows.dtype) * rows).sum(0, keepdim=True)        # [1, hidden]
-        p = torch.softmax(cache.extend_embeds(mixed)[-1], -1)                  # [vocab]
+        rows = emb.weight[torch.tensor([ids[-1] for ids, _, _ in live],
+                                       device=emb.weight.device)]             # [k, hidden]
+        mixed = (w[:, None].to(rows.device, rows.dtype) * rows).sum(0, keepdim=True)  # [1, h]
+        # [vocab], on the CPU with the n-gram counts it is mixed with (CUDA's included)
+        p = torch.softmax(cache.extend_embeds(mixed)[-1], -1).cpu()
         forwards += 1
         live = _step_candidates(live, p, r.sources, r.context, k)
     cache.truncate(shared)                                   # drop the superposed entries

