@@ -55,6 +55,20 @@ def tiny_runtime(tiny_model_dir):
     return load_runtime(tiny_model_dir, device="cpu", dtype="float32")
 
 
+# prompts where a random model with wide weights is unsure of its first tokens (the
+# multi-draft decoders' tests: branches, superposed, sequential, beam)
+PROMPTS = ["def area(width, height):\n    return ", "import os\n\nfor name in os.",
+           "class Stack:\n    def push(self, item):\n        self.", "x = [1, 2, 3]\ny = "]
+
+
+@pytest.fixture(scope="module")
+def wide_runtime(tmp_path_factory):
+    """A tiny model with wide random weights (initializer_range 0.3): unsure drafts."""
+    from inkling.cache.model_loader import load_runtime
+    d = make_tiny_model(tmp_path_factory.mktemp("wide"), initializer_range=0.3, seed=11)
+    return load_runtime(d, device="cpu", dtype="float32")
+
+
 @pytest.fixture(scope="session")
 def bundled_model_dir() -> Path:
     from inkling.models import BUNDLED_MODEL_DIR

@@ -3,7 +3,6 @@ log-probabilities, width 1 is greedy decoding, and it keeps the monitor's rules.
 import pytest
 import torch
 
-from inkling.cache.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
 from inkling.completion.decoding.beam import LENGTH_PENALTY, beam_decode, ranked
 from inkling.completion.decoding.greedy import greedy_decode
@@ -15,16 +14,7 @@ from inkling.completion.engine import Engine
 from inkling.completion.errors import OptionError
 from inkling.completion.options import InklingOptions
 
-from conftest import make_tiny_model
-
-PROMPTS = ["def area(width, height):\n    return ", "import os\n\nfor name in os.",
-           "class Stack:\n    def push(self, item):\n        self.", "x = [1, 2, 3]\ny = "]
-
-
-@pytest.fixture(scope="module")
-def wide_runtime(tmp_path_factory):
-    d = make_tiny_model(tmp_path_factory.mktemp("beam"), initializer_range=0.3, seed=11)
-    return load_runtime(d, device="cpu", dtype="float32")
+from conftest import PROMPTS
 
 
 def _request(rt, text, k=1, width=4, budget=10, stop=StopRule(True, ""), **kw):

@@ -4,7 +4,6 @@ import math
 import pytest
 import torch
 
-from inkling.cache.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
 from inkling.completion.decoding.branches import (at_word_end, branch_decode, first_tokens,
                                                   lead_budget, lead_in, sequential_decode)
@@ -18,16 +17,7 @@ from inkling.completion.engine import Engine
 from inkling.completion.errors import OptionError
 from inkling.completion.options import InklingOptions
 
-from conftest import make_tiny_model
-
-PROMPTS = ["def area(width, height):\n    return ", "import os\n\nfor name in os.",
-           "class Stack:\n    def push(self, item):\n        self.", "x = [1, 2, 3]\ny = "]
-
-
-@pytest.fixture(scope="module")
-def wide_runtime(tmp_path_factory):
-    d = make_tiny_model(tmp_path_factory.mktemp("wide"), initializer_range=0.3, seed=11)
-    return load_runtime(d, device="cpu", dtype="float32")
+from conftest import PROMPTS
 
 
 def _alone(rt, ids, first, stop, budget):
