@@ -20,7 +20,7 @@ from inkling.completion.engine import Engine
 from inkling.completion.errors import OptionError
 from inkling.completion.options import InklingOptions
 
-from test_branches import PROMPTS, wide_runtime  # noqa: F401  (the same prompts and model)
+from conftest import PROMPTS  # the wide_runtime fixture too (the same prompts and model)
 
 
 def _request(rt, ids, stop, budget, k, **kw):
