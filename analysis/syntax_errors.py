@@ -1,4 +1,5 @@
-"""Does inserting text add a tree-sitter ERROR or MISSING node to its enclosing statement?
+"""Does inserting text add a tree-sitter ERROR or MISSING node to its enclosing statement
+(or, in Python, an argument or parameter list the compiler rejects: compile_rules.py)?
 
 Error nodes before and after the insertion are compared by kind and by where they
 start, mapped back to the document before the insertion (an old error that merely
@@ -18,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
+from .compile_rules import rule_breaks
 from .text_edit import TextEdit, byte_offset
 
 _STATEMENT_SUFFIXES = ("_statement", "_definition", "_declaration", "_item")
@@ -89,6 +91,7 @@ class InsertionChecker:
     tree: object = None          # ``text``'s tree when the caller has one (not parsed again)
     open_string: str = ""        # the delimiter of the (not formatted) string the lexer is
                                  # inside at ``offset``, "" in code or when not known
+    compile_rules: bool = False  # Python's: compile_rules.py's breaks count as errors too
     _before: bytes = b""
     _tree: object = None
     _start: int = 0
@@ -113,6 +116,10 @@ class InsertionChecker:
         old = Counter(_key(n, n.start_byte) for n in error_nodes(self._tree.root_node,
                                                                   old_lo, old_hi))
         new = Counter(_key(n, ins.back(n.start_byte)) for n in error_nodes(new_root, lo, hi))
+        if self.compile_rules:             # what the parser accepts but Python rejects
+            old.update(rule_breaks(self._tree.root_node, ins.start, ins.start))
+            new.update((what, ins.start if ins.back(at) is None else ins.back(at))
+                       for what, at in rule_breaks(new_root, ins.start, ins.start + ins.size))
         return bool(new - old)
 
     def _reparse(self, insertion: str, after: bytes):

@@ -1,6 +1,7 @@
 """Syntax guard over text, with tree-sitter: ``longest_valid_prefix``, the longest prefix
 of a draft that adds no ERROR or MISSING node to its statement (a draft cut off
-mid-statement is cut back to it).
+mid-statement is cut back to it), nor in Python an argument or parameter list the compiler
+rejects (a keyword argument repeated: compile_rules.py).
 
 Where a draft ends is decided while decoding, by one stop-rule system
 (``inkling.completion.decoding.stop_rules``); the guard only trims what was decoded.
@@ -42,7 +43,7 @@ class SyntaxGuard:
             return None
         return InsertionChecker(self.parser, self.text, self.offset,
                                 self.tree.copy() if self.tree is not None else None,
-                                self.open_string)
+                                self.open_string, compile_rules=self.language == "python")
 
     def valid(self, draft: str) -> bool | None:
         """No new ERROR/MISSING node in the statement; None without a grammar."""
