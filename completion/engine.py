@@ -21,6 +21,7 @@ from .decoding.dispatch import decode_drafts
 from .decoding.prompt_rules import with_prompt_rules
 from .decoding.ranking import shortfall
 from .decoding.request import DecodeRequest, seeded
+from .decoding.rereading import Rereading
 from .decoding.stop_rules import stop_rule_for
 from .document import Document, Position, TextChange
 from .draft_book import DraftBook
@@ -94,12 +95,10 @@ class Engine:
         if rt is None:
             return None
         kind = rt.forward_kind(asked)
-        return {"kind": kind, "note": rt.auto_note() if asked == "auto" and kind != "native"
-                else ""}
+        return {"kind": kind, "note": "" if asked != "auto" or kind == "native" else rt.auto_note()}
 
     def threads_in_use(self) -> dict | None:
-        """The forward's CPU threads (``ThreadChoice.report``): None before the model
-        loads, or on a GPU."""
+        """The forward's CPU threads (``ThreadChoice.report``); None unloaded or on a GPU."""
         rt = self._runtime
         return rt.threads.report() if rt is not None and rt.threads is not None else None
 
@@ -239,6 +238,7 @@ class Engine:
             request.monitor, guard = self._analysis.at_cursor(doc, offset, runtime) \
                 if c.monitor == "on" else (None, None)
             request.shown = lambda text: shown_text(text, prompt, guard)
+            request.reread = Rereading.at(runtime, prompt, c) if decoder == "beam" else None
             request.monitor, request.decode = with_prompt_rules(
                 request.monitor, request.decode, runtime, prompt, c.fill_blank_lines)
             outs, forwards = decode_drafts(request, decoder)

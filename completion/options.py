@@ -66,6 +66,11 @@ class CompletionOptions:
     # draft is greedy's) | beam (beam search, for one invoked draft too)
     decoder: str = "beam"
     beam_width: int = 4         # the beam decoder's hypotheses a step (at least the drafts asked)
+    # the beam's best drafts are reread left to right, each with the cursor line and this
+    # many lines after it, given reread_window tokens before the line; rank + that
+    # log-probability (completion/decoding/rereading.py; 0: not reread)
+    reread_lines: int = 2
+    reread_window: int = 768
     draft: str = "suffix"       # none | prompt-lookup | suffix
     datastore: str = "corpus"   # none | corpus | a folder: fixed code the suffix drafter also searches
     model_datastore: str = "auto"  # auto | none | a file: the model's own continuations, also searched
@@ -129,7 +134,9 @@ class InklingOptions:
                                  ("completion.suffix_tokens", c.suffix_tokens, 0),
                                  ("completion.alternative_min_tokens",
                                   c.alternative_min_tokens, 0),
-                                 ("completion.beam_width", c.beam_width, 1)):
+                                 ("completion.beam_width", c.beam_width, 1),
+                                 ("completion.reread_lines", c.reread_lines, 0),
+                                 ("completion.reread_window", c.reread_window, 16)):
             if value < low:
                 raise OptionError(f"{name} must be at least {low}, got {value}")
         from .drafting.datastore import validate_spec
@@ -159,9 +166,13 @@ class InklingOptions:
                               "at least 0")
         for name, value in (("completion.drafts", c.drafts),
                             ("completion.automatic_drafts", c.automatic_drafts),
-                            ("completion.beam_width", c.beam_width)):
+                            ("completion.beam_width", c.beam_width),
+                            ("completion.reread_lines", c.reread_lines)):
             if value > 16:
                 raise OptionError(f"{name} must be at most 16, got {value}")
+        if c.reread_window > 4096:
+            raise OptionError(f"completion.reread_window must be at most 4096 tokens, "
+                              f"got {c.reread_window}")
         d = self.server
         if not 0 <= d.debounce_min_ms <= d.debounce_max_ms:
             raise OptionError(f"server.debounce_min_ms ({d.debounce_min_ms}) must be between 0 "

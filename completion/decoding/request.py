@@ -49,5 +49,6 @@ class DecodeRequest:
     temperature: float = 0.0             # alternatives' later tokens sampled at it (0: greedy)
     width: int = 4                       # beam search's hypotheses a step (at least k)
     shown: Callable[[str], str] | None = None   # a draft's text as it would be shown, or None
+    reread: object | None = None         # rereading.Rereading of the beam's drafts, or None
     generator: torch.Generator = field(   # their samples' random numbers
         default_factory=lambda: torch.Generator().manual_seed(0))

@@ -23,6 +23,8 @@ export const SERVER_SETTINGS: readonly string[] = [
   "completion.suffixTokens",
   "completion.decoder",
   "completion.beamWidth",
+  "completion.rereadLines",
+  "completion.rereadWindow",
   "completion.draft",
   "completion.datastore",
   "completion.modelDatastore",
