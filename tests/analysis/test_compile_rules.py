@@ -38,6 +38,22 @@ def test_the_guard_accepts_an_insertion_exactly_when_python_compiles_it(hole, in
     assert guard.valid(insertion) == _compiles(new), new
 
 
+STATEMENT_HOLES = ["import os\n@\n", '"""Doc."""\n@\nimport os\n', "# c\n@\nx = 1\n",
+                   "@\n", "from __future__ import division\n@\n",
+                   '"""Doc."""\n# c\nfrom __future__ import division\n@\n',
+                   'from __future__ import division\n"""Not the docstring."""\n@\n',
+                   "def f():\n    x = 1\n    @\n"]
+
+
+@pytest.mark.parametrize("hole, insertion", list(itertools.product(
+    STATEMENT_HOLES, ["from __future__ import annotations", "import sys"])))
+def test_a_future_import_is_accepted_exactly_where_python_compiles_it(hole, insertion):
+    text, offset = hole.replace("@", ""), hole.index("@")
+    assert _compiles(text)
+    new = text[:offset] + insertion + text[offset:]
+    assert SyntaxGuard(text, offset).valid(insertion) == _compiles(new), new
+
+
 def test_a_break_the_file_already_has_is_not_the_drafts():
     text = "f(a=1, b, a=2)\nx = \n"
     assert longest_valid_prefix(text, len(text) - 1, "1") == 1

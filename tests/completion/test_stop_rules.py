@@ -1,4 +1,5 @@
-from inkling.completion.decoding.stop_rules import StopRule, stop_rule_for, trim_repeated_suffix
+from inkling.completion.decoding.stop_rules import (StopRule, repeats_line_above, stop_rule_for,
+                                                    trim_repeated_suffix)
 
 
 def test_line_mode_ends_at_line_break():
@@ -60,3 +61,18 @@ def test_a_degenerate_loop_ends_the_suggestion_where_it_began():
         assert loop_start(text) is None, text
     block = StopRule(True, "", 4)
     assert block.cut("    pass\n    x.y.y.y.y.y.y.y") == len("    pass\n    x")
+
+
+def test_a_draft_that_makes_the_line_the_line_above_again_is_caught():
+    prefix = "def f(self):\n    self.a = 1\n\n    "
+    assert repeats_line_above("self.a = 1", "    ", "", prefix)
+    assert repeats_line_above("self.a = 1\n    self.b = 2", "    ", "", prefix)  # first line
+    assert not repeats_line_above("self.b = 1", "    ", "", prefix)
+    assert repeats_line_above("a = 1", "    self.", "", prefix[:-4] + "    self.")  # mid-line
+    assert repeats_line_above("a = ", "    self.", "1", prefix[:-4] + "    self.")  # line's rest
+    assert not repeats_line_above("self.a = 1", "", "", prefix[:-4])   # another indentation
+    assert not repeats_line_above("\n    x = 2", "    self.a = 1", "",
+                                  prefix[:-4] + "    self.a = 1")   # the user's own line
+    comment = "x = 1\n# note\n"
+    assert not repeats_line_above("# note", "", "", comment)         # comments may repeat
+    assert not repeats_line_above("x = 1", "", "", "")               # nothing above
