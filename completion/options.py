@@ -58,14 +58,15 @@ class CompletionOptions:
     # The defaults compose the mission (issue 23; figures in benchmarks/README.md, "Defaults"):
     # suffix drafting is lossless and cuts latency on the CPU too, the monitor halves
     # undefined names for a few percent of latency, and invoked completions come from beam
-    # search (issue 28, "Beam search" in benchmarks/README.md): its first draft is the removed
-    # line at 11.7% of the card's held-out lines against greedy's 10.2%, one of its 3 at 15.2%
-    # against superposed decoding's 12.6%, in less time than superposed. One draft while typing
+    # search of width 8, its best drafts reread (issue 28, "Rereading" in
+    # benchmarks/README.md): the first draft is the removed line at 15.6% of the card's
+    # held-out standard-library lines and 10.1% of toolz's against greedy's 10.2% and 5.6%,
+    # at 3.0 to 3.4 times greedy's p50 (about 0.15 s here). One draft while typing
     # (automatic_drafts) is decoded greedily, drafted by the suffix drafter, whatever decoder.
     # greedy | branches | superposed | sequential (several drafts; an invoked completion's one
     # draft is greedy's) | beam (beam search, for one invoked draft too)
     decoder: str = "beam"
-    beam_width: int = 4         # the beam decoder's hypotheses a step (at least the drafts asked)
+    beam_width: int = 8         # the beam decoder's hypotheses a step (at least the drafts asked)
     # the beam's best drafts are reread left to right, each with the cursor line and this
     # many lines after it, given reread_window tokens before the line; rank + that
     # log-probability (completion/decoding/rereading.py; 0: not reread)

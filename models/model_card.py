@@ -126,8 +126,9 @@ def _evals_text(evals: list[dict] | None, command: str, order: str) -> str:
 removed (its indentation kept), inkling completes at the end of the indentation with the
 rest of the file after the cursor, one draft asked as an invoked completion asks, and the
 suggestion's first line must equal the removed line exactly (trailing whitespace ignored).
-The decoder is the options' (`beam`, beam search of width 4, by default; `greedy` takes the
-likeliest token each step: `inkling evaluate --decoder greedy`).
+The decoder is the options' (`beam`, beam search of width 8 whose best drafts are reread
+left to right with the two lines after them, by default; `greedy` takes the likeliest token
+each step: `inkling evaluate --decoder greedy`).
 
 | held out | prompt order | decoder | lines | exact | exact match | latency p50 (ms, CPU) |
 |---|---|---|---|---|---|---|

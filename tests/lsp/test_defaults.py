@@ -19,7 +19,7 @@ def test_the_defaults_compose_the_mission():
     assert (o.cache.mode, o.completion.draft, o.completion.monitor,
             o.completion.token_healing) == ("pie", "suffix", "on", True)
     assert (o.completion.decoder, o.completion.drafts, o.completion.automatic_drafts,
-            o.completion.beam_width) == ("beam", 3, 1, 4)
+            o.completion.beam_width, o.completion.reread_lines) == ("beam", 3, 1, 8, 2)
     assert o.mechanisms() == {"cache": "pie", "draft": "suffix", "monitor": "on",
                               "decoder": "beam", "drafts": 3, "automaticDrafts": 1,
                               "tokenHealing": True}
