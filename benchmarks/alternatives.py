@@ -20,8 +20,8 @@ A variant is `base` (the options as they are: the defaults, a floor of 16 tokens
 `key=value[+key=value]` over the options as they are, with `key` one of
 `floor` (completion.alternative_min_tokens; `floor=0` is the rule before it: the lead's
 extent alone), `temperature` (alternative_temperature), `prune` (alternative_prune),
-`decoder` (another decoder than `--decoder`'s) and `width` (beam_width): e.g.
-`--decoder superposed --variants base,decoder=beam,decoder=beam+width=8`.
+`decoder` (another decoder than `--decoder`'s), `width` (beam_width) and `reread`
+(reread_lines): e.g. `--decoder superposed --variants base,decoder=beam,decoder=beam+reread=0`.
 Sampled drafts are seeded by their prompt, so a rerun gives the same drafts.
 """
 from __future__ import annotations
@@ -47,7 +47,7 @@ from inkling.lsp.syntax_check import SyntaxChecker  # noqa: E402
 
 KEYS = {"floor": ("alternative_min_tokens", int), "temperature": ("alternative_temperature", float),
         "prune": ("alternative_prune", float), "decoder": ("decoder", str),
-        "width": ("beam_width", int)}
+        "width": ("beam_width", int), "reread": ("reread_lines", int)}
 VARIANTS = ("floor=0,base,floor=8,floor=48,temperature=0.5,temperature=1.0,prune=1.0,prune=2.0,"
             "floor=0+temperature=1.0")
 _BARE_WORD = re.compile(r"[A-Za-z_]\w*")

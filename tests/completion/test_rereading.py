@@ -55,6 +55,16 @@ def test_each_score_is_the_plain_forward_log_probability_of_the_text_in_place(ti
         assert score == pytest.approx(want, abs=2e-3)
     # scored alone, each gives the same figure (shared nodes change nothing)
     assert [r.scores([t])[0] for t in texts] == pytest.approx(scores, abs=2e-3)
+    # nothing to read (no line start, draft or lines after) scores 0, beside others
+    bare = Rereading.of_text(rt, "x = 1\n", "", 2, 768)
+    assert bare.scores(["", "y = 2"])[0] == 0.0
+    assert bare.scores(["", "y = 2"])[1] == pytest.approx(
+        _reference(rt, bare.before, "y = 2"), abs=2e-3)
+    # nothing before: the first token is not read, the others are
+    first = Rereading.of_text(rt, "", "\nz = 3\n", 1, 768)
+    ids = rt.encode("y = 2\nz = 3")
+    assert first.before == [] and first.scores(["y = 2"])[0] == pytest.approx(
+        _reference(rt, ids[:1], rt.decode(ids[1:])), abs=2e-3)
 
 
 def test_the_token_tree_shares_the_starts_of_sequences():
