@@ -176,8 +176,7 @@ class Engine:
 
     # -------------------------------------------------------------- completion
     def draft_count(self, trigger: str) -> int:
-        """Drafts a completion asks for: ``completion.drafts`` when invoked, else
-        ``completion.automatic_drafts`` (decided here only)."""
+        """Drafts asked for: ``drafts`` when invoked, else ``automatic_drafts`` (only here)."""
         c = self.options.completion
         return c.drafts if trigger == "invoked" else c.automatic_drafts
 
@@ -227,7 +226,8 @@ class Engine:
                                 context=drafter.context if drafter is not None else [],
                                 first=first, first_logits=synced.draft_logits,
                                 first_rows=synced.prefilled, floor=c.alternative_min_tokens,
-                                temperature=c.alternative_temperature, width=c.beam_width,
+                                temperature=c.alternative_temperature,
+                                width=c.block_beam_width if stop.block else c.beam_width,
                                 meter=self.acceptance if c.draft == "suffix" else None)
         if c.alternative_temperature:         # seeded by the prompt only where it samples
             request.generator = seeded(prompt.ids)

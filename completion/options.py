@@ -67,6 +67,9 @@ class CompletionOptions:
     # draft is greedy's) | beam (beam search, for one invoked draft too)
     decoder: str = "beam"
     beam_width: int = 8         # the beam decoder's hypotheses a step (at least the drafts asked)
+    # ...where the cursor opens an empty block: a block is searched to its end, and width 8
+    # took the traces' p95 from 0.34 s (width 4) to 0.98 s (benchmarks/README.md, "Rereading")
+    block_beam_width: int = 4
     # the beam's best drafts are reread left to right, each with the cursor line and this
     # many lines after it, given reread_window tokens before the line; rank + that
     # log-probability (completion/decoding/rereading.py; 0: not reread)
@@ -136,6 +139,7 @@ class InklingOptions:
                                  ("completion.alternative_min_tokens",
                                   c.alternative_min_tokens, 0),
                                  ("completion.beam_width", c.beam_width, 1),
+                                 ("completion.block_beam_width", c.block_beam_width, 1),
                                  ("completion.reread_lines", c.reread_lines, 0),
                                  ("completion.reread_window", c.reread_window, 16)):
             if value < low:
@@ -168,6 +172,7 @@ class InklingOptions:
         for name, value in (("completion.drafts", c.drafts),
                             ("completion.automatic_drafts", c.automatic_drafts),
                             ("completion.beam_width", c.beam_width),
+                            ("completion.block_beam_width", c.block_beam_width),
                             ("completion.reread_lines", c.reread_lines)):
             if value > 16:
                 raise OptionError(f"{name} must be at most 16, got {value}")

@@ -113,9 +113,24 @@ def test_the_engine_reorders_the_beams_drafts_by_their_reading(wide_runtime):
     assert read.complete(uri, at).drafts[0].text == plain.complete(uri, at).drafts[0].text
 
 
+def test_a_block_is_searched_at_the_block_width(wide_runtime):
+    uri, text = "file:///b.py", "def area(width, height):\n    \n\nx = area(2, 3)\n"
+    at = Position(1, 4)                              # an empty block: the body's first line
+    greedy = _engine(wide_runtime, decoder="greedy")
+    narrow = _engine(wide_runtime, blockBeamWidth=1, rereadLines=0)
+    wide = _engine(wide_runtime, blockBeamWidth=8, rereadLines=0)
+    for e in (greedy, narrow, wide):
+        e.open(uri, text)
+    g, n, w = (e.complete(uri, at, k=1, trigger="invoked") for e in (greedy, narrow, wide))
+    assert g.block and n.block
+    assert n.drafts[0].text == g.drafts[0].text            # width 1 is greedy decoding
+    assert w.drafts[0].text != g.drafts[0].text            # (here width 8 finds another)
+
+
 @pytest.mark.parametrize("key, value", [("rereadLines", -1), ("rereadLines", 17),
-                                        ("rereadWindow", 8), ("rereadWindow", 5000)])
+                                        ("rereadWindow", 8), ("rereadWindow", 5000),
+                                        ("blockBeamWidth", 0), ("blockBeamWidth", 17)])
 def test_reread_options_out_of_range_are_refused(key, value):
     with pytest.raises(OptionError, match="completion." + key.replace("L", "_l").replace(
-            "W", "_w")):
+            "W", "_w").replace("B", "_b")):
         InklingOptions().merged({"completion": {key: value}})

@@ -23,6 +23,7 @@ export const SERVER_SETTINGS: readonly string[] = [
   "completion.suffixTokens",
   "completion.decoder",
   "completion.beamWidth",
+  "completion.blockBeamWidth",
   "completion.rereadLines",
   "completion.rereadWindow",
   "completion.draft",
