@@ -58,10 +58,10 @@ class CompletionOptions:
     # The defaults compose the mission (issue 23; figures in benchmarks/README.md, "Defaults"):
     # suffix drafting is lossless and cuts latency on the CPU too, the monitor halves
     # undefined names for a few percent of latency, and invoked completions come from beam
-    # search of width 8, its best drafts reread (issue 28, "Rereading" in
-    # benchmarks/README.md): the first draft is the removed line at 15.6% of the card's
-    # held-out standard-library lines and 10.1% of toolz's against greedy's 10.2% and 5.6%,
-    # at 3.0 to 3.4 times greedy's p50 (about 0.15 s here). One draft while typing
+    # search of width 8 (4 for a block), its best drafts reread (issue 28, "Rereading" in
+    # benchmarks/README.md): the first draft is the removed line at 15.4% of the card's
+    # held-out standard-library lines and 9.0% of toolz's against greedy's 10.2% and 5.6%,
+    # at about 3 times greedy's p50 (about 0.13 s here). One draft while typing
     # (automatic_drafts) is decoded greedily, drafted by the suffix drafter, whatever decoder.
     # greedy | branches | superposed | sequential (several drafts; an invoked completion's one
     # draft is greedy's) | beam (beam search, for one invoked draft too)
