@@ -4,14 +4,15 @@ positional argument after a keyword argument or ``**`` unpacking (``f(a=1, b)``)
 unpacking after ``**`` unpacking, a parameter name repeated (``def f(a, a)``), a
 parameter without a default after one with a default, before any ``*`` (``def f(a=1,
 b)``), a second ``*`` and anything after ``**kwargs``; and a ``from __future__ import``
-anywhere but at the file's start. Each is a SyntaxError before the code runs, so a draft that makes one can never be
-right: the syntax guard (syntax_errors.py) counts them as it counts ERROR nodes. On the
-model card's held-out lines the bundled model's best line was often a keyword argument the
-call already had (``streamwriter=StreamWriter,`` in a codec's ``CodecInfo(...)``).
+anywhere but at the file's start. Each is a SyntaxError before the code runs, so a draft
+that makes one can never be right: the syntax guard (syntax_errors.py) counts them as it
+counts ERROR nodes. On the model card's held-out lines the bundled model's best line was
+often a keyword argument the call already had (``streamwriter=StreamWriter,`` in a
+codec's ``CodecInfo(...)``), or ``from __future__ import annotations`` mid-file.
 
-Only the lists that overlap the inserted bytes are read (the path from the root to them
-and the lists inside them), each list's own items only: a check costs the size of the
-lists, not of the file.
+Only the lists and imports that overlap the inserted bytes are read (the path from the root
+to them and what is inside them), each list's own items only: a check costs the size of
+the lists, not of the file.
 """
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """From decoded drafts to the suggestions shown: a draft that makes the cursor's line the
-line above over again dropped, text that merely repeats what follows the cursor trimmed, cut where the syntax guard finds a new error, and only alternatives worth
-showing (no blank, repeated, whitespace-only, prefix or sub-word ones, nor, when asked,
-far less likely ones)."""
+line above over again dropped, text that merely repeats what follows the cursor trimmed,
+cut where the syntax guard finds a new error, and only alternatives worth showing (no
+blank, repeated, whitespace-only, prefix or sub-word ones, nor, when asked, far less likely
+ones)."""
 from __future__ import annotations
 
 from .decoding.steps import Decoded

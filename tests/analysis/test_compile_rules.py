@@ -16,7 +16,8 @@ HOLES = ["f(a=1, @)\n", "f(x, @)\n", "f(**kw, @)\n", "f(*args, @)\n", "f(\n    @
          "def g(*args, @):\n    pass\n", "h = lambda a=1, @: a\n", "def g(a, **kw@):\n    pass\n",
          "def g(a: int = 1, @):\n    pass\n", "codecs.CodecInfo(\n    name='x',\n    @\n"
          "    streamwriter=StreamWriter,\n)\n"]
-INSERTIONS = ["a=3", "a=3,", "x,", ", *more", ", c", "b=3", "x", "*more", "**extra", "a", "b", "a: int", "b: int = 2",
+INSERTIONS = ["a=3", "a=3,", "x,", ", *more", ", c", "b=3", "x", "*more", "**extra", "a", "b",
+              "a: int", "b: int = 2",
               "streamwriter=StreamWriter,", "streamreader=StreamReader,", "metaclass=M"]
 
 
