@@ -45,3 +45,5 @@ run thread_choice $py benchmarks/thread_choice.py "${model[@]}"
 run monitor_cost  $py benchmarks/monitor_cost.py
 run defaults      $py benchmarks/defaults.py --runs 3
 run blank_lines   $py benchmarks/blank_lines.py --json $out/blank_lines.json "${model[@]}"
+run beam          $py benchmarks/beam.py --json $out/beam.json "${model[@]}"
+run rereading     $py benchmarks/rereading.py --runs 4:0,4:2,8:0,8:2 --json $out/rereading.json "${model[@]}"
