@@ -20,7 +20,10 @@ from pathlib import Path
 
 from inkling.completion.engine import Engine
 from inkling.completion.options import InklingOptions
-from inkling.lsp.evaluation import evaluate_next_line
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from card_lines import measure  # noqa: E402
 
 
 def _runs(text: str) -> list[tuple[int, int]]:
@@ -53,15 +56,9 @@ def main() -> int:
                                          "reread_window": args.window}})
         row = {"decoder": decoder, "width": width, "reread_lines": lines, "drafts": k,
                "window": args.window}
-        for held in sets:
-            r = evaluate_next_line(args.model, "spm", engine=engine, held_out=held,
-                                   drafts=k).summary()
-            row[held] = {key: r[key] for key in ("lines", "exact", "exact_any",
-                                                 "latency_ms_p50")}
+        row.update(measure(engine, args.model, sets, k,
+                           f"{decoder} width {width} reread {lines} drafts {k}"))
         rows.append(row)
-        print(f"  {decoder} width {width} reread {lines} drafts {k}: "
-              + ", ".join(f"{h} {row[h]['exact']}/{row[h]['exact_any']}" for h in sets),
-              file=sys.stderr)
     counts = ", ".join(f"{h} {rows[0][h]['lines']}" for h in sets)
     print(f"\nmodel {runtime.path.name}, {runtime.device}; spm prompts, lines: {counts}; "
           f"reread window {args.window} tokens")
