@@ -122,7 +122,7 @@ class InklingOptions:
     server: ServerOptions = field(default_factory=ServerOptions)
 
     def validate(self) -> None:
-        _choice("model.device", self.model.device.split(":")[0], DEVICES)
+        check_device("model.device", self.model.device)
         _choice("model.dtype", self.model.dtype, DTYPES)
         _choice("model.forward", self.model.forward, FORWARDS)
         if not 0 <= self.model.threads <= 1024:
@@ -223,6 +223,14 @@ class InklingOptions:
         new = _merge(self, changes, "")
         new.validate()
         return new
+
+
+def check_device(name: str, value: str) -> None:
+    """auto, cpu, cuda or cuda:N (N a device index): the one rule for a device's name."""
+    kind, colon, index = value.partition(":")
+    if kind not in DEVICES or (colon and not (kind == "cuda" and index.isdigit())):
+        raise OptionError(f"{name} must be auto, cpu, cuda or cuda:N (N a GPU's index); "
+                          f"got {value!r}")
 
 
 def _choice(name: str, value: str, choices: tuple[str, ...]) -> None:

@@ -57,6 +57,10 @@ def _add_dataclass_flags(p: argparse.ArgumentParser, cls, texts: dict | None = N
 
 
 def _cmd_train(args) -> int:
+    import importlib.util
+    if importlib.util.find_spec("matplotlib") is None:    # asked now, not after the run
+        raise CliError("inkling train plots its loss curve with matplotlib, which this "
+                       "install lacks: pip install 'inkling[train]'")
     from inkling.models.training import train          # torch, transformers: see the top
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainOptions)
              if getattr(args, f.name) is not None}
@@ -199,9 +203,18 @@ def _cmd_serve(args) -> int:
     return 0
 
 
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("inkling")
+    except PackageNotFoundError:                        # run from a source tree, not installed
+        return "(not installed)"
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="inkling", description="Code completion with a local language model.")
+    parser.add_argument("--version", action="version", version=f"inkling {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     p = sub.add_parser("complete", help="print the suggestion at a position in a file",
                        description="Complete code at LINE:COL of FILE (both count from 1).")
@@ -237,19 +250,24 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--tcp", type=int, metavar="PORT", help="listen on a TCP port instead")
     p.add_argument("--host", default="127.0.0.1", help="address for --tcp (default: loopback)")
     p.add_argument("--log-level", default="warning",
-                   choices=("debug", "info", "warning", "error"))
+                   choices=("debug", "info", "warning", "error"),
+                   help="what the server logs to standard error (default: warning)")
     add_model_flags(p)
     p.set_defaults(func=_cmd_serve)
 
     p = sub.add_parser("evaluate", help="measure next-line exact match on held-out files",
                        description="Next-line exact match of a model on the held-out "
                        "standard-library files and package, through the Engine.")
-    p.add_argument("--fim-order", default="both", choices=("both", "auto", "spm", "psm"))
-    p.add_argument("--lines-per-file", type=int, default=40, metavar="N")
+    p.add_argument("--fim-order", default="both", choices=("both", "auto", "spm", "psm"),
+                   help="the fill-in-the-middle prompt layout: suffix-prefix-middle, "
+                   "prefix-suffix-middle, the model's own (auto), or spm and psm (default both)")
+    p.add_argument("--lines-per-file", type=int, default=40, metavar="N",
+                   help="lines drawn from each held-out file (default 40)")
     p.add_argument("--held-out", default="both", choices=("both", "stdlib", "package"),
                    help="the held-out standard-library files, the held-out package "
                    "(toolz 1.0.0, never trained on), or both (default)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the draw of lines (default 0: the model card's lines)")
     p.add_argument("--drafts", type=int, default=1, metavar="K",
                    help="drafts a completion (default 1, the card's figure); K > 1 decodes K "
                    "as an invoked completion does, and reports the first draft's exact match "

@@ -10,6 +10,7 @@ import sys
 from tqdm import tqdm
 
 from inkling.completion.errors import OptionError
+from inkling.completion.options import DTYPES, check_device
 
 from .ray_pool import RayOptions
 
@@ -24,13 +25,24 @@ def positive(text: str) -> int:
     return value
 
 
+def device(text: str) -> str:
+    """An argparse type: a device name by the options tree's rule."""
+    try:
+        check_device("--device", text)
+    except OptionError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("--device ")) from None
+    return text
+
+
 def add_model_flags(p: argparse.ArgumentParser) -> None:
     """``--model``, ``--device`` and ``--dtype``: which model a command loads, and where."""
     p.add_argument("--model", metavar="PATH", help="a local Hugging Face model folder "
                    "(default: the bundled model)")
-    p.add_argument("--device", default="auto", help="auto, cpu, cuda or cuda:N (default: auto)")
-    p.add_argument("--dtype", default="auto",
-                   help="auto, float32, float16 or bfloat16 (default: auto)")
+    p.add_argument("--device", default="auto", type=device,
+                   help="auto, cpu, cuda or cuda:N (default: auto: cuda where torch sees a GPU)")
+    p.add_argument("--dtype", default="auto", choices=DTYPES,
+                   help="the weights' type in memory (default: auto: the model's own, "
+                   "float32 on the CPU)")
 
 
 def model_changes(args) -> dict:

@@ -39,7 +39,8 @@ def add_commands(sub) -> None:
                    help=f"positions sampled (default: {d.items})")
     m.add_argument("--batch", type=positive, default=d.batch, metavar="N",
                    help=f"prompts per forward pass (default: {d.batch})")
-    m.add_argument("--seed", type=int, default=d.seed)
+    m.add_argument("--seed", type=int, default=d.seed,
+                   help=f"seed of the sampled positions (default: {d.seed})")
     m.add_argument("--out", metavar="PATH", help="where to write it (default: "
                    "model_datastore.npz in the model folder)")
     m.set_defaults(func=_cmd_model_datastore)

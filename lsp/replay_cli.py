@@ -81,9 +81,12 @@ def _add_trace(sub) -> None:
                          description="One trace per FILE: its function bodies are removed, then "
                          "typed back line by line with a completion before each line and edits "
                          "elsewhere in between. The other FILEs are the workspace.")
-    r.add_argument("files", nargs="+", metavar="FILE")
-    r.add_argument("--out", required=True, metavar="DIR")
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("files", nargs="+", metavar="FILE", help="the files to retype")
+    r.add_argument("--out", required=True, metavar="DIR",
+                   help="folder the traces are written to (one .jsonl per FILE)")
+    r.add_argument("--seed", type=int, default=0,
+                   help="seed of the random choices: functions, edits, typing pauses "
+                   "(default 0; the same seed gives the same traces)")
     r.add_argument("--max-functions", type=int, default=8, metavar="N",
                    help="functions retyped per file, picked at random (0: all; default 8)")
     r.add_argument("--no-mid-line", dest="mid_line", action="store_false",
@@ -103,15 +106,18 @@ def _add_trace(sub) -> None:
                          description="One trace per commit after REV (first parents): each "
                          "changed file is opened as at the parent, the diff applied hunk by hunk "
                          "with a completion at the start of every added line, then checked.")
-    g.add_argument("repo", metavar="REPO")
-    g.add_argument("--since", required=True, metavar="REV")
-    g.add_argument("--out", required=True, metavar="DIR")
+    g.add_argument("repo", metavar="REPO", help="a git repository's folder")
+    g.add_argument("--since", required=True, metavar="REV",
+                   help="the commit (or any revision git knows) after which to replay")
+    g.add_argument("--out", required=True, metavar="DIR",
+                   help="folder the traces are written to (one .jsonl per commit)")
     g.add_argument("--ext", action="append", metavar=".EXT",
                    help="file extensions to replay (repeatable; default .py)")
     g.add_argument("--max-commits", type=int, default=0, metavar="N", help="0: all")
     g.add_argument("--context-files", type=int, default=8, metavar="N",
                    help="unchanged files written into the workspace per trace (default 8)")
-    g.add_argument("--seed", type=int, default=0)
+    g.add_argument("--seed", type=int, default=0,
+                   help="seed of the random choices: context files, typing pauses (default 0)")
     g.add_argument("--no-accept", dest="accept", action="store_false",
                    help="write no `accept` event after each completion")
     g.set_defaults(func=_cmd_trace_git)
@@ -232,8 +238,10 @@ def _write_json(report: dict, target: str) -> None:
 
 def _cmd_replay(args) -> int:
     from .replay_result import comparison_json, replay_json     # inkling.analysis: see the top
-    from .report import render_report                   # the same
+    from .report import PLOTS_MISSING, plots_available, render_report   # the same
     options = replay_options(args)
+    if args.report and not plots_available():
+        print(f"inkling: note: {PLOTS_MISSING}", file=sys.stderr)
     if args.compare and args.ablate:
         raise OptionError("--compare and --ablate cannot be combined: --compare replays "
                           "every combination, --ablate each change alone")

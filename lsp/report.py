@@ -228,18 +228,33 @@ def _context_sample(all_results: list[list[TraceResult]]) -> str:
     return ""
 
 
+PLOTS_MISSING = ("the report's plots need matplotlib, which this install lacks: "
+                 "pip install 'inkling[report]'")
+
+
+def plots_available() -> bool:
+    """Whether matplotlib is installed (the `report` extra); without it the report has no plots."""
+    import importlib.util
+    return importlib.util.find_spec("matplotlib") is not None
+
+
+def _figures(results: list[TraceResult], summaries: list[dict]) -> str:
+    import matplotlib
+    matplotlib.use("Agg")
+    plots = [("Latency", _latency_plot(results)),
+             ("Per trace", _per_trace_plot(results, summaries)),
+             ("Tokens per forward", _tokens_per_forward_plot(results))]
+    return "".join(f'<h2>{title}</h2><img alt="{title}" src="{uri}">' for title, uri in plots)
+
+
 def render_report(results: list[TraceResult], report: dict,
                   all_results: list[list[TraceResult]] | None = None) -> str:
     """The HTML page for ``report`` (the replay's JSON object) and the traces behind it;
     with ``--compare``, ``all_results`` holds every combination's and a comparison
     section leads the page (the rest describes the first combination)."""
-    import matplotlib
-    matplotlib.use("Agg")
     summaries = [summarise([t]) for t in results]
-    plots = [("Latency", _latency_plot(results)),
-             ("Per trace", _per_trace_plot(results, summaries)),
-             ("Tokens per forward", _tokens_per_forward_plot(results))]
-    figures = "".join(f'<h2>{title}</h2><img alt="{title}" src="{uri}">' for title, uri in plots)
+    figures = _figures(results, summaries) if plots_available() else (
+        f"<p>{html.escape(PLOTS_MISSING)}</p>")
     config = html.escape(json.dumps(report["config"], indent=2))
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>inkling replay</title>"
             f"<style>{_STYLE}</style></head><body><h1>inkling replay</h1>"

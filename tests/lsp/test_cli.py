@@ -52,6 +52,34 @@ def test_help_lists_every_command(run_cli):
         assert command in out
 
 
+def test_version_is_the_installed_distributions(run_cli):
+    from importlib.metadata import version
+    assert run_cli("--version").stdout.strip() == f"inkling {version('inkling')}"
+
+
+@pytest.mark.parametrize("flags, needle", [
+    (("--device", "gpu"), "must be auto, cpu, cuda or cuda:N"),
+    (("--device", "cuda:x"), "got 'cuda:x'"),
+    (("--dtype", "f16"), "invalid choice: 'f16'"),
+])
+def test_device_and_dtype_are_checked_by_the_parser(run_cli, tmp_path, flags, needle):
+    r = run_cli("complete", str(tmp_path / "a.py"), "--line", "1", "--col", "1", *flags)
+    assert r.returncode == 2 and needle in r.stderr
+
+
+def test_every_option_of_every_command_has_help(run_cli):
+    from inkling.lsp.cli import _parser
+    import argparse
+    commands = [_parser()]
+    while commands:
+        parser = commands.pop()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                commands += action.choices.values()
+            elif action.option_strings and action.dest != "help":
+                assert action.help, f"{parser.prog} {action.option_strings[0]} has no help"
+
+
 def test_missing_file(run_cli, tmp_path):
     assert_one_line_error(run_cli("complete", str(tmp_path / "gone.py"), "--line", "1", "--col", "1"),
                           "gone.py", "no such file")

@@ -357,6 +357,19 @@ def test_report_marks_unmeasured_metrics(replayer):
     assert "&lt;v&gt;" in page and "<img" in page
 
 
+def test_report_without_matplotlib_says_how_to_get_its_plots(replayer, monkeypatch):
+    import importlib.util
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else find_spec(name, *a))
+    result = replay_text(replayer, {"kind": "open", "path": "a.py", "text": "x = 1\n"},
+                         {"kind": "complete", "path": "a.py", "position": pos(0, 0),
+                          "expected": "x"})
+    page = render_report([result], replay_json([result], {}))
+    assert "<img" not in page and "pip install &#x27;inkling[report]&#x27;" in page
+    assert "<h2>Metrics" in page
+
+
 def test_sample_traces_replay_in_sync(replayer, shared_dir):
     from inkling.lsp.trace_file import read_trace
     paths = sorted((shared_dir / "traces").glob("*.jsonl"))
