@@ -20,41 +20,87 @@ MONITOR_MODES = ("off", "on")
 CONTEXT_MODES = ("off", "imports", "similar", "both")
 
 
+# The groups the options are documented in (docs/configuration.md, the editors' settings),
+# in their order; each option names its group below.
+GROUPS = {"model": "Model", "completion": "Completion", "decoding": "Decoding",
+          "drafting": "Drafting and monitor", "cache": "Cache", "server": "Server"}
+
+
+def _option(default, group: str, text: str, **about) -> Any:
+    """A field of the options tree with its documentation: ``text`` its one-line help,
+    ``group`` a key of GROUPS. ``about``: ``advanced=True`` for a knob kept for
+    measurement and research; ``values`` {value: one line} naming every allowed value
+    (with ``other`` a line for the rest of an open set: a folder, ``cuda:N``); the
+    bounds the validation below enforces, named as JSON schema names them
+    (``minimum``, ``maximum``, ``exclusiveMinimum``)."""
+    return field(default=default, metadata={"group": group, "help": text, **about})
+
+
 @dataclass
 class ModelOptions:
-    path: str = ""              # empty: the bundled model
-    device: str = "auto"        # auto | cpu | cuda | cuda:N
-    dtype: str = "auto"         # auto | float32 | float16 | bfloat16
+    path: str = _option("", "model", "A local model folder in Hugging Face layout; empty: the "
+                        "bundled model (it knows Python).")
+    device: str = _option("auto", "model", "Where the model runs.", other="`cuda:N`: GPU N",
+                          values={"auto": "a CUDA GPU when there is one, else the CPU",
+                                  "cpu": "the CPU", "cuda": "the first CUDA GPU"})
+    dtype: str = _option("auto", "model", "The number format of the model's weights.", values={
+        "auto": "bfloat16 on a GPU that has it (else float16), float32 on the CPU",
+        "float32": "32-bit floats", "float16": "16-bit floats",
+        "bfloat16": "bfloat16, for GPUs that compute in it"})
     # auto: the fastest that runs here: native, the compact forward's layers in C++ for
     # forwards of up to 8 rows (cache/native_llama.py; float32 on the CPU; compiled once per
     # machine at the first load, about 30 s), else the compact forward
     # (cache/compact_llama.py) for the Llama family, else transformers' own; inkling/stats
     # says which runs and why not native. native or compact: that one, or an error at load
     # naming why not. reference: transformers' always (what the others are tested against)
-    forward: str = "auto"       # auto | native | compact | reference
+    forward: str = _option("auto", "model", "Which implementation of the model's forward pass "
+                           "runs (the server's stats say which did and why).", advanced=True,
+                           values={"auto": "the fastest that runs here",
+                                   "native": "inkling's layers in C++, built once per machine",
+                                   "compact": "inkling's PyTorch forward for the Llama family",
+                                   "reference": "the transformers library's own: the same "
+                                                "suggestions, slower"})
     # CPU threads of the forward (0: by the rules in cache/model_loader.py: for a model
     # under 100 M parameters, one, and for its native forward one or every core, whichever
     # measures faster as it runs (a second thread halves the weights each core reads, and
     # stalls when another process holds that core: cache/thread_choice.py); all cores
     # for a larger model)
-    threads: int = 0
+    threads: int = _option(0, "model", "CPU threads of the model's forward pass (0: chosen by "
+                           "the model's size, and measured as it runs).", advanced=True,
+                           minimum=0, maximum=1024)
 
 
 @dataclass
 class CompletionOptions:
-    drafts: int = 3             # drafts for invoked completions
-    automatic_drafts: int = 1   # drafts for automatic (as-you-type) completions
-    max_new_tokens: int = 48    # a line completion
-    max_block_tokens: int = 160  # a block completion
-    prefix_tokens: int = 0      # prompt budget before the cursor (0: from the model's context)
-    suffix_tokens: int = 0      # prompt budget after the cursor (0: from the model's context)
-    fim_order: str = "auto"     # auto | psm | spm
-    window_step: float = 0.2    # prompt windows move in steps of about this share of their budget (0: line by line)
-    token_healing: bool = True  # re-decode the last token before the cursor
-    # at a line of nothing but indentation, a suggestion begins with text at that indentation:
-    # it may not end the line or the text first (an empty suggestion shows nothing), nor add
-    # whitespace where the line holds some (completion/decoding/blank_line.py)
-    fill_blank_lines: bool = True
+    drafts: int = _option(3, "completion", "Drafts an invoked completion asks for: what cycling "
+                          "through suggestions shows.", minimum=1, maximum=16)
+    automatic_drafts: int = _option(1, "completion", "Drafts an automatic (as-you-type) "
+                                    "completion asks for.", minimum=1, maximum=16)
+    max_new_tokens: int = _option(48, "completion", "Token budget of a line completion.",
+                                  minimum=1)
+    max_block_tokens: int = _option(160, "completion", "Token budget of a block completion "
+                                    "(where the cursor opens an empty block).", minimum=1)
+    prefix_tokens: int = _option(0, "completion", "Prompt budget before the cursor, in tokens "
+                                 "(0: from the model's context length).", advanced=True,
+                                 minimum=0)
+    suffix_tokens: int = _option(0, "completion", "Prompt budget after the cursor, in tokens "
+                                 "(0: from the model's context length).", advanced=True,
+                                 minimum=0)
+    fim_order: str = _option("auto", "completion", "The order of the fill-in-the-middle "
+                             "prompt's parts.", advanced=True, values={
+                                 "auto": "the model family's own order",
+                                 "psm": "prefix, suffix, then the middle",
+                                 "spm": "suffix, prefix, then the middle"})
+    window_step: float = _option(0.2, "completion", "Prompt windows move in steps of about this "
+                                 "share of their budget, so typing keeps the cached prompt "
+                                 "(0: line by line).", advanced=True, minimum=0, maximum=0.5)
+    token_healing: bool = _option(True, "completion", "Decode the last token before the cursor "
+                                  "again, so a suggestion can finish a half-typed word.",
+                                  advanced=True)
+    # (completion/decoding/blank_line.py)
+    fill_blank_lines: bool = _option(True, "completion", "On a line of nothing but indentation, "
+                                     "a suggestion begins with code at that indentation.",
+                                     advanced=True)
     # The defaults compose the mission (issue 23; figures in benchmarks/README.md, "Defaults"):
     # suffix drafting is lossless and cuts latency on the CPU too, the monitor halves
     # undefined names for a few percent of latency, and invoked completions come from beam
@@ -63,55 +109,103 @@ class CompletionOptions:
     # held-out standard-library lines and 9.0% of toolz's against greedy's 10.2% and 5.6%,
     # at about 3 times greedy's p50 (about 0.13 s here). One draft while typing
     # (automatic_drafts) is decoded greedily, drafted by the suffix drafter, whatever decoder.
-    # greedy | branches | superposed | sequential (several drafts; an invoked completion's one
-    # draft is greedy's) | beam (beam search, for one invoked draft too)
-    decoder: str = "beam"
-    beam_width: int = 8         # the beam decoder's hypotheses a step (at least the drafts asked)
-    # ...where the cursor opens an empty block: a block is searched to its end, and width 8
-    # took the traces' p95 from 0.34 s (width 4) to 0.98 s (benchmarks/README.md, "Rereading")
-    block_beam_width: int = 4
-    # the beam's best drafts are reread left to right, each with the cursor line and this
-    # many lines after it, given reread_window tokens before the line; rank + that
-    # log-probability (completion/decoding/rereading.py; 0: not reread)
-    reread_lines: int = 2
-    reread_window: int = 768
-    draft: str = "suffix"       # none | prompt-lookup | suffix
-    datastore: str = "corpus"   # none | corpus | a folder: fixed code the suffix drafter also searches
-    model_datastore: str = "auto"  # auto | none | a file: the model's own continuations, also searched
-    monitor: str = "on"         # off | on
+    decoder: str = _option("beam", "decoding", "How invoked completions find their drafts "
+                           "(an automatic completion of one draft is decoded greedily).", values={
+                               "greedy": "one draft: the likeliest token at each step",
+                               "branches": "drafts that branch where the model is first unsure",
+                               "superposed": "drafts decoded together in one sequence",
+                               "sequential": "the branches decoder's drafts one after another "
+                                             "(a baseline for measurement)",
+                               "beam": "beam search for the likeliest whole lines, the best "
+                                       "reread in place"})
+    beam_width: int = _option(8, "decoding", "Hypotheses the beam decoder keeps a step (at least "
+                              "the drafts asked): wider finds likelier lines at more cost.",
+                              advanced=True, minimum=1, maximum=16)
+    # width 8 took the traces' p95 from 0.34 s (width 4) to 0.98 s (benchmarks/README.md,
+    # "Rereading")
+    block_beam_width: int = _option(4, "decoding", "The beam decoder's width where the cursor "
+                                    "opens an empty block (searched to its end, so width costs "
+                                    "more there).", advanced=True, minimum=1, maximum=16)
+    # rank + the log-probability of the file read left to right with the draft in place
+    # (completion/decoding/rereading.py)
+    reread_lines: int = _option(2, "decoding", "The beam's best drafts are reread in place with "
+                                "this many lines after the cursor's, and ranked by how the file "
+                                "then reads (0: not reread).", advanced=True, minimum=0,
+                                maximum=16)
+    reread_window: int = _option(768, "decoding", "Tokens before the cursor's line that "
+                                 "rereading reads each draft after.", advanced=True,
+                                 minimum=16, maximum=4096)
+    draft: str = _option("suffix", "drafting", "Speculative drafting: guesses the model checks, "
+                         "so suggestions come sooner and are the same.", advanced=True, values={
+                             "none": "no guesses: the model decodes token by token",
+                             "prompt-lookup": "guesses copied from the prompt",
+                             "suffix": "guesses from indexes of the document, the workspace, "
+                                       "accepted suggestions and the datastores"})
+    datastore: str = _option("corpus", "drafting", "Fixed code the suffix drafter also "
+                             "searches.", other="a folder of code", values={
+                                 "none": "none", "corpus": "the bundled model's training files"})
+    model_datastore: str = _option("auto", "drafting", "The model's own continuations the "
+                                   "suffix drafter also searches.", advanced=True,
+                                   other="a file made by `inkling datastore model`", values={
+                                       "auto": "the model folder's, when it has one",
+                                       "none": "none"})
+    monitor: str = _option("on", "drafting", "Static analysis at the cursor keeps out member, "
+                           "import and keyword-argument names that cannot be right.", values={
+                               "off": "the model's tokens unchecked",
+                               "on": "names checked against what the code defines"})
     # the alternatives of k > 1 drafts (issue 28; benchmarks/alternatives.py measured each):
-    # they end within the lead draft's lines and tokens, but not under this many tokens (a
-    # length floor; 0: the lead's length alone). 16 measured best: fragments 4.9% of the
-    # alternatives shown against 10.8%, the right line among the drafts 10.4% against 10.0,
-    # the first draft unchanged, invoked completions' p50 1.12 times; sampling and pruning
-    # measured worse, so they stay off
-    alternative_min_tokens: int = 16
-    # 0: each alternative continues greedily after its own first token; above 0: its later
-    # tokens are sampled at this temperature, seeded by the prompt (branches, superposed)
-    alternative_temperature: float = 0.0
-    # nats: an alternative whose log-probability per token is this far below the lead's is
-    # not shown (0: none is left out for it)
-    alternative_prune: float = 0.0
-    # repository context before the prompt (issue 26): what the file imports from the
-    # workspace and/or chunks of recent files like the cursor's text, within a share of the
-    # window; off by default: the bundled model does no better with it (benchmarks/README.md)
-    context: str = "off"        # off | imports | similar | both
-    context_share: float = 0.3  # share of the prompt window the context block may take
+    # 16 measured best: fragments 4.9% of the alternatives shown against 10.8%, the right
+    # line among the drafts 10.4% against 10.0, the first draft unchanged, invoked
+    # completions' p50 1.12 times; sampling and pruning measured worse, so they stay off
+    alternative_min_tokens: int = _option(16, "decoding", "Alternative drafts end within the "
+                                          "lead draft's length, but not under this many tokens "
+                                          "(0: the lead's length alone).", advanced=True,
+                                          minimum=0)
+    alternative_temperature: float = _option(0.0, "decoding", "Above 0, an alternative draft's "
+                                             "later tokens are sampled at this temperature "
+                                             "(branches and superposed; 0: greedy).",
+                                             advanced=True, minimum=0, maximum=2)
+    alternative_prune: float = _option(0.0, "decoding", "An alternative draft whose "
+                                       "log-probability a token is this many nats below the "
+                                       "lead's is not shown (0: none left out).", advanced=True,
+                                       minimum=0)
+    # off by default: the bundled model does no better with it (benchmarks/README.md)
+    context: str = _option("off", "completion", "Repository context put before the prompt, for "
+                           "a model trained with it.", values={
+                               "off": "none (the bundled model does not gain from it)",
+                               "imports": "the workspace definitions the file imports",
+                               "similar": "chunks of recent files like the text at the cursor",
+                               "both": "imports and similar chunks"})
+    context_share: float = _option(0.3, "completion", "Share of the prompt window the "
+                                   "repository context may take.", advanced=True,
+                                   minimum=0.05, maximum=0.75)
 
 
 @dataclass
 class CacheOptions:
-    mode: str = "pie"             # full | pie | naive
-    stale_threshold: float = 0.95  # refresh when stale tokens would pass this share of the prompt
-    budget_mb: int = 512          # KV caches of all documents together
-    idle_refresh_ms: int = 1500   # the server refreshes stale tokens after this much quiet
+    mode: str = _option("pie", "cache", "How a document's KV cache is reused across edits.",
+                        advanced=True, values={
+                            "full": "keep the text before the first change, recompute the rest",
+                            "pie": "keep every unchanged run, re-rotate shifted tokens",
+                            "naive": "pie without the re-rotation (a baseline for measurement)"})
+    stale_threshold: float = _option(0.95, "cache", "Recompute when stale cached tokens would "
+                                     "pass this share of the prompt.", advanced=True,
+                                     minimum=0, maximum=1)
+    budget_mb: int = _option(512, "cache", "Memory for the KV caches of all open documents "
+                             "together, in MB.", minimum=1)
+    idle_refresh_ms: int = _option(1500, "cache", "After this much quiet, in ms, stale cached "
+                                   "tokens are recomputed (0: never).", advanced=True, minimum=0)
 
 
 @dataclass
 class ServerOptions:
-    debounce_min_ms: int = 30     # automatic triggers wait at least this long...
-    debounce_max_ms: int = 250    # ...and at most this long,
-    debounce_factor: float = 1.5  # else this many typing intervals (median of the last few)
+    debounce_min_ms: int = _option(30, "server", "Automatic requests wait at least this long, "
+                                   "in ms.", advanced=True, minimum=0)
+    debounce_max_ms: int = _option(250, "server", "Automatic requests wait at most this long, "
+                                   "in ms.", advanced=True, minimum=0)
+    debounce_factor: float = _option(1.5, "server", "Between those, automatic requests wait "
+                                     "this many typing intervals (the median of the last few).",
+                                     advanced=True, exclusiveMinimum=0)
 
 
 @dataclass
