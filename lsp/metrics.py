@@ -1,4 +1,4 @@
-"""Completion metrics of the replay (definitions in ../shared/TRACES.md), as pure functions."""
+"""Completion metrics of the replay (definitions in docs/evaluation.md), as pure functions."""
 from __future__ import annotations
 
 import math

@@ -32,8 +32,9 @@ from .trace_file import TraceError, read_trace
 def _add_replay(sub) -> None:
     p = sub.add_parser(
         "replay", help="replay edit traces through the engine and report metrics",
-        description="Replay JSON Lines edit traces (../shared/TRACES.md) headless through the "
-        "same engine the language server drives; verify every check and report metrics.")
+        description="Replay JSON Lines edit traces (format: docs/evaluation.md) headless "
+        "through the same engine the language server drives; verify every check and report "
+        "metrics.")
     p.add_argument("traces", nargs="+", metavar="TRACE")
     add_model_flags(p)
     d = InklingOptions()                   # flags not given: the options tree decides

@@ -1,4 +1,4 @@
-"""What a replay records per trace, and the metrics it reports (../shared/TRACES.md)."""
+"""What a replay records per trace, and the metrics it reports (docs/evaluation.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -135,7 +135,7 @@ def _accepted(results: list[TraceResult]) -> dict:
 
 
 def summarise(results: list[TraceResult]) -> dict:
-    """The metrics of TRACES.md over all completions and edits of ``results``."""
+    """The metrics of docs/evaluation.md over all completions and edits of ``results``."""
     recs = [r for t in results for r in t.completions]
     edit_ms = [ms for t in results for ms in t.edit_ms]
     return {

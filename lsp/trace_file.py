@@ -1,4 +1,4 @@
-"""Edit traces on disk: JSON Lines, a header then events (see ../shared/TRACES.md).
+"""Edit traces on disk: JSON Lines, a header then events (see docs/evaluation.md).
 
 ``read_trace`` validates every line and raises :class:`TraceError` naming the file
 and the line; ``dump_trace`` writes a trace back in the same format.
