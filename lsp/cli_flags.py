@@ -10,7 +10,7 @@ import sys
 from tqdm import tqdm
 
 from inkling.completion.errors import OptionError
-from inkling.completion.options import DTYPES, check_device
+from inkling.completion.options import DTYPES, FORWARDS, check_device
 
 from .ray_pool import RayOptions
 
@@ -35,7 +35,8 @@ def device(text: str) -> str:
 
 
 def add_model_flags(p: argparse.ArgumentParser) -> None:
-    """``--model``, ``--device`` and ``--dtype``: which model a command loads, and where."""
+    """``--model``, ``--device``, ``--dtype`` and ``--forward``: which model a command
+    loads, where, and the code that runs it."""
     p.add_argument("--model", metavar="PATH", help="a local Hugging Face model folder "
                    "(default: the bundled model)")
     p.add_argument("--device", default="auto", type=device,
@@ -43,11 +44,15 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dtype", default="auto", choices=DTYPES,
                    help="the weights' type in memory (default: auto: the model's own, "
                    "float32 on the CPU)")
+    p.add_argument("--forward", default="auto", choices=FORWARDS,
+                   help="the code that runs the model (default: auto: native where it is "
+                   "built, else compact; compact never waits for a build)")
 
 
 def model_changes(args) -> dict:
     """The options tree's ``model`` branch that the model flags ask for."""
-    return {"path": args.model or "", "device": args.device, "dtype": args.dtype}
+    return {"path": args.model or "", "device": args.device, "dtype": args.dtype,
+            "forward": args.forward}
 
 
 def load_progress():
