@@ -40,7 +40,7 @@ def _option(default, group: str, text: str, **about) -> Any:
 class ModelOptions:
     path: str = _option("", "model", "A local model folder in Hugging Face layout; empty: the "
                         "bundled model (it knows Python).")
-    device: str = _option("auto", "model", "Where the model runs.", other="`cuda:N`: GPU N",
+    device: str = _option("auto", "model", "Where the model runs.", other="`cuda:N` (GPU N)",
                           values={"auto": "a CUDA GPU when there is one, else the CPU",
                                   "cpu": "the CPU", "cuda": "the first CUDA GPU"})
     dtype: str = _option("auto", "model", "The number format of the model's weights.", values={
@@ -166,8 +166,9 @@ class CompletionOptions:
                                              "(branches and superposed; 0: greedy).",
                                              advanced=True, minimum=0, maximum=2)
     alternative_prune: float = _option(0.0, "decoding", "An alternative draft whose "
-                                       "log-probability a token is this many nats below the "
-                                       "lead's is not shown (0: none left out).", advanced=True,
+                                       "log-probability per token is this many nats below "
+                                       "the lead's is not shown (0: none left out).",
+                                       advanced=True,
                                        minimum=0)
     # off by default: the bundled model does no better with it (benchmarks/README.md)
     context: str = _option("off", "completion", "Repository context put before the prompt, for "

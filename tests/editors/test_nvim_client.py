@@ -546,6 +546,8 @@ def test_defect_5_help_works_with_the_documented_install(tmp_path):
         assert nvim.current.buffer.name.endswith("inkling.txt")
         nvim.command("help inkling-keys")
         assert "KEYS" in nvim.current.line
+        nvim.command("help inkling-options")
+        assert "SERVER OPTIONS" in nvim.current.line
         nvim.command("help b:inkling_enabled")
         copy = tmp_path / "doc"
         shutil.copytree(PLUGIN / "doc", copy)

@@ -43,34 +43,14 @@ def test_extension_compiles_and_its_unit_tests_pass():
     assert "# fail 0" in out and "# pass " in out, out
 
 
-def _contributed() -> dict:
-    return json.loads((EXTENSION / "package.json").read_text())["contributes"]
+def _properties() -> dict:
+    """package.json's settings, from every section of ``contributes.configuration``."""
+    sections = json.loads((EXTENSION / "package.json").read_text())["contributes"]["configuration"]
+    return {key: prop for section in sections for key, prop in section["properties"].items()}
 
 
-def test_contributed_defaults_are_the_servers():
-    """Defect 1: every server setting the extension contributes has the default of
-    `inkling serve` with no options (it was cache.mode "full", cache.staleThreshold 0.9 and
-    completion.decoder "branches"), and the README's table says the same."""
-    import dataclasses
-
-    from inkling.completion.options import InklingOptions
-    defaults = dataclasses.asdict(InklingOptions())
-    props = _contributed()["configuration"]["properties"]
-    checked = 0
-    for key, spec in props.items():
-        parts = key.split(".")
-        if len(parts) != 3 or parts[1] not in defaults:
-            continue
-        name = "".join("_" + c.lower() if c.isupper() else c for c in parts[2])
-        assert spec.get("default") == defaults[parts[1]][name], (key, spec.get("default"))
-        checked += 1
-    assert checked == sum(len(v) for v in defaults.values())
-    table = (EXTENSION / "README.md").read_text().split("## Settings")[1]
-    o = InklingOptions()
-    for documented in (f"decoder `{o.completion.decoder}`", f"draft `{o.completion.draft}`",
-                       f"monitor `{o.completion.monitor}`", f"mode `{o.cache.mode}`",
-                       f"staleThreshold {o.cache.stale_threshold}"):
-        assert documented in table, documented
+# The server's settings (defaults, enums, descriptions) against the options tree:
+# tests/test_configuration_doc.py.
 
 
 def test_package_manifest_needs_no_prompts():
@@ -90,9 +70,27 @@ def test_package_manifest_needs_no_prompts():
             "editor.action.inlineSuggest.trigger"} <= bound
     assert {"inkling.toggleLanguage", "inkling.toggleFile",
             "inkling.toggleTriggerMode"} <= commands
-    props = pkg["contributes"]["configuration"]["properties"]
+    props = _properties()
     assert props["inkling.triggerMode"]["default"] == "automatic"
     assert "object" in props["inkling.enable"]["type"]      # copilot's per-language form
+    assert pkg["scripts"]["package"] == "vsce package"      # npm run package: the .vsix
+
+
+@pytest.mark.slow
+@needs_node_modules
+def test_npm_run_package_writes_the_vsix(tmp_path):
+    """The documented command builds the .vsix, and what it holds is the compiled extension
+    with the grouped settings."""
+    import zipfile
+    vsix = tmp_path / "inkling.vsix"
+    built = _npm("run", "package", "--", "--out", str(vsix))
+    assert built.returncode == 0 and vsix.is_file(), built.stdout + built.stderr
+    with zipfile.ZipFile(vsix) as z:
+        names = set(z.namelist())
+        manifest = json.loads(z.read("extension/package.json"))
+    assert {"extension/out/extension.js", "extension/out/settings.js"} <= names
+    titles = [s["title"] for s in manifest["contributes"]["configuration"]]
+    assert titles[0] == "Editor" and titles[-1].startswith("Advanced"), titles
 
 
 @pytest.mark.slow

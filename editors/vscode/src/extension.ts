@@ -24,7 +24,7 @@ import {
 
 import { DEFAULT_BACKOFF, RestartPolicy } from "./backoff";
 import { EnableSetting, enabledForLanguage, globallyEnabled, remaining, triggerMode, TriggerMode, withEnabled } from "./enablement";
-import { needsRestart, OptionsTree, SERVER_SETTINGS, serverCommand, toOptionsTree, userValue } from "./settings";
+import { attaches, needsRestart, OptionsTree, SERVER_SETTINGS, serverCommand, toOptionsTree, userValue } from "./settings";
 import { formatStats, formatStatus, ServerStats, ServerStatus, stderrLevel, summarizeStats } from "./status";
 import { findExecutable } from "./which";
 
@@ -109,6 +109,8 @@ class Inkling implements vscode.Disposable {
   private offered: Offered | undefined;
   /** Stopping on purpose (restart, deactivate): the client's complaints are no failures. */
   private stopping = 0;
+  /** No document of `inkling.languages` was open at start: the first one opened starts the server. */
+  private waiting = false;
   private readonly statusItem: vscode.StatusBarItem;
   private readonly output: vscode.LogOutputChannel;
   private readonly clientDisposables: vscode.Disposable[] = [];
@@ -133,6 +135,7 @@ class Inkling implements vscode.Disposable {
       vscode.commands.registerCommand("inkling.showLog", () => this.output.show(true)),
       vscode.workspace.onDidChangeConfiguration((e) => this.onConfigurationChanged(e)),
       vscode.window.onDidChangeActiveTextEditor(() => this.showStatus()),
+      vscode.workspace.onDidOpenTextDocument((document) => this.onOpened(document)),
     );
   }
 
@@ -227,6 +230,11 @@ class Inkling implements vscode.Disposable {
   private showStatus(): void {
     const off = this.offReason(vscode.window.activeTextEditor?.document);
     const status: ServerStatus | undefined = off ? { state: "off", message: off } : this.lastStatus;
+    if (status?.state === "waiting") {
+      this.statusItem.hide();       // nothing to say in a window without a file inkling completes
+      return;
+    }
+    this.statusItem.show();
     const view = formatStatus(status);
     const manual = this.triggerMode === "manual" && !off;
     this.statusItem.text = view.text + (manual ? " $(keyboard)" : "");
@@ -315,9 +323,28 @@ class Inkling implements vscode.Disposable {
   }
 
   // ------------------------------------------------------------------ lifecycle
+  /** Whether a document of a language inkling completes is open (the server is started for one). */
+  private wanted(): boolean {
+    const languages = this.config().get<string[]>("languages", []);
+    return vscode.workspace.textDocuments.some((d) => attaches(languages, d.languageId, d.uri.scheme));
+  }
+
+  private onOpened(document: vscode.TextDocument): void {
+    if (this.waiting && attaches(this.config().get<string[]>("languages", []), document.languageId, document.uri.scheme)) {
+      void this.start();
+    }
+  }
+
   async start(): Promise<void> {
     if (!this.enabled) {
       this.setStatus({ state: "off" });
+      return;
+    }
+    // activated by any language (the setting decides which): no model loads in a window
+    // without a file inkling completes
+    this.waiting = !this.wanted();
+    if (this.waiting) {
+      this.setStatus({ state: "waiting" });
       return;
     }
     this.clearRestartTimer();

@@ -4,49 +4,41 @@
  *
  * Pure: no `vscode` import, so the unit tests run under plain Node.
  */
+import * as fs from "fs";
+import * as path from "path";
 
 /** The server's options tree: {model: {...}, completion: {...}, cache: {...}, server: {...}}. */
 export type OptionsTree = Record<string, Record<string, string | number | boolean>>;
 
-/** The settings (below `inkling.`) that belong to the server's options tree. */
-export const SERVER_SETTINGS: readonly string[] = [
-  "model.path",
-  "model.device",
-  "model.dtype",
-  "model.forward",
-  "model.threads",
-  "completion.drafts",
-  "completion.automaticDrafts",
-  "completion.maxNewTokens",
-  "completion.maxBlockTokens",
-  "completion.prefixTokens",
-  "completion.suffixTokens",
-  "completion.decoder",
-  "completion.beamWidth",
-  "completion.blockBeamWidth",
-  "completion.rereadLines",
-  "completion.rereadWindow",
-  "completion.draft",
-  "completion.datastore",
-  "completion.modelDatastore",
-  "completion.fimOrder",
-  "completion.windowStep",
-  "completion.tokenHealing",
-  "completion.fillBlankLines",
-  "completion.monitor",
-  "completion.context",
-  "completion.contextShare",
-  "completion.alternativeMinTokens",
-  "completion.alternativeTemperature",
-  "completion.alternativePrune",
-  "cache.mode",
-  "cache.staleThreshold",
-  "cache.budgetMb",
-  "cache.idleRefreshMs",
-  "server.debounceMinMs",
-  "server.debounceMaxMs",
-  "server.debounceFactor",
-];
+/** The sections of the server's options tree (`inkling.<section>.<option>` settings). */
+const SECTIONS = new Set(["model", "completion", "cache", "server"]);
+
+/** A package.json, the parts read here: `contributes.configuration`, one section or several. */
+export interface Manifest {
+  contributes: { configuration: { properties: Record<string, unknown> } | { properties: Record<string, unknown> }[] };
+}
+
+/**
+ * The contributed settings (below `inkling.`) that belong to the server's options tree:
+ * package.json's, generated from the tree by scripts/configuration_doc.py, so the list is
+ * kept in one place.
+ */
+export function serverSettings(manifest: Manifest): string[] {
+  const configuration = manifest.contributes.configuration;
+  const sections = Array.isArray(configuration) ? configuration : [configuration];
+  return sections.flatMap((section) => Object.keys(section.properties))
+    .map((key) => key.replace(/^inkling\./, ""))
+    .filter((key) => SECTIONS.has(key.split(".")[0]) && key.split(".").length === 2);
+}
+
+/** The server settings this extension contributes (its package.json, beside out/). */
+export const SERVER_SETTINGS: readonly string[] = serverSettings(
+  JSON.parse(fs.readFileSync(path.join(__dirname, "..", "package.json"), "utf8")) as Manifest);
+
+/** Whether the client attaches to a document: a file or an untitled one of `languages`. */
+export function attaches(languages: readonly string[], languageId: string, scheme: string): boolean {
+  return (scheme === "file" || scheme === "untitled") && languages.includes(languageId);
+}
 
 /** What `WorkspaceConfiguration.inspect()` says of one setting (the parts read here). */
 export interface Inspected {
@@ -75,8 +67,6 @@ export function userValue(inspected: Inspected | undefined): unknown {
 
 /** The settings whose change needs a new server process rather than a configuration message. */
 export const RESTART_SETTINGS: readonly string[] = ["serverCommand", "pythonPath", "languages"];
-
-const SECTIONS = new Set(["model", "completion", "cache", "server"]);
 
 /** snake_case or camelCase -> camelCase ("max_new_tokens" -> "maxNewTokens"). */
 export function camelCase(key: string): string {

@@ -1,6 +1,8 @@
 // Loads the compiled extension against the fake `vscode` module and activates it.
 "use strict";
 
+const fs = require("fs");
+const os = require("os");
 const path = require("path");
 const { createFakeVscode, install } = require("./fake-vscode");
 
@@ -8,15 +10,22 @@ const { createFakeVscode, install } = require("./fake-vscode");
 function contributedDefaults() {
   const pkg = require(path.join(__dirname, "..", "package.json"));
   const out = {};
-  for (const [key, spec] of Object.entries(pkg.contributes.configuration.properties)) {
+  const sections = [].concat(pkg.contributes.configuration);   // one section or several
+  for (const [key, spec] of sections.flatMap((s) => Object.entries(s.properties))) {
     out[key] = spec.default;
   }
   return out;
 }
 
-async function activate(settings) {
+/**
+ * Activate the extension as VS Code does when a file is opened: with a Python document
+ * open (an empty one in a temporary folder), so the server starts; `language` another.
+ */
+async function activate(settings, language = "python") {
   const fake = createFakeVscode(settings, contributedDefaults());
   install(fake);
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "inkling-activation-"));
+  fake.openDocument(path.join(dir, `first.${language}`), "", language);
   // a fresh extension (and language client) bound to this fake, also on a second activation
   const root = path.join(__dirname, "..");
   for (const key of Object.keys(require.cache)) {

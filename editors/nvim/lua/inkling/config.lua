@@ -7,15 +7,15 @@ M.defaults = {
   -- The server command. `python` (when set) wins: {python, "-m", "inkling.lsp.cli", "serve"}.
   cmd = { "inkling", "serve" },
   python = nil,
-  -- File types to attach to (LSP language ids are the file types).
-  filetypes = { "python", "javascript", "typescript", "typescriptreact", "javascriptreact",
-                "go", "rust", "java", "c", "cpp", "ruby", "sh", "lua" },
+  -- File types to attach to (LSP language ids are the file types): what the bundled model
+  -- knows; add others for a model that knows them.
+  filetypes = { "python" },
   -- Workspace root: the first directory upwards holding one of these, else the cwd.
   root_markers = { ".git", "pyproject.toml", "setup.py", "package.json", "go.mod", "Cargo.toml" },
   -- The server's options tree, sent as initializationOptions: only what you set here (the
   -- server's own defaults hold for the rest, as with `inkling serve` and no options);
-  -- configure() sends changes with workspace/didChangeConfiguration. Example:
-  --   { completion = { decoder = "branches", drafts = 3 }, model = { path = "" } }
+  -- configure() sends changes with workspace/didChangeConfiguration. Every option is in
+  -- :help inkling-options. Example: { completion = { drafts = 5 }, model = { device = "cpu" } }
   -- Automatic requests ask for one draft; the next-draft and trigger keys ask for `drafts`,
   -- different from each other by the server's default decoder, "beam" ("greedy" gives one).
   init_options = {},

@@ -3,7 +3,9 @@ import * as fs from "node:fs";
 import * as path from "node:path";
 import { test } from "node:test";
 
-import { camelCase, expandPath, needsRestart, SERVER_SETTINGS, serverCommand, toOptionsTree, userValue } from "../settings";
+import {
+  attaches, camelCase, expandPath, needsRestart, SERVER_SETTINGS, serverCommand, serverSettings, toOptionsTree, userValue,
+} from "../settings";
 
 test("flat settings become the server's nested options tree", () => {
   const tree = toOptionsTree({
@@ -36,22 +38,35 @@ test("snake_case keys become camelCase, unknown sections and empty values are le
   assert.equal(camelCase("alreadyCamel"), "alreadyCamel");
 });
 
-test("every server setting is contributed in package.json, and every contributed one is mapped", () => {
+/** package.json's settings, from every section of `contributes.configuration`. */
+function contributed(): Record<string, { default: unknown }> {
   const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "..", "package.json"), "utf8"));
-  const contributed = Object.keys(pkg.contributes.configuration.properties).map((k) => k.replace(/^inkling\./, ""));
-  for (const key of SERVER_SETTINGS) {
-    assert.ok(contributed.includes(key), `${key} is not in package.json`);
-  }
-  const clientOnly = new Set(["enable", "triggerMode", "serverCommand", "pythonPath", "languages", "trace.server",
-    "restart.initialDelayMs", "restart.maxDelayMs"]);
-  for (const key of contributed) {
-    assert.ok(clientOnly.has(key) || SERVER_SETTINGS.includes(key), `${key} is neither mapped nor client-only`);
-  }
+  return Object.assign({}, ...pkg.contributes.configuration.map((s: { properties: object }) => s.properties));
+}
+
+test("the server settings are package.json's in the options tree's sections, one or several", () => {
+  const properties = { "inkling.enable": {}, "inkling.trace.server": {}, "inkling.model.path": {},
+    "inkling.server.debounceMinMs": {}, "inkling.completion.drafts": {}, "inkling.restart.maxDelayMs": {} };
+  const expected = ["model.path", "server.debounceMinMs", "completion.drafts"];
+  assert.deepEqual(serverSettings({ contributes: { configuration: { properties } } }), expected);
+  const [a, b] = [Object.entries(properties).slice(0, 3), Object.entries(properties).slice(3)];
+  assert.deepEqual(serverSettings({ contributes: { configuration: [
+    { properties: Object.fromEntries(a) }, { properties: Object.fromEntries(b) }] } }), expected);
+  const keys = Object.keys(contributed());
+  assert.equal(SERVER_SETTINGS.length, keys.filter((k) => /^inkling\.(model|completion|cache|server)\./.test(k)).length);
+  assert.ok(SERVER_SETTINGS.includes("completion.decoder") && !SERVER_SETTINGS.includes("trace.server"));
 });
 
-test("contributed defaults are the server's own (tests/editors/test_vscode_extension.py checks every one)", () => {
-  const pkg = JSON.parse(fs.readFileSync(path.join(__dirname, "..", "..", "package.json"), "utf8"));
-  const props = pkg.contributes.configuration.properties;
+test("the client attaches to files and untitled documents of the configured languages", () => {
+  assert.equal(attaches(["python"], "python", "file"), true);
+  assert.equal(attaches(["python"], "python", "untitled"), true);
+  assert.equal(attaches(["python"], "python", "git"), false, "a diff view's other side");
+  assert.equal(attaches(["python"], "go", "file"), false);
+  assert.equal(attaches(["python", "go"], "go", "file"), true, "widened by inkling.languages");
+});
+
+test("contributed defaults are the server's own (tests/test_configuration_doc.py checks every one)", () => {
+  const props = contributed();
   const flat: Record<string, unknown> = {};
   for (const key of SERVER_SETTINGS) {
     flat[key] = props[`inkling.${key}`].default;
@@ -65,6 +80,7 @@ test("contributed defaults are the server's own (tests/editors/test_vscode_exten
   assert.equal(tree.completion.decoder, "beam");
   assert.equal(tree.completion.draft, "suffix");
   assert.equal(tree.completion.monitor, "on");
+  assert.deepEqual(props["inkling.languages"].default, ["python"], "the bundled model knows Python");
 });
 
 test("only the values the user set are sent: folder over workspace over user settings", () => {
