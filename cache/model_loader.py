@@ -95,18 +95,24 @@ def _compact_forward(model, path: Path):
 
 
 def _settle_forward(runtime, forward: str, report: Progress) -> None:
-    """Resolve ``forward`` now, so that the native forward is built here, with progress,
-    not at the first completion (compiling it takes about 30 s once per machine, loading
-    it after that 0.1 s). ``native`` (or ``compact``) that cannot run is the load's error;
-    ``auto`` then runs the compact forward and says why: in the log (a warning when the
-    build failed, as that costs speed; a note when the model is outside what the native
-    layers cover, e.g. on a GPU) and in ``inkling/stats``."""
+    """Resolve ``forward`` now, not at the first completion. ``native`` builds the native
+    module here where it is not built (about 30 s, once per machine), with progress;
+    ``native`` (or ``compact``) that cannot run is the load's error. ``auto`` never waits
+    for a compile: where the module is not built it runs the compact forward, a build
+    started in the background for the next start; it says why it is not native: a warning
+    where that costs speed (the module is building or did not build), a note where the
+    model is outside what the native layers cover (e.g. on a GPU); and in
+    ``inkling/stats``."""
+    from .native_llama import built
     if forward in ("auto", "native") and runtime.compact is not None:
-        report("loading the native forward (its first build on a machine takes about 30 s)",
-               0.9)
+        report("loading the native forward" if forward == "auto" or built() else
+               "building the native forward (once per machine, about 30 s)", 0.9)
     if runtime.forward_kind(forward) == "native" or forward != "auto" or runtime.compact is None:
         return                         # (no compact forward: _compact_forward said why)
-    if runtime.build_failed():
+    if runtime.build_pending():
+        report("the compact forward serves: the native one is building", 0.95)
+        log.warning("%s: %s", runtime.path, runtime.auto_note())
+    elif runtime.build_failed():
         log.warning("%s: model.forward auto runs the compact forward, about 1.5 times "
                     "slower a token: %s (set model.forward compact to choose it)",
                     runtime.path, runtime.auto_note())

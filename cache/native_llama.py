@@ -20,19 +20,21 @@ On this 2-core CPU a one-row step of the bundled model went from 0.86 to 0.38 ms
 cached tokens; ``benchmarks/decode_step.py``).
 
 Float32 on the CPU only, Llama-family layers without biases (``refusal`` says why not).
-The extension is compiled on first use with the C++ compiler torch finds (about 30 s,
-once per machine: torch's extension cache); :func:`load_extension` raises
-:class:`NativeUnavailable` naming what failed, and the model loader then keeps the
-compact forward, saying so.
+The extension is compiled once per machine (``native_build.py``: about 30 s, under a lock
+that a killed build never leaves held, with a time limit). :func:`load_extension` waits
+for it (model.forward native, ``inkling build-native``); ``load_extension(wait=False)``
+(model.forward auto) does not: where the module is not built it starts the build in the
+background and raises :class:`NativePending`, and the compact forward serves that
+process. It raises :class:`NativeUnavailable` naming what failed, and the model loader
+then keeps the compact forward, saying so.
 """
 from __future__ import annotations
 
 import logging
 import threading
-from pathlib import Path
-
 import torch
 
+from . import native_build
 from .compact_llama import CompactLlama
 from .cpu_layout import InputMajorLinear
 from .kv_buffers import KVBuffers
@@ -41,8 +43,7 @@ log = logging.getLogger(__name__)
 
 MAX_ROWS = 64                       # more rows run the compact forward (MKL's GEMM; benchmarks/decode_step.py)
 ATTEND_MANY_ROWS = 16               # from this many rows attention runs as two GEMMs a layer
-SOURCE = Path(__file__).with_name("native") / "llama_step.cpp"
-EXTENSION = "inkling_llama_step"
+SOURCE = native_build.SOURCE
 
 
 class NativeUnavailable(RuntimeError):
@@ -50,17 +51,26 @@ class NativeUnavailable(RuntimeError):
     what they cover)."""
 
 
+class NativePending(NativeUnavailable):
+    """The native layers are not built yet, and model.forward auto does not wait: a
+    build runs in the background; the compact forward serves this process."""
+
+
 class _Extension:
-    """The compiled module, built once per process under a lock."""
+    """The compiled module, loaded once per process (``native_build.py`` builds it)."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._module = None
         self._error: str | None = None
 
-    def get(self):
+    def get(self, wait: bool = True):
+        """The module; ``wait``: build it now where it is not built (else NativePending,
+        with a build started in the background)."""
         with self._lock:
             if self._module is None and self._error is None:
+                if not wait:
+                    _refuse_unbuilt()
                 try:
                     self._module = _build()
                 except Exception as exc:   # a compiler's failure has many types
@@ -72,25 +82,47 @@ class _Extension:
 
 def _first_lines(exc: Exception) -> str:
     """The failure in a line: its first, and the compiler's first error where it has one
-    (torch's message starts with the command line)."""
+    (where the message starts with the command line)."""
     lines = str(exc).strip().splitlines()
     said = f"{type(exc).__name__}: {lines[0] if lines else ''}"
     error = next((line.strip() for line in lines if "error:" in line), None)
-    return said[:300] + (f" ... {error}" if error else "")
+    return said[:300] + (f" ... {error}" if error and error not in said else "")
 
 
 def _build():
-    from torch.utils import cpp_extension
-    return cpp_extension.load(name=EXTENSION, sources=[str(SOURCE)],
-                              extra_cflags=["-O3", "-march=native", "-fno-trapping-math"], verbose=False)
+    """Build the module now where it is not built (or wait for the build running), and
+    load it."""
+    return native_build.load_module(native_build.build(native_build.plan(SOURCE)))
+
+
+def _refuse_unbuilt() -> None:
+    """Nothing where the module is built; else NativeUnavailable with the last build's
+    failure, or NativePending with a build started in the background."""
+    p = native_build.plan(SOURCE)
+    if p.module.is_file():
+        return
+    failed = native_build.failure(p)
+    if failed:
+        raise NativeUnavailable(f"the native layers did not build ({failed}); "
+                                "`inkling build-native` tries again")
+    raise NativePending(f"the native forward is not built yet: "
+                        f"{native_build.start_background(p, SOURCE)}; this process runs the "
+                        "compact forward, the next start the native one")
+
+
+def built() -> bool:
+    """Whether the module is loaded here or built on this machine (loading it is then
+    quick)."""
+    return EXTENSION_BUILD._module is not None or native_build.plan(SOURCE).module.is_file()
 
 
 EXTENSION_BUILD = _Extension()
 
 
-def load_extension():
-    """The compiled extension (built on first use); raises NativeUnavailable."""
-    return EXTENSION_BUILD.get()
+def load_extension(wait: bool = True):
+    """The compiled extension; ``wait``: built now where it is not (the foreground);
+    else NativePending where it is not built. Raises NativeUnavailable."""
+    return EXTENSION_BUILD.get(wait)
 
 
 AUTO_MAX_PARAMS = 100_000_000      # model.forward auto runs native below this size

@@ -49,15 +49,17 @@ class ModelRuntime:
     # the reason in ``compact_refusal``: the model then runs transformers' forward only
     compact: object | None = field(default=None, repr=False)
     compact_refusal: str = ""
-    # the compact forward with its layers in C++ (cache/native_llama.py), built at load by
+    # the compact forward with its layers in C++ (cache/native_llama.py), made at load by
     # the loader for model.forward auto or native, else on first request (compiling the
-    # extension takes about 30 s once per machine, loading it 0.1 s); _native holds it or
-    # the reason it cannot run, under _native_lock
+    # extension takes about 30 s once per machine, in the background for auto: see
+    # _unbuilt; loading it 0.1 s); _native holds it or the reason it cannot run, under
+    # _native_lock
     _native: object | None = field(default=None, repr=False)
     _native_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
     # why auto is not native ("" where it is; set once, by whichever thread asks first:
-    # the same value from any)
+    # the same value from any); _native_pending: because the module was not built yet
     _auto_refusal: str | None = field(default=None, repr=False)
+    _native_pending: bool = field(default=False, repr=False)
     # the CPU threads of each forward (cache/thread_choice.py), set by the loader; None:
     # torch's count is left as it is (a GPU)
     threads: ThreadChoice | None = field(default=None, repr=False)
@@ -132,13 +134,33 @@ class ModelRuntime:
         """Whether the native forward was tried here and did not build or load."""
         return isinstance(self._native, str)
 
+    def build_pending(self) -> bool:
+        """Whether auto runs the compact forward because the native module was not built
+        when it was chosen (a build then runs in the background, for the next start)."""
+        return self._native_pending
+
     def _auto_native(self):
-        """The native forward when model.forward auto chooses it (built on the first
-        call), or None with the reason in ``auto_note``."""
+        """The native forward when model.forward auto chooses it, or None with the reason
+        in ``auto_note``. Chosen once: the forward stays for the life of the runtime."""
         from .native_llama import refusal
         if self._auto_refusal is None:
-            self._auto_refusal = refusal(self.model, auto=True) or ""
+            self._auto_refusal = refusal(self.model, auto=True) or self._unbuilt()
         return None if self._auto_refusal else self._try_native()
+
+    def _unbuilt(self) -> str:
+        """"" where the native module is loaded or built (auto then loads it); else why
+        not: not built yet (a build started in the background; auto does not wait for a
+        compile), or the failure of the last build (kept as ``_native``)."""
+        from .native_llama import NativePending, NativeUnavailable, load_extension
+        try:
+            load_extension(wait=False)
+        except NativePending as exc:
+            self._native_pending = True
+            return str(exc)
+        except NativeUnavailable as exc:
+            with self._native_lock:
+                self._native = self._native or str(exc)
+        return ""
 
     def _try_native(self):
         """The native forward, built on the first call, or None (the reason kept)."""

@@ -1,6 +1,6 @@
-"""The `inkling` command line: `complete`, `serve`, `evaluate` and `train` here, `replay`
-and `trace` in replay_cli.py, `datastore` in datastore_cli.py; what they share is in
-cli_flags.py.
+"""The `inkling` command line: `complete`, `serve`, `evaluate`, `train` and `build-native`
+here, `replay` and `trace` in replay_cli.py, `datastore` in datastore_cli.py; what they
+share is in cli_flags.py.
 
 The model, the server and the training recipe are imported by the command that runs
 them, not here: `inkling --help` and the trace commands never load torch (each such
@@ -203,6 +203,37 @@ def _cmd_serve(args) -> int:
     return 0
 
 
+def _cmd_build_native(args) -> int:
+    """Build the native forward now, in the foreground: a progress line (updated in place
+    on a terminal, every 10 s otherwise), then where the module is and how long it took;
+    exit status 1 with the compiler's first error."""
+    import time
+
+    from inkling.cache import native_build              # torch: see the top
+    start, said = time.monotonic(), [-10.0]
+
+    def progress(message: str) -> None:
+        if sys.stderr.isatty():
+            print(f"\r\033[K{message}", end="", file=sys.stderr, flush=True)
+        elif time.monotonic() - said[0] >= 10:
+            said[0] = time.monotonic()
+            print(message, file=sys.stderr, flush=True)
+    try:
+        p = native_build.plan()
+        was_built = p.module.is_file()
+        native_build.load_module(native_build.build(p, progress))
+    except (native_build.BuildFailed, ImportError, OSError) as exc:
+        print(f"{chr(10) if sys.stderr.isatty() else ''}inkling: the native forward did not "
+              f"build: {exc}", file=sys.stderr)
+        return 1
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    how = "was built already" if was_built else \
+        f"built in {time.monotonic() - start:.0f} s ({' '.join(p.flags) or 'default flags'})"
+    print(f"the native forward {how}: {p.module}")
+    return 0
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
     try:
@@ -287,6 +318,11 @@ def _parser() -> argparse.ArgumentParser:
                        "samples, a small Llama, loss log and loss curve.")
     _add_dataclass_flags(p, TrainOptions, HELP)
     p.set_defaults(func=_cmd_train)
+    p = sub.add_parser("build-native", help="build the native CPU forward now (once per "
+                       "machine)", description="Compile the native forward's C++ layers for "
+                       "this machine now, with a progress line. Otherwise the first start "
+                       "builds them in the background and serves with the compact forward.")
+    p.set_defaults(func=_cmd_build_native)
     replay_cli.add_commands(sub)
     datastore_cli.add_commands(sub)
     return parser
