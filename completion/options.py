@@ -136,7 +136,7 @@ class CompletionOptions:
                                  "rereading reads each draft after.", advanced=True,
                                  minimum=16, maximum=4096)
     draft: str = _option("suffix", "drafting", "Speculative drafting: guesses the model checks, "
-                         "so suggestions come sooner and are the same.", advanced=True, values={
+                         "so suggestions come sooner and are the same.", values={
                              "none": "no guesses: the model decodes token by token",
                              "prompt-lookup": "guesses copied from the prompt",
                              "suffix": "guesses from indexes of the document, the workspace, "
