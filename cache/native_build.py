@@ -90,10 +90,12 @@ class Plan:
         return self.folder / "build.log"
 
 
-def plan(source: Path = SOURCE) -> Plan:
+def plan(source: Path = SOURCE, flags: tuple[str, ...] | None = None) -> Plan:
     """The build of ``source`` on this machine: the one place its settings are read
-    (the compiler from ``$CXX``, else ``c++``; the cache root; the time limit)."""
-    flags = cpu_flags(cpu_features())
+    (the compiler from ``$CXX``, else ``c++``; the CPU flags, from the CPU's features
+    unless given (benchmarks/native_flags.py compares some); the cache root; the time
+    limit)."""
+    flags = cpu_flags(cpu_features()) if flags is None else tuple(flags)
     command = (*shlex.split(os.environ.get("CXX") or "c++"), *_compile_args(source, flags))
     digest = hashlib.sha256(source.read_bytes() + "\0".join(command).encode()).hexdigest()
     import torch
@@ -147,6 +149,7 @@ def cpu_flags(features: set[str]) -> tuple[str, ...]:
 
 
 def _flags_name(flags: tuple[str, ...]) -> str:
+    """The flags in a folder's name: the first, as 'avx2' or 'march=native'."""
     return "".join(f.removeprefix("-m") for f in flags[:1]) or "default"
 
 

@@ -228,8 +228,9 @@ def _cmd_build_native(args) -> int:
         return 1
     if sys.stderr.isatty():
         print(file=sys.stderr)
+    flags = " ".join(p.flags) or "default flags"
     how = "was built already" if was_built else \
-        f"built in {time.monotonic() - start:.0f} s ({' '.join(p.flags) or 'default flags'})"
+        f"is ready after {time.monotonic() - start:.0f} s ({flags})"
     print(f"the native forward {how}: {p.module}")
     return 0
 
