@@ -70,7 +70,8 @@ def options() -> list[Option]:
     for section in dataclasses.fields(InklingOptions):
         for f in dataclasses.fields(section.default_factory()):
             if "help" not in f.metadata:
-                raise SystemExit(f"{section.name}.{f.name} has no help text in completion/options.py")
+                raise SystemExit(f"{section.name}.{f.name} has no help text "
+                                 "in completion/options.py")
             out.append(Option(f"{section.name}.{camel(f.name)}", KINDS[type(f.default)],
                               f.default, dict(f.metadata)))
     return out
@@ -129,7 +130,8 @@ def client_properties(manifest: dict) -> dict[str, dict]:
 def vscode_configuration(manifest: dict) -> list[dict]:
     """``contributes.configuration``: the Editor section, one a group, the advanced last."""
     client = client_properties(manifest)
-    everyday = [(EDITOR, [(k, p) for k, p in client.items() if "advanced" not in p.get("tags", [])])]
+    everyday = [(EDITOR, [(k, p) for k, p in client.items()
+                          if "advanced" not in p.get("tags", [])])]
     opts = options()
     for title, group in grouped(opts, advanced=False):
         everyday.append((title, [(f"inkling.{o.key}", o) for o in group]))
