@@ -220,9 +220,10 @@ def test_what_the_native_forward_cannot_run_is_refused(tmp_path, monkeypatch):
         qwen.forward_kind("native")
 
 
-def test_auto_is_native_where_it_builds(tiny_model_dir):
+def test_auto_is_native_where_it_is_built(tiny_model_dir):
+    load_extension()                    # built (auto never waits: test_native_build.py)
     rt = load_runtime(tiny_model_dir, device="cpu", dtype="float32")   # model.forward auto
-    assert isinstance(rt._native, native_llama.NativeLlama)          # built at load
+    assert isinstance(rt._native, native_llama.NativeLlama)          # made at load
     assert PromptCache(rt, "full").forward == "native" and rt.auto_note() == ""
     assert PromptCache(rt, "full", forward="compact").forward == "compact"
     assert load_runtime(tiny_model_dir, device="cpu", dtype="float32",
@@ -252,6 +253,7 @@ def test_a_failed_build_is_an_error_naming_it(tiny_model_dir, monkeypatch, caplo
     def no_compiler():
         builds.append(1)
         raise OSError("g++: command not found")
+    load_extension()                    # the module built: auto loads it (and fails here)
     monkeypatch.setattr(native_llama, "EXTENSION_BUILD", native_llama._Extension())
     monkeypatch.setattr(native_llama, "_build", no_compiler)
     with pytest.raises(ModelError, match="did not build.*g\\+\\+: command not found"):
