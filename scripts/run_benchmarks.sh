@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# Run every benchmark on the bundled model (or MODEL=path) and keep what each printed
-# in benchmarks/results/NAME.txt. With names (scripts/run_benchmarks.sh monitor
-# cache_modes), only those run.
+# Run every benchmark on the bundled model (or MODEL=path) and append what each printed
+# to benchmarks/results/NAME.txt (its standard error to NAME.stderr): every run is kept,
+# under a header naming its date, commit, weights and the machine's load, so a figure
+# quoted anywhere can name the run it comes from. With names (scripts/run_benchmarks.sh
+# monitor cache_modes), only those run. OTHER_WORK="..." says what else ran meanwhile.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out=benchmarks/results
@@ -19,11 +21,15 @@ PY
 commit=$(git rev-parse --short HEAD 2>/dev/null || echo 'no commit')
 git diff --quiet HEAD -- . ':!benchmarks/results' 2>/dev/null || commit="$commit with changes"
 stamp="at $commit, $weights"
+load() { cut -d' ' -f1 /proc/loadavg 2>/dev/null || echo '?'; }
 run() {
     local name=$1; shift
     if [ "$only" != "  " ] && [[ "$only" != *" $name "* ]]; then return; fi
     echo "== $name: $*"
-    { echo "\$ $*   # $stamp"; "$@"; } 2>"$out/$name.stderr" | tee "$out/$name.txt"
+    local header="## run $(date -u +%Y-%m-%dT%H:%MZ) $stamp; load $(load) on $(nproc) cores at the start"
+    echo "$header" >> "$out/$name.stderr"
+    { echo; echo "$header; other work: ${OTHER_WORK:-none said}"; echo "\$ $*"
+      "$@"; echo "# load $(load) at the end"; } 2>>"$out/$name.stderr" | tee -a "$out/$name.txt"
 }
 run evaluate      .venv/bin/inkling evaluate --write-card
 run cli_latency   $py benchmarks/cli_latency.py --runs 5
