@@ -1,17 +1,33 @@
-"""The VS Code extension in a real VS Code: the built .vsix installed into code-server (VS
-Code in the browser, from npm) and driven in Debian's headless Chromium by playwright-core
-(editors/vscode/e2e/drive.js), as a user would.
+"""The VS Code extension in a real VS Code, installed the way the README says: the built
+.vsix installed into code-server (VS Code in the browser, from npm) and driven in Debian's
+headless Chromium by playwright-core (editors/vscode/e2e/drive.js), as a user would.
 
-With the extension's default settings the server holds the options of `inkling serve` with
-none (the stats command's log); then the user sets the branches decoder in settings.json;
-typing shows ghost text in the DOM, Alt+] changes it, Tab inserts it, the status bar says
-ready with the latency, and "inkling: Show server stats" counts the acceptance; a restart
-on purpose logs no error. Screenshots go to INKLING_E2E_ARTIFACTS when set (the README's is
-editors/vscode/screenshot.png, from this test).
+The README's VS Code steps, and what this test does for each:
+1. `./scripts/setup.sh` installs the server into `.venv`: the test runs from that `.venv`
+   (`.venv/bin/pytest`) and starts the server as `.venv/bin/inkling serve`.
+2. `cd editors/vscode && npm ci && npm run package` builds the `.vsix`: `npm ci` is CI's
+   (.ci/run) or the developer's, as the test needs editors/vscode's node_modules; the test
+   runs `npm run package` itself (into its temporary folder).
+3. `code --install-extension editors/vscode/inkling-0.1.0.vsix`: `code-server
+   --install-extension` with the packaged file.
+4. `inkling.serverCommand` set to the absolute path of `.venv/bin/inkling` in settings.json
+   (`inkling` is not on the test's PATH): the only inkling setting the user writes.
+
+Then: with those settings the server holds the options of `inkling serve` with none (the
+stats command's log); the Settings editor filtered to the extension shows its grouped
+settings (vscode-settings.png) and the user sets the drafts to cycle through there; typing
+shows ghost text in the DOM, the line a programmer would write (SAMPLE is chosen so that the
+bundled model's greedy first draft is right: `inkling complete --decoder greedy` there gives
+it), Alt+] cycles the drafts round to the first, Tab inserts it, the status bar says ready
+with the latency, and "inkling: Show server stats" counts the acceptance; a restart on purpose
+logs no error. Frames of the editor make the animated capture (vscode-ghost-text.gif, by
+editors/vscode/e2e/frames_gif.py); it and the screenshots go to INKLING_E2E_ARTIFACTS when set
+(docs/media/vscode-ghost-text.gif, docs/media/vscode-settings.png and
+editors/vscode/screenshot.png are copies from this test).
 
 Needs editors/vscode/e2e/install.sh (code-server and playwright-core), editors/vscode's
-node_modules (to package the .vsix) and Debian's chromium; .ci/run installs them all and
-sets INKLING_E2E_REQUIRED=1, which turns a missing piece into a failure. A default local
+node_modules (to package the .vsix), Debian's chromium and Pillow; .ci/run installs them all
+and sets INKLING_E2E_REQUIRED=1, which turns a missing piece into a failure. A default local
 run without them skips, saying what is missing.
 """
 from __future__ import annotations
@@ -37,23 +53,36 @@ CODE_SERVER = Path(os.environ.get("INKLING_CODE_SERVER",
 CHROMIUM = os.environ.get("INKLING_E2E_CHROMIUM", "/usr/bin/chromium")
 NODE = shutil.which("node")
 NPX = shutil.which("npx")
+NPM = shutil.which("npm")
+INKLING = Path(sys.executable).with_name("inkling")     # .venv/bin/inkling (scripts/setup.sh)
 
-SAMPLE = '''import os
-
-
-def read_lines(path):
-    """The lines of a text file, without line ends."""
-    with open(path) as handle:
-        return handle.read().splitlines()
+# The file the user types in: a new line after its last one, `        self.`, where the bundled
+# model's greedy draft (an automatic completion's) is `price = price`.
+SAMPLE = '''"""Items of an order."""
 
 
-'''
+class Item:
+    """One line of an order: what, at what price, how many."""
+
+    def __init__(self, name, price, quantity):
+        self.name = name'''
+TYPED = "self."
+FIRST_DRAFT = "price = price"
+EXPECTED_LINE = "        self.price = price"
+DRAFTS = 5                    # what drive.js sets inkling.completion.drafts to
+GIF_LIMIT = 1_500_000         # bytes: the README shows the capture
 
 
 def _missing() -> list[str]:
     missing = []
-    if NODE is None or NPX is None:
-        missing.append("node / npx")
+    if NODE is None or NPX is None or NPM is None:
+        missing.append("node / npm / npx")
+    if not INKLING.exists():
+        missing.append(f"inkling ({INKLING}: run ./scripts/setup.sh)")
+    try:
+        import PIL  # noqa: F401  (frames_gif.py's; the report extra's matplotlib brings it)
+    except ImportError:
+        missing.append("Pillow (pip install pillow)")
     if not CODE_SERVER.exists():
         missing.append(f"code-server ({CODE_SERVER}: run editors/vscode/e2e/install.sh)")
     if not (E2E / "node_modules" / "playwright-core").is_dir():
@@ -109,14 +138,31 @@ def _log(user_data: Path) -> str:
                      sorted(user_data.glob("logs/*/exthost*/inkling.inkling/inkling.log")))
 
 
+def _package(vsix: Path) -> None:
+    """The README's `npm run package` (vsce package), written to ``vsix``; `npx vsce package`
+    where package.json has no such script."""
+    scripts = json.loads((EXTENSION / "package.json").read_text()).get("scripts", {})
+    command = [NPM, "run", "package", "--", "-o", str(vsix)] if "package" in scripts else \
+        [NPX, "--no-install", "@vscode/vsce", "package", "-o", str(vsix)]
+    built = subprocess.run(command, cwd=EXTENSION, capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0 and vsix.is_file(), built.stdout + built.stderr
+
+
+def _setting_groups() -> list[str]:
+    """The titles of the extension's settings groups, as package.json declares them."""
+    configuration = json.loads((EXTENSION / "package.json").read_text())["contributes"][
+        "configuration"]
+    return [c["title"] for c in (configuration if isinstance(configuration, list)
+                                 else [configuration])]
+
+
 @pytest.fixture()
 def code_server(tmp_path):
     """code-server on a free loopback port with the freshly packaged .vsix installed, a
-    workspace with a Python file, and user settings with only the Python to run the server."""
+    workspace with a Python file, and user settings whose one inkling setting is the server's
+    command."""
     vsix = tmp_path / "inkling.vsix"
-    built = subprocess.run([NPX, "--no-install", "@vscode/vsce", "package", "-o", str(vsix)],
-                           cwd=EXTENSION, capture_output=True, text=True, timeout=300)
-    assert built.returncode == 0 and vsix.is_file(), built.stdout + built.stderr
+    _package(vsix)
     home = tmp_path / "home"
     user_data, extensions, workspace = tmp_path / "user-data", tmp_path / "extensions", \
         tmp_path / "ws"
@@ -133,7 +179,9 @@ def code_server(tmp_path):
     assert installed.returncode == 0, installed.stdout + installed.stderr
     settings = user_data / "User" / "settings.json"
     settings.write_text(json.dumps({
-        "inkling.pythonPath": sys.executable,          # the one inkling setting: no server options
+        "inkling.serverCommand": [str(INKLING), "serve"],   # the one inkling setting
+        "editor.fontSize": 16,                          # the capture's, for reading,
+        "editor.cursorBlinking": "solid",               # and a cursor in every frame
         "workbench.startupEditor": "none",
         "security.workspace.trust.enabled": False,
         "telemetry.telemetryLevel": "off",
@@ -146,7 +194,7 @@ def code_server(tmp_path):
         "editor.suggestOnTriggerCharacters": False,
         "editor.wordBasedSuggestions": "off",
     }, indent=2))
-    (workspace / "lines.py").write_text(SAMPLE)
+    (workspace / "order.py").write_text(SAMPLE)
     port = _free_port()
     log = open(tmp_path / "code-server.log", "w")
     proc = subprocess.Popen([*base, "--auth", "none", "--bind-addr", f"127.0.0.1:{port}",
@@ -172,13 +220,25 @@ def code_server(tmp_path):
         log.close()
 
 
+def _capture(out: Path) -> Path:
+    """The animated capture from drive.js's frames (editors/vscode/e2e/frames_gif.py)."""
+    gif = out / "vscode-ghost-text.gif"
+    made = subprocess.run([sys.executable, str(E2E / "frames_gif.py"), str(out / "frames.json"),
+                           str(gif)], capture_output=True, text=True, timeout=300)
+    assert made.returncode == 0, made.stdout + made.stderr
+    return gif
+
+
 def test_vscode_end_to_end(code_server, tmp_path):
+    from PIL import Image
+
     from inkling.completion.options import InklingOptions
     out = tmp_path / "out"
-    run = subprocess.run([NODE, "drive.js", code_server["url"], "lines.py", str(out),
-                          str(code_server["settings"])],
+    run = subprocess.run([NODE, "drive.js", code_server["url"], "order.py", str(out),
+                          str(code_server["settings"]), TYPED],
                          cwd=E2E, env=code_server["env"], capture_output=True, text=True,
-                         timeout=500)
+                         timeout=900)
+    gif = _capture(out) if (out / "frames.json").is_file() else None
     artifacts = os.environ.get("INKLING_E2E_ARTIFACTS")
     if artifacts:
         shutil.copytree(out, artifacts, dirs_exist_ok=True)
@@ -187,21 +247,26 @@ def test_vscode_end_to_end(code_server, tmp_path):
              code_server["log"].read_text()[-2000:] + "\n" + _log(code_server["user_data"]))
     assert run.returncode == 0 and "done" in steps, where
 
-    # default settings: the server holds the options of `inkling serve` with none; the
-    # decoder the user then set is all that changed
+    # settings.json with the server's command only: the server holds the options of
+    # `inkling serve` with none; the drafts the user then set are all that changed
     logged = _options_logged(code_server["user_data"])
     assert len(logged) == 2, where
     assert logged[0] == dataclasses.asdict(InklingOptions()), logged[0]
     assert logged[1] == dataclasses.asdict(
-        InklingOptions().merged({"completion": {"decoder": "branches"}})), logged[1]
+        InklingOptions().merged({"completion": {"drafts": DRAFTS}})), logged[1]
 
-    # ghost text in the DOM, another draft after Alt+], inserted by Tab
-    ghost, nxt = steps["ghost text"]["ghost"], steps["next draft"]["ghost"]
-    assert ghost.strip() and nxt.strip() and nxt != ghost, (ghost, nxt)
-    assert f"    return os.{nxt}" in steps["accepted"]["text"].split("\n"), steps["accepted"]
-    # the draft left the ghost text for the buffer; what shows now, if anything, is the
-    # next suggestion VS Code asked for after the insertion (e.g. `(path)` after `path.exists`)
-    assert steps["accepted"]["ghost"] != nxt, steps["accepted"]
+    # the settings page filtered to the extension lists each of its groups
+    shown = steps["settings changed"]["groups"]
+    assert all(any(g.startswith(title) for g in shown) for title in _setting_groups()), \
+        (shown, _setting_groups())
+
+    # ghost text in the DOM, right; Alt+] cycles other drafts round to it; Tab inserts it
+    assert steps["ghost text"]["ghost"] == FIRST_DRAFT, steps["ghost text"]
+    cycled = steps["drafts"]["cycled"]
+    assert len(cycled) >= 2 and len(set(cycled)) == len(cycled), cycled
+    assert steps["drafts"]["back"] == FIRST_DRAFT, steps["drafts"]
+    accepted = steps["accepted"]["text"].split("\n")
+    assert accepted[-1] == EXPECTED_LINE and SAMPLE.split("\n") == accepted[:-1], accepted
 
     # the status bar: ready, with the last completion's latency
     status = steps["status"]["status"]
@@ -214,5 +279,11 @@ def test_vscode_end_to_end(code_server, tmp_path):
     # a restart on purpose came back, and nothing in the log is an error
     assert "ready" in steps["restarted"]["status"]["label"]
     assert "[error]" not in _log(code_server["user_data"]), _log(code_server["user_data"])
-    for name in ("screenshot.png", "next-draft.png", "accepted.png", "stats.png"):
+    for name in ("screenshot.png", "next-draft.png", "accepted.png", "stats.png",
+                 "vscode-settings.png"):
         assert (out / name).stat().st_size > 10_000, name
+
+    # the animated capture: every frame, and small enough for the README
+    with Image.open(gif) as capture:     # (Pillow merges a frame that repeats the last)
+        assert capture.is_animated and capture.n_frames >= 6, capture.n_frames
+    assert gif.stat().st_size < GIF_LIMIT, gif.stat().st_size
