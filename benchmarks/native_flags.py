@@ -1,6 +1,6 @@
 """The native forward's CPU flags: compile time against one-row step time.
 
-    python benchmarks/native_flags.py [--flags "-mavx2 -mfma -mf16c" --flags "-march=native"]
+    python benchmarks/native_flags.py ["--flags=-mavx2 -mfma -mf16c" "--flags=-march=native"]
                                       [--context 600] [--rounds 7] [--reps 50]
 
 Each flag set is compiled by inkling's own build (cache/native_build.py) into a fresh

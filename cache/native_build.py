@@ -50,11 +50,12 @@ EXTENSION = "inkling_llama_step"
 SOURCE = Path(__file__).with_name("native") / "llama_step.cpp"
 CACHE_ENV = "INKLING_NATIVE_CACHE"             # the cache root (tests: a tmp folder)
 LIMIT_ENV = "INKLING_NATIVE_BUILD_TIMEOUT"      # the compile's time limit, seconds
-TIME_LIMIT_S = 600.0                           # 25 s on a quiet 2-core machine (native_build.txt)
+TIME_LIMIT_S = 600.0                           # 22 to 27 CPU s here (native_build.txt)
 WAIT_GRACE_S = 30.0                            # past a live builder's own limit, then give up
-# AVX2, FMA and F16C (every x86-64 CPU since 2013): the kernel's vectors and its float16
-# panels. Not -march=native: for an AVX-512 target (rocketlake) g++ 12 ran for minutes
-# and 1.4 GB where these flags take 25 s (benchmarks/results/native_build.txt).
+# AVX2, FMA and F16C (nearly every x86-64 CPU since 2013): the kernel's vectors and its
+# float16 panels. Not -march=native: its one-row step measured the same within noise
+# (0.39 ms against 0.39 to 0.43 on an AVX-512 CPU, benchmarks/results/native_build.txt),
+# and the build would depend on the compiler's model of the CPU it runs on
 X86_FEATURES = ("avx2", "fma", "f16c")
 
 Progress = Callable[[str], None]               # a line saying where the build is

@@ -97,17 +97,22 @@ def _build():
 
 def _refuse_unbuilt() -> None:
     """Nothing where the module is built; else NativeUnavailable with the last build's
-    failure, or NativePending with a build started in the background."""
-    p = native_build.plan(SOURCE)
-    if p.module.is_file():
-        return
-    failed = native_build.failure(p)
+    failure (or why none can start: a cache folder it cannot write, no flock), or
+    NativePending with a build started in the background."""
+    try:
+        p = native_build.plan(SOURCE)
+        if p.module.is_file():
+            return
+        failed = native_build.failure(p)
+        started = None if failed else native_build.start_background(p, SOURCE)
+    except (OSError, ImportError, native_build.BuildFailed) as exc:
+        raise NativeUnavailable(f"the native layers cannot be built here "
+                                f"({_first_lines(exc)})") from None
     if failed:
         raise NativeUnavailable(f"the native layers did not build ({failed}); "
                                 "`inkling build-native` tries again")
-    raise NativePending(f"the native forward is not built yet: "
-                        f"{native_build.start_background(p, SOURCE)}; this process runs the "
-                        "compact forward, the next start the native one")
+    raise NativePending(f"the native forward is not built yet: {started}; this process "
+                        "runs the compact forward, the next start the native one")
 
 
 def built() -> bool:

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from lsp_wire import Wire
 from inkling.cache import native_build, native_llama, native_lock
 from inkling.cache.errors import ModelError
 from inkling.cache.model_loader import load_runtime
@@ -171,6 +172,27 @@ def test_a_failed_build_names_the_compilers_first_error(fake, tiny_model_dir):
     assert done.returncode == 1, done
     assert "did not build" in done.stderr and "error: 'foo' was not declared" in done.stderr
     assert len(runs(fake.folder)) == 2                   # the foreground tries again
+
+
+@pytest.mark.slow
+def test_the_server_serves_at_once_and_says_the_native_forward_is_building(
+        fake, monkeypatch, tiny_model_dir):
+    monkeypatch.setenv(native_build.LIMIT_ENV, "20")
+    fake(seconds=60)                                    # $CXX: a compile still running
+    w = Wire(tiny_model_dir)                            # model.forward auto
+    try:
+        said = "compact forward (the native forward is not built yet: a build started in " \
+            "the background (pid"
+        assert any(said in m for m in w.log_messages()), w.log_messages()
+        forward = w.call("inkling/stats", {})["result"]["forward"]
+        assert forward["kind"] == "compact", forward
+        assert "the next start the native one" in forward["note"], forward
+        w.open("file:///tmp/a.py", "def area(width, height):\n    return ")
+        answer = w.wait(w.inline("file:///tmp/a.py", 1, 11), 60)
+        assert "result" in answer, answer
+        assert native_build.failure(native_build.plan(native_llama.SOURCE)) is None
+    finally:
+        w.kill()
 
 
 def _children(pid: int) -> list[int]:
