@@ -128,7 +128,7 @@ async function widenContents(page) {
   if (box) {
     await page.mouse.move(box.x + box.width / 2, box.y + 100);
     await page.mouse.down();
-    await page.mouse.move(box.x + box.width / 2 + 150, box.y + 100, { steps: 8 });
+    await page.mouse.move(box.x + box.width / 2 + 200, box.y + 100, { steps: 8 });
     await page.mouse.up();
     await page.mouse.move(box.x - 100, box.y + 500);   // off the sash: no highlight
   }

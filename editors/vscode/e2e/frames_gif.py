@@ -17,7 +17,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 CAPTION_PX = 30           # the strip's height
 FONT_PX = 17
-COLORS = 64               # a palette this small keeps the light theme's text crisp
+COLORS = 128              # enough for the light theme's text and its ghost text to stay crisp
 
 
 def captioned(png: Path, caption: str) -> Image.Image:
