@@ -295,9 +295,12 @@ def _parser() -> argparse.ArgumentParser:
                    "prefix-suffix-middle, the model's own (auto), or spm and psm (default both)")
     p.add_argument("--lines-per-file", type=int, default=40, metavar="N",
                    help="lines drawn from each held-out file (default 40)")
-    p.add_argument("--held-out", default="both", choices=("both", "stdlib", "package"),
+    p.add_argument("--held-out", default="both",
+                   choices=("both", "stdlib", "package", "tuning", "reporting"),
                    help="the held-out standard-library files, the held-out package "
-                   "(toolz 1.0.0, never trained on), or both (default)")
+                   "(toolz 1.0.0), both of them measured apart (default), the tuning set "
+                   "(the two together: what the defaults were chosen on) or the reporting "
+                   "set (pinned packages no default was chosen on); none is trained on")
     p.add_argument("--seed", type=int, default=0,
                    help="seed of the draw of lines (default 0: the model card's lines)")
     p.add_argument("--drafts", type=int, default=1, metavar="K",

@@ -116,7 +116,9 @@ def _evals_text(evals: list[dict] | None, command: str, order: str) -> str:
     if not evals:
         return ("Next-line exact match has not been measured on these weights yet: "
                 "`inkling evaluate --write-card` measures it and rewrites this card.")
-    names = {"stdlib": "held-out stdlib files", "package": "held-out package (toolz 1.0.0)"}
+    names = {"stdlib": "held-out stdlib files", "package": "held-out package (toolz 1.0.0)",
+             "tuning": "tuning set (held-out stdlib files and toolz 1.0.0)",
+             "reporting": "reporting set (pinned packages, never tuned on)"}
     rows = "\n".join(
         f"| {names.get(e.get('held_out', 'stdlib'), e.get('held_out'))} | {e['fim_order']} | "
         f"{e.get('decoder', 'greedy')} | "

@@ -9,10 +9,12 @@ without vendored copies of other packages (``_vendor``, ``vendor``, ``_vendored`
 keeps the files with the smallest SHA-256 of their path up to that size, so that a few
 big packages (sympy, SQLAlchemy, Django) do not drown the rest.
 
-``HELD_OUT_PACKAGE`` (toolz 1.0.0) is never trained on: it is evaluated on (validation
-loss and next-line exact match), and ``training_packages`` refuses it. No package file that
-copies a held-out file (the standard library's held-out files or the held-out package's) is
-trained on either: ``drop_held_out_copies`` finds them by their shared lines.
+The packages of the two evaluation sets (``eval_sets.py``: toolz 1.0.0 in the tuning set,
+``HELD_OUT_PACKAGE``, whose rows also give the validation loss; the reporting set's
+packages) are never trained on: ``training_packages`` refuses them and
+``assert_not_held_out`` fails on any of their files. No package file that copies a held-out
+file (the standard library's held-out files or a held-out package's) is trained on either:
+``drop_held_out_copies`` finds them by their shared lines.
 """
 from __future__ import annotations
 
@@ -24,6 +26,7 @@ import zipfile
 from pathlib import Path
 
 from .corpus import MAX_FILE_BYTES, CorpusFile
+from .eval_sets import TOOLZ, PinnedPackage, held_out_packages
 
 PACKAGES: tuple[tuple[str, str], ...] = (
     ("aiohttp", "3.14.5"),
@@ -124,9 +127,9 @@ PACKAGES: tuple[tuple[str, str], ...] = (
     ("xarray", "2026.9.0"),
     ("zope.interface", "8.7"),
 )
-HELD_OUT_PACKAGE = ("toolz", "1.0.0")
-# the import names the held-out package's wheel installs: no training file may live under them
-HELD_OUT_TOP_LEVEL = ("toolz", "tlz")
+HELD_OUT_PACKAGE = (TOOLZ.name, TOOLZ.version)     # the tuning set's: its validation loss
+# the import names the held-out packages' wheels install: no training file may live under them
+HELD_OUT_TOP_LEVEL = tuple(t for p in held_out_packages() for t in p.top_level)
 MAX_PACKAGE_CHARS = 4_000_000
 _TEST_DIRS = {"test", "tests", "testing"}
 _VENDOR_DIRS = {"_vendor", "vendor", "_vendored", "externals", "_externals"}
@@ -222,10 +225,15 @@ def read_wheel(path: Path, package: str, max_chars: int = MAX_PACKAGE_CHARS) -> 
     return sorted(files, key=lambda f: f.relpath)
 
 
+def _held_out(name: str) -> PinnedPackage | None:
+    return next((p for p in held_out_packages() if _norm(p.name) == _norm(name)), None)
+
+
 def training_packages(packages=PACKAGES) -> tuple[tuple[str, str], ...]:
     for name, _ in packages:
-        if _norm(name) == _norm(HELD_OUT_PACKAGE[0]):
-            raise ValueError(f"{name} is the held-out package: it must never be trained on")
+        if (held := _held_out(name)) is not None:
+            raise ValueError(f"{name} is a held-out package ({held.pin}, of an evaluation "
+                             "set): it must never be trained on")
     return tuple(packages)
 
 
@@ -240,8 +248,9 @@ def load_package_files(packages=PACKAGES, cache: Path | None = None) -> list[Cor
 
 
 def assert_not_held_out(files: list[CorpusFile]) -> None:
-    bad = [f.relpath for f in files if f.relpath.split("/")[0] in HELD_OUT_TOP_LEVEL
-           or f.package.split("==")[0] == HELD_OUT_PACKAGE[0]]
+    bad = [f"{f.package}:{f.relpath}" for f in files
+           if f.relpath.split("/")[0].removesuffix(".py") in HELD_OUT_TOP_LEVEL
+           or (f.package and _held_out(f.package.split("==")[0]) is not None)]
     if bad:
         raise AssertionError(f"held-out package files in the training data: {bad[:5]}")
 
@@ -273,5 +282,24 @@ def drop_held_out_copies(files: list[CorpusFile], held_out: list[CorpusFile]
 
 
 def load_held_out_package(cache: Path | None = None) -> list[CorpusFile]:
-    name, version = HELD_OUT_PACKAGE
-    return read_wheel(ensure_wheel(name, version, cache), f"{name}=={version}")
+    """Every source file of toolz 1.0.0 (the tuning set's package)."""
+    return read_wheel(ensure_wheel(TOOLZ.name, TOOLZ.version, cache), TOOLZ.pin)
+
+
+def load_pinned(package: PinnedPackage, cache: Path | None = None,
+                modules: tuple[str, ...] | None = None) -> list[CorpusFile]:
+    """An evaluation set's package's files: ``modules`` (wheel paths, in that order), or
+    every source file of its wheel; an error names a module the wheel does not hold."""
+    files = read_wheel(ensure_wheel(package.name, package.version, cache), package.pin)
+    if modules is None:
+        return files
+    by_path = {f.relpath: f for f in files}
+    missing = [m for m in modules if m not in by_path]
+    if missing:
+        raise FileNotFoundError(f"{package.pin} has no source file {missing} in its wheel")
+    return [by_path[m] for m in modules]
+
+
+def load_held_out_files(cache: Path | None = None) -> list[CorpusFile]:
+    """Every source file of every package of both evaluation sets (training copies none)."""
+    return [f for p in held_out_packages() for f in load_pinned(p, cache)]

@@ -300,13 +300,14 @@ class Data:
         pkg_held = []
         self.copies_dropped: list[str] = []
         if o.packages:
-            from .packages import drop_held_out_copies, load_held_out_package, load_package_files
+            from .packages import (drop_held_out_copies, load_held_out_files,
+                                   load_held_out_package, load_package_files)
             pkg_files = load_package_files()
             if o.max_files:
                 pkg_files = pkg_files[:o.max_files]
-            pkg_held = load_held_out_package()
-            pkg_files, self.copies_dropped = drop_held_out_copies(pkg_files,
-                                                                  corpus.held_out + pkg_held)
+            pkg_held = load_held_out_package()      # its rows: the package validation loss
+            pkg_files, self.copies_dropped = drop_held_out_copies(
+                pkg_files, corpus.held_out + load_held_out_files())    # both sets' packages
             files += pkg_files
             self.packages = [f"{n}=={v}" for n, v in PACKAGES]
         assert_not_held_out(files)

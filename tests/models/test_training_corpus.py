@@ -8,6 +8,7 @@ from tokenizers import Tokenizer
 
 from inkling.models import BUNDLED_MODEL_DIR, packages
 from inkling.models.corpus import CorpusFile
+from inkling.models.eval_sets import SETS
 from inkling.models.samples import (REPO_CONTEXT_CHARS, RepoIndex, build_training_rows,
                                     make_pieces, make_repo_piece, outline)
 
@@ -74,6 +75,22 @@ def test_the_held_out_package_is_never_trained_on():
         packages.assert_not_held_out([CorpusFile("a.py", "x = 1\n", "toolz==1.0.0")])
     # every pinned package names an exact version
     assert all(v and v[0].isdigit() for _, v in packages.PACKAGES)
+
+
+@pytest.mark.parametrize("held", [p for s in SETS.values() for p in s.packages],
+                         ids=lambda p: p.pin)
+def test_no_package_of_either_evaluation_set_is_trained_on(held):
+    with pytest.raises(ValueError, match=f"held-out package \\({held.pin}, of an evaluation set"):
+        packages.training_packages(packages.PACKAGES + ((held.name.upper(), "0.1"),))
+    for top in held.top_level:
+        with pytest.raises(AssertionError, match=f"other==1:{top}"):
+            packages.assert_not_held_out([CorpusFile(f"{top}/core.py", "x = 1\n", "other==1")])
+        with pytest.raises(AssertionError):
+            packages.assert_not_held_out([CorpusFile(f"{top}.py", "x = 1\n", "other==1")])
+    with pytest.raises(AssertionError, match=held.pin):
+        packages.assert_not_held_out([CorpusFile("a.py", "x = 1\n", held.pin)])
+    packages.assert_not_held_out([CorpusFile(f"lib/{held.top_level[0]}.py", "x = 1\n", "o==1"),
+                                  CorpusFile("a.py", "x = 1\n", "")])
 
 
 def test_the_cached_wheels_hold_no_held_out_code():
@@ -165,7 +182,8 @@ def test_stdlib_chunks_come_as_often_as_asked():
 
 def test_the_training_data_leaves_out_a_package_file_that_copies_a_held_out_one(monkeypatch):
     """``Data`` over the real standard library with stand-in packages: a fork of a held-out
-    standard-library module is not trained on, and the run says so."""
+    standard-library module, and a copy of a reporting-set module, are not trained on, and
+    the run says so."""
     from inkling.models import training
     from inkling.models.corpus import load_corpus
     from inkling.models.train_options import TrainOptions
@@ -174,12 +192,19 @@ def test_the_training_data_leaves_out_a_package_file_that_copies_a_held_out_one(
     fork = CorpusFile("forked/sched.py", held.text, "forked==1.0")
     own = CorpusFile("own/core.py", "def f():\n    return 1\n", "own==1.0")
     toolz = CorpusFile("toolz/utils.py", "def no_default():\n    pass\n", "toolz==1.0.0")
-    monkeypatch.setattr(packages, "load_package_files", lambda: [fork, own])
+    reported = CorpusFile("semver/version.py", "".join(
+        f"        self._part_{i} = parse_the_version_part({i}, version)\n" for i in range(12)),
+        "semver==3.0.2")
+    vendored = CorpusFile("vendoring/_semver.py", reported.text, "vendoring==1.0")
+    monkeypatch.setattr(packages, "load_package_files", lambda: [fork, own, vendored])
     monkeypatch.setattr(packages, "load_held_out_package", lambda: [toolz])
+    monkeypatch.setattr(packages, "load_held_out_files", lambda: [toolz, reported])
     tok = Tokenizer.from_file(str(BUNDLED_MODEL_DIR / "tokenizer.json"))
     data = training.Data(TrainOptions(max_files=5, seq_len=64, eval_rows=2), tok)
-    assert own in data.files and fork not in data.files
+    assert own in data.files and fork not in data.files and vendored not in data.files
     assert data.copies_dropped == [
         f"forked==1.0:forked/sched.py holds {len(packages._distinctive_lines(held.text))} of "
         f"the {len(packages._distinctive_lines(held.text))} distinctive lines of held-out "
-        "sched.py"]
+        "sched.py",
+        "vendoring==1.0:vendoring/_semver.py holds 12 of the 12 distinctive lines of "
+        "held-out semver/version.py"]
