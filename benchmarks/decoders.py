@@ -69,7 +69,7 @@ def main() -> int:
         r = s[d]
         print(f"{d:11} {r['latency_ms']['p50']:>8.1f} {r['latency_ms']['p95']:>8.1f} "
               f"{100 * r['exact_line']:>11.1f} {100 * r['exact_line_any']:>10.1f} "
-              f"{distinct[d]:>9.2f} {r['tokens_per_forward']:>8.2f}")
+              f"{distinct[d]:>9.2f} {r['draft_throughput']['tokens_per_forward']:>8.2f}")
     g = s["greedy"]["latency_ms"]["p50"]
     for d in decoders[1:]:
         print(f"{d} latency p50 / greedy: {s[d]['latency_ms']['p50'] / g:.2f}"

@@ -250,7 +250,7 @@ class Engine:
         if drafter is not None and drafter.steps and one:
             self._after.append(lambda: self._learn(drafter, outs[0].token_ids))
         self.sources.suggested(uri, prompt.prefix_ids, [o.token_ids for o in outs])
-        shown, dropped = shown_drafts(outs, prompt, guard, doc.eol, c.alternative_prune)
+        shown, dropped, cut = shown_drafts(outs, prompt, guard, doc.eol, c.alternative_prune)
         drafts = [self.book.offer(text, out.logprob, len(out.token_ids)) for text, out in shown]
         self.stats.completions += 1
         return Completion(
@@ -262,8 +262,8 @@ class Engine:
             cache_mode=synced.mode, stopped_by=outs[0].stopped_by if outs else "",
             block=stop.block, draft_ms=tuple(drafter.times) if drafter is not None else (),
             asked=k, dropped=tuple(dropped), context_tokens=len(block), context_text=block.text,
-            shortfall=shortfall(k, len(outs), len(drafts), dropped,
-                                "greedy" if one else decoder))
+            guard=cut, shortfall=shortfall(k, len(outs), len(drafts), dropped,
+                                           "greedy" if one else decoder))
 
     def _learn(self, drafter: TreeDrafter, output: list[int]) -> None:
         self.stats.learnt += bool(drafter.learn(output))

@@ -9,27 +9,38 @@ from .decoding.steps import Decoded
 from .decoding.ranking import Dropped, normalised_logprob, worth_showing
 from .decoding.stop_rules import repeats_line_above, trim_repeated_suffix
 from .prompt.builder import Prompt
+from .result import GuardCut
 
 
 def shown_drafts(outs: list[Decoded], prompt: Prompt, guard, eol: str, prune: float = 0.0
-                 ) -> tuple[list[tuple[str, Decoded]], list[Dropped]]:
+                 ) -> tuple[list[tuple[str, Decoded]], list[Dropped], GuardCut]:
     """(text in the document's line ends, decoded draft) of each draft shown, best first,
-    and each one left out with its reason. ``guard``: the analysis' syntax guard at the
-    cursor, or None; ``prune``: alternatives this many nats a token below the lead are
-    left out (0: none for that)."""
-    texts = [shown_text(out.text, prompt, guard) for out in outs]
+    each one left out with its reason, and what the guard cut from the first decoded draft.
+    ``guard``: the analysis' syntax guard at the cursor, or None; ``prune``: alternatives
+    this many nats a token below the lead are left out (0: none for that)."""
+    trimmed = [trimmed_text(out.text, prompt) for out in outs]
+    texts = [guarded(text, guard) for text in trimmed]
     shown, dropped = worth_showing(texts, [normalised_logprob(o) for o in outs], prune)
+    cut = GuardCut.of(trimmed[0], texts[0]) if outs else GuardCut()
     return [(texts[i] if eol == "\n" else texts[i].replace("\n", eol), outs[i])
-            for i in shown], dropped
+            for i in shown], dropped, cut
 
 
 def shown_text(text: str, prompt: Prompt, guard) -> str:
-    """A draft's text as shown: nothing where it makes the cursor's line the line above
-    again, else without what merely repeats the text after the cursor, and cut where the
-    syntax guard (None: none) finds a new error."""
+    """A draft's text as shown: trimmed (``trimmed_text``), then cut where the syntax
+    guard (None: none) finds a new error."""
+    return guarded(trimmed_text(text, prompt), guard)
+
+
+def trimmed_text(text: str, prompt: Prompt) -> str:
+    """Nothing where the draft makes the cursor's line the line above again, else the
+    draft without what merely repeats the text after the cursor."""
     if repeats_line_above(text, prompt.line_prefix, prompt.line_suffix, prompt.prefix):
         return ""
-    text = trim_repeated_suffix(text, prompt.line_suffix, prompt.suffix)
-    if guard is not None:                 # no new ERROR or MISSING node in its statement
-        text = text[:guard.longest_valid_prefix(text)]
-    return text
+    return trim_repeated_suffix(text, prompt.line_suffix, prompt.suffix)
+
+
+def guarded(text: str, guard) -> str:
+    """``text`` cut where the syntax guard (None: none) finds a new ERROR or MISSING node
+    in its statement."""
+    return text if guard is None else text[:guard.longest_valid_prefix(text)]

@@ -14,6 +14,19 @@ class Draft:
     tokens: int
 
 
+@dataclass(frozen=True)
+class GuardCut:
+    """What the syntax guard did to the decoder's first draft (after the trims of text that
+    repeats what is around the cursor): what the replay's ``guard_cut`` counts."""
+    chars: int = 0          # characters it cut from the draft's end (0: kept whole, or no guard)
+    emptied: bool = False   # it left nothing but whitespace of a draft that had more
+
+    @classmethod
+    def of(cls, before: str, after: str) -> "GuardCut":
+        """The cut from ``before`` (the draft the guard was given) to ``after``, a prefix."""
+        return cls(len(before) - len(after), bool(before.strip()) and not after.strip())
+
+
 @dataclass
 class Completion:
     uri: str
@@ -38,6 +51,7 @@ class Completion:
     shortfall: str = ""             # why fewer than ``asked`` drafts are shown ("" if none)
     context_tokens: int = 0         # tokens of the repository-context block in the prompt
     context_text: str = ""          # that block as the model read it
+    guard: GuardCut = GuardCut()    # what the syntax guard cut from the first decoded draft
 
 
 @dataclass

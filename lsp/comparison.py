@@ -28,7 +28,12 @@ class Combination:
 
     @property
     def label(self) -> str:
-        return ", ".join(f"{k}={_text(v)}" for k, v in self.settings.items()) or "as given"
+        return label(self.settings)
+
+
+def label(settings: dict) -> str:
+    """``section.key=value, ...`` of a combination's settings ("as given": none)."""
+    return ", ".join(f"{k}={_text(v)}" for k, v in settings.items()) or "as given"
 
 
 def _text(value) -> str:
@@ -144,3 +149,40 @@ def ablations(specs: list[str], base: InklingOptions) -> list[Combination]:
     for key, _, typed in changes:
         out.append(Combination({**given, key: typed}, base.merged(_nested({key: typed}))))
     return out
+
+
+# the figures ``--compare`` / ``--ablate`` print per combination: what is shown, the
+# guard's cuts, the quality of shown drafts (with their counts) and what speculation buys
+TABLE_ROWS = ("completions", "shown", "guard_cut", "guard_emptied", "exact_line",
+              "edit_similarity", "syntax_valid", "undefined_names", "analysis_failures",
+              "tokens_per_forward", "draft_throughput", "latency_ms")
+
+
+def table(runs: list[dict]) -> str:
+    """A plain-text table of ``TABLE_ROWS`` (rows) for each run of the replay's ``runs``
+    (columns, labelled by their settings)."""
+    labels = [label(r["settings"]) for r in runs]
+    rows = [[key] + [_figure(r, key) for r in runs] for key in TABLE_ROWS]
+    widths = [max(len(row[i]) for row in rows + [[""] + labels]) for i in range(len(labels) + 1)]
+    lines = [[""] + labels] + rows
+    return "\n".join("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
+                               for i, (cell, w) in enumerate(zip(line, widths)))
+                     for line in lines)
+
+
+def _figure(run: dict, key: str) -> str:
+    """One run's ``key`` as the table shows it: a share with its count where it has one
+    (``syntax_valid_n``), p50 of a distribution, the parts of an object."""
+    value = run.get(key)
+    if isinstance(value, dict):
+        if "p50" in value:
+            return f"p50 {value['p50']:.1f}"
+        return ", ".join(f"{k} {_number(v)}" for k, v in value.items())
+    n = run.get(key + "_n")
+    return _number(value) + (f" (n {n})" if n is not None else "")
+
+
+def _number(value) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4f}" if isinstance(value, float) else str(value)

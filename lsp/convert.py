@@ -66,5 +66,7 @@ def completion_metrics(result: Completion) -> dict:
             "contextTokens": result.context_tokens, "contextText": result.context_text,
             # several drafts asked for: the ones not worth showing and why fewer came back
             "asked": result.asked, "shortfall": result.shortfall,
+            # what the syntax guard cut from the first decoded draft (characters; emptied)
+            "guardCut": result.guard.chars, "guardEmptied": result.guard.emptied,
             "dropped": [{"rank": d.rank, "text": d.text, "reason": d.reason, "like": d.like}
                         for d in result.dropped]}

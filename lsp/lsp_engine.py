@@ -22,6 +22,7 @@ from inkling.completion.document import Document, Position, TextChange
 from inkling.completion.engine import Completion, Draft
 from inkling.completion.errors import DocumentError, InklingError
 from inkling.completion.options import InklingOptions
+from inkling.completion.result import GuardCut
 
 from .convert import ACCEPT_COMMAND       # the command an inline item runs when taken
 
@@ -159,7 +160,8 @@ class LspEngine:
                           stale_tokens=m.staleTokens, refreshed=m.refreshed,
                           draft_ms=tuple(m.draftMs),
                           context_tokens=getattr(m, "contextTokens", 0),
-                          context_text=getattr(m, "contextText", ""))
+                          context_text=getattr(m, "contextText", ""), asked=m.asked,
+                          guard=GuardCut(m.guardCut, m.guardEmptied))
 
     def accept(self, draft_id: str) -> Draft:
         """The person took a draft: the command the inline item carries, as an editor runs

@@ -80,3 +80,19 @@ def fraction(flags: list[bool | None]) -> float | None:
     """Share of True among the measured (non-None) flags; None when nothing was measured."""
     measured = [f for f in flags if f is not None]
     return sum(measured) / len(measured) if measured else None
+
+
+def measured(flags: list[bool | None]) -> int:
+    """How many of the flags were measured (not None): the denominator of ``fraction``."""
+    return sum(f is not None for f in flags)
+
+
+def ratio(part: float, whole: float) -> float | None:
+    """``part`` / ``whole``, None where ``whole`` is not positive (nothing to divide by)."""
+    return part / whole if whole > 0 else None
+
+
+def shown(draft: str) -> bool:
+    """Whether a draft shows anything in the editor: a character that is not whitespace
+    (an emptied or blank draft shows nothing)."""
+    return bool(draft.strip())

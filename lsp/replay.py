@@ -8,6 +8,7 @@ that is not implemented yet) propagate, since no trace could replay.
 """
 from __future__ import annotations
 
+import logging
 import tempfile
 import time
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from inkling.completion.errors import DocumentError
 from inkling.completion.options import InklingOptions
 
 from .languages import language_for
-from .metrics import exact_line
+from .metrics import exact_line, shown
 from .replay_clock import ReplayClock
 from .replay_result import CompletionRecord, ReplayFailure, TraceResult
 from .syntax_check import SyntaxChecker
@@ -29,6 +30,7 @@ from .trace_file import (AcceptEvent, ChangeEvent, CheckEvent, CloseEvent, Compl
                          FileEvent, OpenEvent, Trace, TraceError)
 
 Tick = Callable[[int], None]      # called with a number of events done
+log = logging.getLogger(__name__)
 
 
 class _Session:
@@ -92,31 +94,43 @@ class _Session:
             self.analysis.change(uri, self.engine.document(uri).text)
 
     def _complete(self, e: CompleteEvent) -> None:
-        uri = self.uri(e.path)
+        uri, language = self.uri(e.path), self.language(e.path)
         doc = self.engine.document(uri)
         text, offset = doc.text, doc.offset_at(e.position)
         out = self.engine.complete(uri, e.position, trigger=e.trigger)   # k: the engine's
         drafts = tuple(d.text for d in out.drafts)
+        first = drafts[0] if drafts else ""
         self.latest[e.path] = (e.expected, tuple(out.drafts))
-        valid = self.checker.valid(self.language(e.path), text, offset, drafts[0] if drafts else "")
-        undefined, matched = self._names(uri, text, offset, e.expected, drafts[0] if drafts else "")
+        if self.own_analysis:
+            self.analysis.change(uri, text)
+        # judged only where the first draft shows something: an emptied draft is not valid
+        valid, undefined, failed = self._judge(uri, language, text, offset, first) \
+            if shown(first) else (None, None, ())
+        found = self.analysis.trigger_identifier(uri, offset, e.expected)
+        matched = identifier_matches(first, e.expected, found) if found is not None else None
         self.result.completions.append(CompletionRecord(
             e.line, e.path, e.expected, drafts, out.latency_ms, out.first_token_ms, out.model_ms,
             out.forwards, out.tokens, out.prefill_tokens, out.reused_tokens, valid,
             out.stale_tokens, out.refreshed, undefined, matched, out.draft_ms,
-            out.context_tokens, out.context_text))
+            out.context_tokens, out.context_text, asked=out.asked,
+            guard_cut=out.guard.chars, guard_emptied=out.guard.emptied, failed=failed))
         self.engine.settle()             # after the answer, as the server does
 
-    def _names(self, uri: str, text: str, offset: int, expected: str, draft: str
-               ) -> tuple[tuple[str, ...] | None, bool | None]:
-        """undefined_names (the names, None: not measured) and identifier_match (None: the
-        expected text has no identifier right after a trigger)."""
-        if self.own_analysis:
-            self.analysis.change(uri, text)
-        names = self.analysis.undefined_names(uri, offset, draft)
-        found = self.analysis.trigger_identifier(uri, offset, expected)
-        matched = identifier_matches(draft, expected, found) if found is not None else None
-        return (tuple(names) if names is not None else None), matched
+    def _judge(self, uri: str, language: str, text: str, offset: int, draft: str
+               ) -> tuple[bool | None, tuple[str, ...] | None, tuple[str, ...]]:
+        """syntax_valid and the undefined names of a shown ``draft`` (None: not measured
+        for ``language``), and the metrics whose analysis failed on it (logged, counted)."""
+        failed = []
+        try:
+            valid = self.checker.valid(language, text, offset, draft)
+        except Exception:            # noqa: BLE001 -- counted in analysis_failures, not lost
+            log.exception("syntax_valid failed at %s, offset %d", uri, offset)
+            valid = None
+            failed.append("syntax_valid")
+        names = self.analysis.undefined_names(uri, offset, draft)   # None: it logged why
+        if names is None and language == "python":
+            failed.append("undefined_names")
+        return valid, (tuple(names) if names is not None else None), tuple(failed)
 
     def _accept(self, e: AcceptEvent) -> None:
         """The person takes draft ``e.draft`` of the latest completion in the document if its

@@ -22,7 +22,7 @@ from inkling.completion.options import (CACHE_MODES, DECODERS, DRAFT_MODES, MONI
 
 from .cli_flags import (add_model_flags, add_ray_flags, load_progress, model_changes, positive,
                         ray_options)
-from .comparison import ablations, combinations
+from .comparison import ablations, combinations, table
 from .git_repo import GitRepo
 from .git_trace import GitTraceOptions, GitTracer
 from .retype_trace import RetypeError, RetypeOptions, retype_trace
@@ -269,6 +269,7 @@ def _cmd_replay(args) -> int:
     report = replay_json(runs[0], config)
     if compared:
         report["runs"] = comparison_json(combos, runs)
+        print(table(report["runs"]), file=sys.stderr)       # the headline figures
     if args.json:
         _write_json(report, args.json)
     if args.report:

@@ -19,23 +19,47 @@ class CompletionRecord:
     tokens: int
     prefill_tokens: int
     reused_tokens: int
-    syntax_valid: bool | None    # None: no grammar for the document's language
+    syntax_valid: bool | None    # the first draft's; None: not shown, no grammar, or failed
     stale_tokens: int = 0        # stale cached tokens when this completion ran
     refreshed: bool = False      # this completion's sync recomputed stale tokens
     undefined: tuple[str, ...] | None = None   # names the first draft uses that cannot be
-                                               # right (None: not measured, e.g. no grammar)
+                                               # right (None: not shown, not Python, failed)
     identifier_match: bool | None = None       # None: no identifier after a trigger expected
     draft_ms: tuple[float, ...] = ()           # each retrieval drafting step, in ms
     context_tokens: int = 0                    # tokens of the repository-context block
     context_text: str = ""                     # that block as the model read it
-
-    @property
-    def undefined_names(self) -> bool | None:
-        return None if self.undefined is None else bool(self.undefined)
+    asked: int = 1                             # drafts asked for (k)
+    guard_cut: int = 0                         # characters the syntax guard cut from the
+    guard_emptied: bool = False                # decoder's first draft; it left nothing
+    failed: tuple[str, ...] = ()               # metrics whose analysis raised on the first
+                                               # draft ("syntax_valid", "undefined_names")
 
     @property
     def first(self) -> str:
         return self.drafts[0] if self.drafts else ""
+
+    @property
+    def shown(self) -> bool:
+        return m.shown(self.first)
+
+    @property
+    def valid(self) -> bool | None:
+        """syntax_valid as counted: None where nothing is shown or the language has no
+        grammar; a failed check counts as not valid."""
+        if not self.shown:
+            return None
+        return False if "syntax_valid" in self.failed else self.syntax_valid
+
+    @property
+    def undefined_names(self) -> bool | None:
+        """Whether the shown first draft uses a name that cannot be right, as counted: None
+        where nothing is shown or the language is not analysed; a failed analysis counts
+        as one that found such a name."""
+        if not self.shown:
+            return None
+        if "undefined_names" in self.failed:
+            return True
+        return None if self.undefined is None else bool(self.undefined)
 
 
 @dataclass(frozen=True)
@@ -82,10 +106,19 @@ def _sum_and_mean(values: list[int]) -> dict:
     return {"sum": sum(values), "per_completion": _round(m.mean(values))}
 
 
+def _shown(recs: list[CompletionRecord]) -> dict:
+    """What reaches the editor: completions whose first draft shows something, and those
+    whose first decoded draft the syntax guard shortened (emptied included) or emptied."""
+    return {"shown": _round(m.fraction([r.shown for r in recs])),
+            "guard_cut": _round(m.fraction([r.guard_cut > 0 for r in recs])),
+            "guard_emptied": _round(m.fraction([r.guard_emptied for r in recs]))}
+
+
 def _quality(recs: list[CompletionRecord]) -> dict:
     expected_chars = sum(len(r.expected) for r in recs)
     accepted = [m.accepted_chars(r.first, r.expected) for r in recs]
     return {
+        **_shown(recs),
         "exact_line": _round(m.fraction([m.exact_line(r.first, r.expected) for r in recs])),
         "exact_line_any": _round(m.fraction([m.exact_line_any(list(r.drafts), r.expected)
                                              for r in recs])),
@@ -95,22 +128,42 @@ def _quality(recs: list[CompletionRecord]) -> dict:
                            "fraction": _round(sum(accepted) / expected_chars)
                            if expected_chars else None,
                            "per_completion": _round(m.mean(accepted))},
-        "syntax_valid": _round(m.fraction([r.syntax_valid for r in recs])),
+        "syntax_valid": _round(m.fraction([r.valid for r in recs])),
+        "syntax_valid_n": m.measured([r.valid for r in recs]),
         "undefined_names": _round(m.fraction([r.undefined_names for r in recs])),
+        "undefined_names_n": m.measured([r.undefined_names for r in recs]),
+        "analysis_failures": {key: sum(key in r.failed for r in recs)
+                              for key in ("syntax_valid", "undefined_names")},
         "identifier_match": _round(m.fraction([r.identifier_match for r in recs])),
         "identifier_triggers": sum(r.identifier_match is not None for r in recs),
     }
 
 
+def _speculation(recs: list[CompletionRecord]) -> dict:
+    """What drafting buys, apart from what batching k drafts buys: tokens per forward of
+    the completions that asked for one draft (the first draft's decoding alone), and every
+    draft's tokens per forward and per second of decoding (after the first token's
+    logits)."""
+    one = [r for r in recs if r.asked == 1]
+    decoding_s = sum(r.latency_ms - r.first_token_ms for r in recs) / 1000
+    return {
+        "tokens_per_forward": _round(m.ratio(sum(r.tokens for r in one),
+                                             sum(r.forwards for r in one))),
+        "tokens_per_forward_n": len(one),
+        "draft_throughput": {
+            "tokens_per_forward": _round(m.ratio(sum(r.tokens for r in recs),
+                                                 sum(r.forwards for r in recs))),
+            "tokens_per_s": _round(m.ratio(sum(r.tokens for r in recs), decoding_s), 1)},
+    }
+
+
 def _cost(recs: list[CompletionRecord], edit_ms: list[float]) -> dict:
-    forwards = sum(r.forwards for r in recs)
     return {
         "latency_ms": m.distribution([r.latency_ms for r in recs]),
         "first_token_ms": m.distribution([r.first_token_ms for r in recs]),
         "edit_latency_ms": m.distribution(edit_ms),
         "forwards": _sum_and_mean([r.forwards for r in recs]),
-        "tokens_per_forward": _round(sum(r.tokens for r in recs) / forwards)
-        if forwards else None,
+        **_speculation(recs),
         "prefill_tokens": _sum_and_mean([r.prefill_tokens for r in recs]),
         "reused_tokens": _sum_and_mean([r.reused_tokens for r in recs]),
         "context_tokens": {**_sum_and_mean([r.context_tokens for r in recs]),

@@ -25,12 +25,14 @@ img { max-width: 100%; }
 pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; }
 """
 
-_METRICS = ("exact_line", "exact_line_any", "edit_similarity", "accepted_chars",
+_METRICS = ("shown", "guard_cut", "guard_emptied",
+            "exact_line", "exact_line_any", "edit_similarity", "accepted_chars",
             "latency_ms", "first_token_ms", "edit_latency_ms", "forwards",
-            "tokens_per_forward", "prefill_tokens", "prefill_tokens_typing", "first_token_ms_typing",
+            "tokens_per_forward", "tokens_per_forward_n", "draft_throughput",
+            "prefill_tokens", "prefill_tokens_typing", "first_token_ms_typing",
             "reused_tokens", "context_tokens",
-            "syntax_valid",
-            "undefined_names", "identifier_match", "identifier_triggers", "sync_ok", "checks",
+            "syntax_valid", "syntax_valid_n", "undefined_names", "undefined_names_n",
+            "analysis_failures", "identifier_match", "identifier_triggers", "sync_ok", "checks",
             "checks_failed", "model_ms", "total_ms", "completions", "edits")
 
 
@@ -77,14 +79,17 @@ def _per_trace_plot(results: list[TraceResult], summaries: list[dict]) -> str:
 
 
 def _tokens_per_forward_plot(results: list[TraceResult]) -> str:
+    """The first draft's tokens per forward of each completion that asked for one draft
+    (the replay's ``tokens_per_forward``; several drafts decoded together are left out)."""
     import matplotlib.pyplot as plt
-    ratios = [r.tokens / r.forwards for t in results for r in t.completions if r.forwards]
+    ratios = [r.tokens / r.forwards for t in results for r in t.completions
+              if r.forwards and r.asked == 1]
     fig, ax = plt.subplots(figsize=(6, 3.4))
     if ratios:
         ax.hist(ratios, bins=20, color="tab:purple")
     mean = m.mean(ratios)
-    title = "tokens per forward" + (f" (mean {mean:.2f})" if mean is not None else "")
-    ax.set(title=title, xlabel="tokens emitted / decoding forwards", ylabel="completions")
+    title = "tokens per forward, one draft" + (f" (mean {mean:.2f})" if mean is not None else "")
+    ax.set(title=title, xlabel="first draft's tokens / forwards", ylabel="completions")
     return _png(fig)
 
 
@@ -111,8 +116,9 @@ def _metrics_table(summary: dict) -> str:
 
 
 def _per_trace_table(results: list[TraceResult], summaries: list[dict]) -> str:
-    keys = ("completions", "exact_line", "edit_similarity", "syntax_valid", "undefined_names",
-            "identifier_match", "sync_ok")
+    keys = ("completions", "shown", "guard_cut", "guard_emptied", "exact_line",
+            "edit_similarity", "syntax_valid", "syntax_valid_n", "undefined_names",
+            "undefined_names_n", "identifier_match", "sync_ok")
     head = "<tr><th>trace</th>" + "".join(f"<th>{k}</th>" for k in keys) + \
         "<th>accepted chars</th><th>latency p50 / p95 ms</th></tr>"
     rows = []

@@ -167,3 +167,35 @@ def test_the_json_of_an_ablation(tiny_model_dir, tmp_path):
     assert report["config"]["ablate"] == ["completion.monitor=off", "completion.draft=none"]
     assert report["runs"][2]["tokens_per_forward"] == 1.0              # no drafting
     assert report["completions"] == report["runs"][0]["completions"] > 0
+    on, off = report["runs"][0], report["runs"][1]
+    assert off["guard_cut"] == off["guard_emptied"] == 0.0            # no guard, no cut
+    assert 0 <= on["guard_emptied"] <= on["guard_cut"] <= 1
+    for run in report["runs"]:                   # judged: the shown first drafts, no more
+        assert run["syntax_valid_n"] == round(run["shown"] * run["completions"])
+    head, *rows = [line for line in out.stderr.splitlines()
+                   if line.startswith(("  ", "shown", "guard_cut", "syntax_valid"))][-4:]
+    assert "completion.monitor=off, completion.draft=suffix" in head
+    assert [r.split()[0] for r in rows] == ["shown", "guard_cut", "syntax_valid"]
+    assert f"(n {on['syntax_valid_n']})" in rows[2]
+
+
+def test_the_printed_table_shows_each_run_with_its_counts():
+    from inkling.lsp.comparison import TABLE_ROWS, table
+    from inkling.lsp.replay_result import CompletionRecord, TraceResult, comparison_json
+
+    def rec(first, valid, **kw):
+        return CompletionRecord(1, "a.py", "x = 1\n", (first,), 10.0, 2.0, 5.0, 4, 4, 100, 50,
+                                valid, **kw)
+    combos = combinations(["completion.monitor=on,off"], InklingOptions())
+    runs = comparison_json(combos, [
+        [TraceResult("t.jsonl", "t", completions=[
+            rec("x = 1", True), rec("", None, guard_cut=5, guard_emptied=True)])],
+        [TraceResult("t.jsonl", "t", completions=[rec("x = 1", True), rec("x = (", False)])]])
+    lines = table(runs).splitlines()
+    assert lines[0].split() == ["completion.monitor=on", "completion.monitor=off"]
+    rows = {line.split()[0]: line.split()[1:] for line in lines[1:]}
+    assert list(rows) == list(TABLE_ROWS)
+    assert rows["shown"] == ["0.5000", "1.0000"]
+    assert rows["guard_emptied"] == ["0.5000", "0.0000"]
+    assert rows["syntax_valid"] == ["1.0000", "(n", "1)", "0.5000", "(n", "2)"]
+    assert rows["latency_ms"] == ["p50", "10.0", "p50", "10.0"]

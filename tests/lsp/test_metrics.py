@@ -125,3 +125,79 @@ def test_failed_check_breaks_sync():
     assert not s["sync_ok"] and s["checks_failed"] == 1
     assert s["errors"] == ["t.jsonl:7: check failed"]
     assert s["exact_line"] is None and s["latency_ms"] is None
+
+
+# ------------------------------------------- metrics over what is shown (cannot flatter)
+def test_shown_needs_a_character_that_is_not_whitespace():
+    assert m.shown("x") and m.shown("  return 1\n")
+    assert not m.shown("") and not m.shown("   \n\t")
+
+
+def test_an_emptied_draft_is_not_shown_and_not_counted_valid():
+    t = TraceResult("t.jsonl", "t", completions=[
+        record("return x", "return x\n"),
+        record("return (", "return (x)\n", syntax_valid=False, guard_cut=0),
+        record("", "return y\n", drafts=("",), syntax_valid=None, guard_cut=9,
+               guard_emptied=True),
+        record("  ", "pass\n", syntax_valid=True, guard_cut=3, guard_emptied=True),
+        record("ret", "return z\n", guard_cut=5)])
+    s = summarise([t])
+    assert s["shown"] == 0.6                         # 3 of 5 first drafts show something
+    assert (s["guard_cut"], s["guard_emptied"]) == (0.6, 0.4)
+    # over the 3 shown drafts only: the blank one's True is not counted
+    assert (s["syntax_valid"], s["syntax_valid_n"]) == (round(2 / 3, 4), 3)
+    assert s["undefined_names"] is None and s["undefined_names_n"] == 0
+    assert s["analysis_failures"] == {"syntax_valid": 0, "undefined_names": 0}
+
+
+def test_an_analysis_failure_is_counted_against_the_draft_not_dropped():
+    t = TraceResult("t.jsonl", "t", completions=[
+        record("x = a", "x = a\n", undefined=()),
+        record("x = b", "x = a\n", undefined=None, failed=("undefined_names",)),
+        record("x = c", "x = a\n", syntax_valid=None, undefined=(),
+               failed=("syntax_valid",)),
+        record("x = d", "x = a\n", undefined=("d",))])
+    s = summarise([t])
+    assert s["analysis_failures"] == {"syntax_valid": 1, "undefined_names": 1}
+    assert (s["syntax_valid"], s["syntax_valid_n"]) == (0.75, 4)
+    assert (s["undefined_names"], s["undefined_names_n"]) == (0.5, 4)
+    assert m.fraction([None, True, False]) == 0.5 and m.measured([None, True, False]) == 2
+
+
+def test_tokens_per_forward_is_the_first_drafts_not_the_sum_of_k():
+    """A k=3 completion's 12 tokens in 5 batched forwards say nothing of speculation:
+    tokens_per_forward reads the k=1 completions; every draft's tokens are throughput."""
+    t = TraceResult("t.jsonl", "t", completions=[
+        record("a", "a", tokens=4, forwards=4, latency_ms=12.0, first_token_ms=2.0),
+        record("b", "b", tokens=6, forwards=3, latency_ms=22.0, first_token_ms=2.0),
+        record("c", "c", asked=3, tokens=12, forwards=5, latency_ms=22.0, first_token_ms=2.0)])
+    s = summarise([t])
+    assert (s["tokens_per_forward"], s["tokens_per_forward_n"]) == (round(10 / 7, 4), 2)
+    assert s["draft_throughput"] == {"tokens_per_forward": round(22 / 12, 4),
+                                     "tokens_per_s": round(22 / 0.05, 1)}
+    assert s["tokens_per_forward"] != s["draft_throughput"]["tokens_per_forward"]
+    only_k3 = summarise([TraceResult("u.jsonl", "u", completions=t.completions[2:])])
+    assert only_k3["tokens_per_forward"] is None and only_k3["tokens_per_forward_n"] == 0
+
+
+def test_the_syntax_check_reads_the_whole_document_not_the_guards_statement():
+    """The guard keeps ``int,`` (its statement, the elif's body, has no new error); the
+    line it dedents ends the function, so the ``elif`` after it is an error: syntax_valid
+    judges the whole file and counts the kept draft invalid."""
+    from inkling.analysis.syntax_guard import SyntaxGuard
+    doc = ("def f(o):\n    if a:\n        x = 1\n    elif b:\n |       y = 2\n"
+           "    elif c:\n        y = 3\n    return x\n")
+    text, at = doc.replace("|", ""), doc.index("|")
+    assert SyntaxGuard(text, at, "python").longest_valid_prefix("int,") == len("int,")
+    assert SyntaxChecker().valid("python", text, at, "int,") is False
+    assert SyntaxChecker().valid("python", text, at, "int") is False     # no cut helps
+    assert SyntaxChecker().valid("python", text, at + 7, "z = 0\n        ")   # at "y = 2"
+
+
+def test_the_syntax_check_counts_what_python_rejects_anywhere_in_the_file():
+    c = SyntaxChecker()
+    text = "def g(a):\n    return f(a=1, )\n"
+    at = text.index(", )") + 2
+    assert c.valid("python", text, at, "b=2")
+    assert not c.valid("python", text, at, "a=2")            # a keyword argument repeated
+    assert not c.valid("python", text, at, "b")              # positional after keyword

@@ -17,6 +17,8 @@ from inkling.lsp.trace_file import parse_trace
 HEADER = {"kind": "header", "version": 1, "name": "hand", "language": "python"}
 METRIC_KEYS = ("exact_line", "exact_line_any", "edit_similarity", "accepted_chars", "latency_ms",
                "first_token_ms", "edit_latency_ms", "forwards", "tokens_per_forward",
+               "tokens_per_forward_n", "draft_throughput", "shown", "guard_cut",
+               "guard_emptied", "syntax_valid_n", "undefined_names_n", "analysis_failures",
                "prefill_tokens", "reused_tokens", "syntax_valid", "undefined_names",
                "identifier_match", "sync_ok", "model_ms", "total_ms", "completions", "traces",
                "config", "per_trace")
@@ -94,7 +96,7 @@ def test_hand_made_trace_with_known_answers(replayer, monkeypatch):
     assert s["edit_similarity"] == pytest.approx((1 + (1 - 2 / 12)) / 2, abs=1e-4)
     assert s["accepted_chars"]["sum"] == 12 + 10
     assert s["accepted_chars"]["fraction"] == pytest.approx(22 / 26, abs=1e-4)
-    assert s["syntax_valid"] == 0.5
+    assert s["syntax_valid"] == 0.5 and s["syntax_valid_n"] == 2 and s["shown"] == 1.0
     assert s["latency_ms"] == {"p50": 4.0, "p95": 4.0, "mean": 4.0}
     assert s["forwards"]["per_completion"] == 3 and s["tokens_per_forward"] == 1.0
     assert s["prefill_tokens"]["sum"] == 40 and s["reused_tokens"]["sum"] == 10
@@ -117,7 +119,80 @@ def test_file_events_are_written_to_the_workspace(replayer, monkeypatch):
         {"kind": "open", "path": "main.py", "text": "x = 1\n"},
         {"kind": "complete", "path": "main.py", "position": pos(1, 0), "expected": "y = 2\n"})
     assert result.sync_ok and roots and not roots[0].exists()      # the workspace is temporary
-    assert result.completions[0].drafts == () and result.completions[0].syntax_valid
+    record = result.completions[0]        # nothing shown: nothing judged, nothing valid
+    assert record.drafts == () and not record.shown and record.syntax_valid is None
+
+
+def test_what_the_guard_cut_and_failed_analyses_are_counted(replayer, monkeypatch):
+    """The replay judges only shown first drafts, carries the guard's cut from the
+    Completion, and counts an analysis that raises against the draft."""
+    from inkling.analysis.draft_names import DraftNames
+    from inkling.completion.result import GuardCut
+    answers = {0: ("", GuardCut(7, True)), 1: ("y = 2", GuardCut(3)),
+               2: ("z = (", GuardCut()), 3: ("w = 4", GuardCut())}
+
+    def fake_complete(self, uri, position, k=None, trigger="automatic", cancelled=None):
+        text, cut = answers[position.line]
+        return Completion(uri, position, [Draft("d", text, -1.0, 1)], trigger, guard=cut,
+                          forwards=2, tokens=2)
+    judged = []
+    real_valid = SyntaxChecker.valid
+
+    def valid(self, language, text, offset, insertion):
+        judged.append(insertion)
+        if insertion == "w = 4":
+            raise RuntimeError("a parser that broke")
+        return real_valid(self, language, text, offset, insertion)
+    real_undefined = DraftNames.undefined
+
+    def undefined(self, text, offset, draft, path=""):
+        if draft == "z = (":
+            raise RuntimeError("an analysis that broke")
+        return real_undefined(self, text, offset, draft, path)
+    monkeypatch.setattr(Engine, "complete", fake_complete)
+    monkeypatch.setattr(SyntaxChecker, "valid", valid)
+    monkeypatch.setattr(DraftNames, "undefined", undefined)
+    result = replay_text(replayer, {"kind": "open", "path": "a.py", "text": "\n\n\n\n"},
+                         *({"kind": "complete", "path": "a.py", "position": pos(line, 0),
+                            "expected": "x = 1\n"} for line in range(4)))
+    assert result.sync_ok, result.failures
+    assert judged == ["y = 2", "z = (", "w = 4"]                  # the empty one is not
+    assert [r.failed for r in result.completions] == [(), (), ("undefined_names",),
+                                                      ("syntax_valid",)]
+    s = replay_json([result], {})
+    assert (s["shown"], s["guard_cut"], s["guard_emptied"]) == (0.75, 0.5, 0.25)
+    assert (s["syntax_valid"], s["syntax_valid_n"]) == (round(1 / 3, 4), 3)   # y = 2 only
+    assert (s["undefined_names"], s["undefined_names_n"]) == (round(1 / 3, 4), 3)
+    assert s["analysis_failures"] == {"syntax_valid": 1, "undefined_names": 1}
+    assert s["per_trace"]["t.jsonl"]["analysis_failures"] == s["analysis_failures"]
+
+
+def test_a_replay_on_the_tiny_model_reports_what_is_shown(tmp_path, tiny_model_dir, capsys):
+    """The real Engine with the monitor on: shown, the guard's cuts, the counts of the
+    shown-draft metrics and both speculation figures, overall and per trace; the invoked
+    completion (k = 3) is throughput, not the first draft's tokens per forward."""
+    text = "import os\n\n\ndef f(a):\n    b = a + 1\n    \n    return b\n"
+    trace = write(tmp_path, "t.jsonl", {"kind": "open", "path": "a.py", "text": text},
+                  {"kind": "complete", "path": "a.py", "position": pos(5, 4),
+                   "expected": "c = b\n"},
+                  {"kind": "complete", "path": "a.py", "position": pos(5, 4),
+                   "expected": "c = b\n", "trigger": "invoked"},
+                  {"kind": "complete", "path": "a.py", "position": pos(4, 13), "expected": "\n"})
+    code = main(["replay", trace, "--model", str(tiny_model_dir), "--device", "cpu",
+                 "--max-new-tokens", "6", "--monitor", "on", "--json", "-"])
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    report = json.loads(out.out)
+    for s in (report, report["per_trace"][trace]):
+        assert s["completions"] == 3
+        assert 0 <= s["guard_emptied"] <= s["guard_cut"] <= 1 and 0 <= s["shown"] <= 1
+        shown = round(s["shown"] * 3)
+        assert s["syntax_valid_n"] == shown and s["undefined_names_n"] == shown
+        assert (s["syntax_valid"] is None) == (shown == 0)
+        assert s["analysis_failures"] == {"syntax_valid": 0, "undefined_names": 0}
+        assert s["tokens_per_forward_n"] == 2 and s["tokens_per_forward"] > 0
+        assert s["draft_throughput"]["tokens_per_forward"] > 0
+        assert s["draft_throughput"]["tokens_per_s"] > 0
 
 
 def test_accept_takes_a_draft_only_when_its_first_line_was_typed(replayer, monkeypatch):
@@ -270,7 +345,8 @@ def test_json_to_stdout_has_every_key(tmp_path, tiny_model_dir, capsys):
     report = json.loads(captured.out)
     for key in METRIC_KEYS:
         assert key in report, key
-    assert report["undefined_names"] in (0.0, 1.0) and report["sync_ok"] is True
+    assert report["sync_ok"] is True
+    assert report["undefined_names"] in ((0.0, 1.0) if report["shown"] else (None,))
     assert report["config"]["completion"]["max_new_tokens"] == 2
     assert report["config"]["cache"]["mode"] == "pie"
     assert report["completions"] == 1 and report["traces"] == 1
@@ -423,6 +499,7 @@ def test_accepts_via_lsp_equal_in_process(replayer, tmp_path, tiny_model_dir, ca
         reports.append(json.loads(out.out))
     here, lsp = reports
     assert here["accepted"]["sum"] >= 1 and here["accepted"]["events"] == 2
-    for key in ("accepted", "exact_line", "exact_line_any", "accepted_chars", "sync_ok"):
+    for key in ("accepted", "exact_line", "exact_line_any", "accepted_chars", "sync_ok",
+                "shown", "guard_cut", "guard_emptied", "syntax_valid", "tokens_per_forward_n"):
         assert lsp[key] == here[key], key
     assert lsp["per_trace"][trace]["accepted"] == here["per_trace"][trace]["accepted"]

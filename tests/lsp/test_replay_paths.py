@@ -38,7 +38,7 @@ HELPER = "def clamp(x, low, high):\n    return max(low, min(x, high))\n"
 # measures (completion/drafting/acceptance.py), so two runs of the same trace in one process
 # differ there too (212 and 95 forwards here), while the drafts, lossless, do not
 TIMING = {"latency_ms", "first_token_ms", "edit_latency_ms", "first_token_ms_typing",
-          "model_ms", "total_ms", "forwards", "tokens_per_forward"}
+          "model_ms", "total_ms", "forwards", "tokens_per_forward", "draft_throughput"}
 
 
 def _change(text: str) -> ChangeEvent:
