@@ -24,4 +24,8 @@ if [ "${INKLING_KEEP_TORCH:-0}" != "1" ]; then
     pip_install torch==2.13.0
 fi
 pip_install -e ".[$extras]"
+# the native CPU forward, compiled once per machine (about half a minute); without a
+# compiler inkling serves with the compact forward, so a failed build does not stop here
+.venv/bin/inkling build-native \
+    || echo "the native forward did not build; inkling runs the compact forward (docs/troubleshooting.md)"
 echo "inkling is installed in .venv (run .venv/bin/inkling --help)"

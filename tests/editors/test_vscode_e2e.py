@@ -45,6 +45,8 @@ from pathlib import Path
 
 import pytest
 
+from inkling.cache.native_build import cache_root as native_cache
+
 REPO = Path(__file__).resolve().parents[2]
 EXTENSION = REPO / "editors" / "vscode"
 E2E = EXTENSION / "e2e"
@@ -170,7 +172,9 @@ def code_server(tmp_path):
         d.mkdir(parents=True)
     env = {**os.environ, "XDG_CONFIG_HOME": str(home / "config"),
            "XDG_DATA_HOME": str(home / "data"), "XDG_CACHE_HOME": str(home / "cache"),
-           "OMP_NUM_THREADS": "1"}
+           "OMP_NUM_THREADS": "1",
+           # the native forward built where the user's inkling keeps it (`inkling build-native`)
+           "INKLING_NATIVE_CACHE": str(native_cache())}
     base = [str(CODE_SERVER), "--config", str(home / "config.yaml"),
             "--user-data-dir", str(user_data), "--extensions-dir", str(extensions)]
     (home / "config.yaml").write_text("auth: none\ncert: false\n")
