@@ -201,3 +201,26 @@ def test_the_syntax_check_counts_what_python_rejects_anywhere_in_the_file():
     assert c.valid("python", text, at, "b=2")
     assert not c.valid("python", text, at, "a=2")            # a keyword argument repeated
     assert not c.valid("python", text, at, "b")              # positional after keyword
+
+
+@pytest.mark.parametrize("drafts, cut", [
+    (["total += len(items"], (len("(items"), False)),      # shortened
+    (['"""Sum the items.'], (len('"""Sum the items.'), True)),  # emptied
+    (["total += 1"], (0, False)),                            # kept whole
+    (["x = [1, 2", "total = 1"], (len(" = [1, 2"), False)),  # the first decoded draft's
+])
+def test_the_completion_carries_what_the_guard_cut(drafts, cut):
+    """presentation.shown_drafts with the real syntax guard: what it cut from the first
+    decoded draft is what the replay's guard_cut and guard_emptied count."""
+    from inkling.analysis.syntax_guard import SyntaxGuard
+    from inkling.completion.decoding.steps import Decoded
+    from inkling.completion.presentation import shown_drafts
+    from inkling.completion.prompt.builder import Prompt
+    text = "def f(items):\n    total = 0\n    \n    return total\n"
+    at = text.index("    \n") + 4
+    prompt = Prompt([], text[:at], text[at:], [], [])
+    outs = [Decoded(d, [1, 2], -1.0, 1, "stop-rule") for d in drafts]
+    guard = SyntaxGuard(text, at, "python")
+    shown, _, got = shown_drafts(outs, prompt, guard, "\n")
+    assert (got.chars, got.emptied) == cut
+    assert shown_drafts(outs, prompt, None, "\n")[2] == type(got)()    # no guard, no cut
