@@ -185,4 +185,6 @@ def _figure(run: dict, key: str) -> str:
 def _number(value) -> str:
     if value is None:
         return "-"
-    return f"{value:.4f}" if isinstance(value, float) else str(value)
+    if isinstance(value, float):        # shares to 4 places, rates (tokens a second) to 1
+        return f"{value:.1f}" if abs(value) >= 100 else f"{value:.4f}"
+    return str(value)
