@@ -26,6 +26,7 @@ from .decoding.stop_rules import stop_rule_for
 from .document import Document, Position, TextChange
 from .draft_book import DraftBook
 from .drafting.acceptance import AcceptanceMeter
+from .drafting.draft_mode import measured, resolved
 from .drafting.drafter import TreeDrafter, drafter_for
 from .drafting.sources import DraftSources
 from .errors import OptionError
@@ -102,13 +103,33 @@ class Engine:
         rt = self._runtime
         return rt.threads.report() if rt is not None and rt.threads is not None else None
 
+    def draft_mode(self, runtime: ModelRuntime) -> str:
+        """``completion.draft`` as it runs on ``runtime``: auto is what was measured at
+        load (``drafting/draft_mode.py``)."""
+        return resolved(self.options.completion.draft, runtime, self.options.model.forward,
+                        self.acceptance.prior)
+
+    def drafting_in_use(self) -> dict | None:
+        """The drafting completions run and why (``inkling/stats``): {"mode", "asked",
+        "reason", "forward", "rows", "forward_ms"} (ms of a forward of each number of rows,
+        as measured for auto); None before the model loads."""
+        rt, asked = self._runtime, self.options.completion.draft
+        if rt is None:
+            return None
+        choice = measured(rt, self.options.model.forward)
+        about = choice.report() if choice is not None else {
+            "forward": rt.forward_kind(self.options.model.forward), "rows": [], "forward_ms": []}
+        if asked != "auto":
+            about["reason"] = f"completion.draft is {asked}"
+        return {**about, "mode": self.draft_mode(rt), "asked": asked}
+
     @property
     def datastore(self):
         return self.sources.datastore              # the corpus datastore, once built
 
     @property
     def uses_datastore(self) -> bool:
-        return uses_datastore(self.options.completion)
+        return uses_datastore(self.options.completion, self.draft_mode(self.load_model()))
 
     def build_datastore(self, progress: Progress | None = None):
         """The datastore ``completion.datastore`` names, built once and kept (None: none)."""
@@ -123,7 +144,9 @@ class Engine:
         c = self.options.completion
         if wanted(c):
             self._analysis.subscribe()             # the walk below feeds its symbol index
-        return prepare(c, self.sources, self.load_model(progress), self.workspace, progress)
+        runtime = self.load_model(progress)
+        return prepare(c, self.draft_mode(runtime), self.sources, runtime, self.workspace,
+                       progress)
 
     # ---------------------------------------------------------------- analysis
     @property
@@ -211,10 +234,11 @@ class Engine:
         budget, one = (c.max_block_tokens if stop.block else c.max_new_tokens), \
             decoder == "greedy" or (k == 1 and decoder != "beam")
         drafts = one or decoder not in ("superposed", "beam")     # their rows are not drafted
-        drafter = drafter_for(c.draft if drafts else "none", prompt, runtime, stop.block,
+        mode = self.draft_mode(runtime)                     # auto: measured at load
+        drafter = drafter_for(mode if drafts else "none", prompt, runtime, stop.block,
                               self.acceptance, lambda: self.sources.draft_sources(
                                   uri, doc.text, offset, runtime, c.model_datastore))
-        self.stats.undrafted += drafts and c.draft == "suffix" and drafter is None
+        self.stats.undrafted += drafts and mode == "suffix" and drafter is None
         first = drafter(drafter.context, budget) if drafter is not None and one else None
         order = c.fim_order if c.fim_order != "auto" else runtime.fim_order
         synced = cache.sync(prompt.ids, prompt.moved_edges(extent, runtime, order),
@@ -228,7 +252,7 @@ class Engine:
                                 first_rows=synced.prefilled, floor=c.alternative_min_tokens,
                                 temperature=c.alternative_temperature,
                                 width=c.block_beam_width if stop.block else c.beam_width,
-                                meter=self.acceptance if c.draft == "suffix" else None)
+                                meter=self.acceptance if mode == "suffix" else None)
         if c.alternative_temperature:         # seeded by the prompt only where it samples
             request.generator = seeded(prompt.ids)
         if not drafts:

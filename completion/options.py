@@ -15,7 +15,7 @@ FORWARDS = ("auto", "native", "compact", "reference")
 FIM_ORDERS = ("auto", "psm", "spm")
 DECODERS = ("greedy", "branches", "superposed", "sequential", "beam")
 CACHE_MODES = ("full", "pie", "naive")
-DRAFT_MODES = ("none", "prompt-lookup", "suffix")
+DRAFT_MODES = ("auto", "none", "prompt-lookup", "suffix")
 MONITOR_MODES = ("off", "on")
 CONTEXT_MODES = ("off", "imports", "similar", "both")
 
@@ -102,13 +102,16 @@ class CompletionOptions:
                                      "a suggestion begins with code at that indentation.",
                                      advanced=True)
     # The defaults compose the mission (issue 23; figures in benchmarks/README.md, "Defaults"):
-    # suffix drafting is lossless and cuts latency on the CPU too, the monitor halves
-    # undefined names for a few percent of latency, and invoked completions come from beam
+    # drafting is lossless and runs where it pays: auto drafts (suffix) only where a
+    # tree's forward measured at load costs less than the tokens it is expected to yield
+    # (a GPU), not on a CPU, where it cost latency (completion/drafting/draft_mode.py);
+    # the monitor halves undefined names for a few percent of latency, and invoked
+    # completions come from beam
     # search of width 8 (4 for a block), its best drafts reread (issue 28, "Rereading" in
     # benchmarks/README.md): the first draft is the removed line at 15.4% of the card's
     # held-out standard-library lines and 9.0% of toolz's against greedy's 10.2% and 5.6%,
     # at about 3 times greedy's p50 (about 0.13 s here). One draft while typing
-    # (automatic_drafts) is decoded greedily, drafted by the suffix drafter, whatever decoder.
+    # (automatic_drafts) is decoded greedily, drafted where drafting runs, whatever decoder.
     decoder: str = _option("beam", "decoding", "How invoked completions find their drafts "
                            "(an automatic completion of one draft is decoded greedily).", values={
                                "greedy": "one draft: the likeliest token at each step",
@@ -135,8 +138,10 @@ class CompletionOptions:
     reread_window: int = _option(768, "decoding", "Tokens before the cursor's line that "
                                  "rereading reads each draft after.", advanced=True,
                                  minimum=16, maximum=4096)
-    draft: str = _option("suffix", "drafting", "Speculative drafting: guesses the model checks, "
+    draft: str = _option("auto", "drafting", "Speculative drafting: guesses the model checks, "
                          "so suggestions come sooner and are the same.", values={
+                             "auto": "suffix where a forward of a draft tree measured at load "
+                                     "costs less than what it yields (a GPU), else none",
                              "none": "no guesses: the model decodes token by token",
                              "prompt-lookup": "guesses copied from the prompt",
                              "suffix": "guesses from indexes of the document, the workspace, "

@@ -26,31 +26,34 @@ class Prepared:
     failed: list[tuple[str, InklingError | OSError]] = field(default_factory=list)
 
 
-def uses_datastore(c: CompletionOptions) -> bool:
-    """Whether the options search a datastore: suffix drafting does, and superposed
-    decoding takes n-gram counts from it."""
-    return c.datastore != "none" and (c.draft == "suffix" or c.decoder == "superposed")
+def uses_datastore(c: CompletionOptions, draft: str) -> bool:
+    """Whether the options search a datastore: suffix drafting does (``draft``: the mode
+    that runs, auto resolved), and superposed decoding takes n-gram counts from it."""
+    return c.datastore != "none" and (draft == "suffix" or c.decoder == "superposed")
 
 
-def prepare(c: CompletionOptions, sources: DraftSources, runtime: ModelRuntime,
+def prepare(c: CompletionOptions, draft: str, sources: DraftSources, runtime: ModelRuntime,
             workspace: Workspace, progress: Progress | None = None) -> Prepared:
-    """Build what ``c`` searches and ``sources`` lacks (what is there is kept): one walk
+    """Build what ``c`` searches with drafting ``draft`` (``completion.draft`` as it runs
+    here: auto resolved) and ``sources`` lacks (what is there is kept): one walk
     of the workspace for its subscribers that have not had one (the drafting index, for
     suffix drafting, subscribed here; the symbol index, by the Engine), then its watcher;
     the datastore (suffix drafting, superposed decoding); the model datastore (suffix
     drafting); the monitor's index of the vocabulary (the monitor on). A step that fails
     is reported and the others still run."""
     report, steps = Prepared(), []
-    if c.draft == "suffix":
+    if c.draft == "auto":
+        report.done.append(f"auto drafting: {draft}")
+    if draft == "suffix":
         sources.index_workspace(workspace, runtime)
     if workspace.waiting and workspace.folders:
         steps.append(("workspace index", lambda: workspace.walk(progress).summary()))
     elif workspace.waiting:
         workspace.walk()                     # no folder yet: one added is walked for them
-    if uses_datastore(c):
+    if uses_datastore(c, draft):
         steps.append(("datastore", lambda: sources.build_datastore(
             c.datastore, runtime, progress).summary()))
-    if c.draft == "suffix":
+    if draft == "suffix":
         steps.append(("model datastore", lambda: _summary(sources.model_datastore(
             runtime, c.model_datastore), "no model datastore")))
     if c.monitor == "on":

@@ -419,6 +419,7 @@ def build_server(engine: Engine) -> InklingServer:
                     "refreshes": ls.engine.stats.refreshes, "learnt": ls.engine.stats.learnt,
                     "undrafted": ls.engine.stats.undrafted,   # drafting idled for them
                     "forward": ls.engine.forward_in_use(),   # None until the model loads
+                    "drafting": ls.engine.drafting_in_use(),   # the mode that runs, and why
                     "threads": ls.engine.threads_in_use()}   # and on a GPU
         return {**ls.stats.as_dict(), "state": ls.state, **await ls.worker.run(engine_stats),
                 "cache_mode": ls.engine.options.cache.mode,

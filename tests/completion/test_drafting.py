@@ -681,3 +681,80 @@ def test_the_document_is_indexed_only_when_searched(tiny_runtime):
         [(e.tolist(), n.tolist()) for _, e, n in index.index.found(context)]
     assert engine.sources.indexes("file:///w/m.py", doc.text, len(text),
                                   tiny_runtime)["document"] is index
+
+
+# ------------------------------------------------- completion.draft auto, chosen at load
+def test_auto_drafts_only_where_a_tree_forward_costs_less_than_it_yields():
+    from inkling.completion.drafting.draft_mode import choose
+    gpu = choose({1: 2.0, 8: 2.1, 16: 2.3}, prior=1.0, forward="compact")
+    cpu = choose({1: 1.1, 8: 10.5, 16: 12.7}, prior=1.0, forward="native")
+    assert (gpu.mode, cpu.mode) == ("suffix", "none")
+    assert "costs 10.50 ms, 9.55 one-row forwards of 1.10 ms (native)" in cpu.reason
+    # the expected yield is 1 + the meter's prior: a tree at twice a row pays from prior 1
+    assert choose({1: 1.0, 8: 1.99, 16: 3.0}, 1.0, "native").mode == "suffix"
+    assert choose({1: 1.0, 8: 2.0, 16: 3.0}, 1.0, "native").mode == "none"
+    assert choose({1: 1.0, 8: 2.0, 16: 3.0}, 1.5, "native").mode == "suffix"
+    assert cpu.report() == {"mode": "none", "reason": cpu.reason, "forward": "native",
+                            "rows": [1, 8, 16], "forward_ms": [1.1, 10.5, 12.7]}
+
+
+def test_auto_is_measured_once_a_load_and_said(tiny_runtime, monkeypatch):
+    from inkling.completion.drafting import draft_mode
+    key = ("draft_choice", tiny_runtime.forward_kind("auto"))
+    tiny_runtime.attached.pop(key, None)
+    calls = []
+    real = draft_mode.forward_ms
+    monkeypatch.setattr(draft_mode, "forward_ms",
+                        lambda *a, **k: (calls.append(1), real(*a, **k))[1])
+    engine = Engine(InklingOptions(), runtime=tiny_runtime)
+    assert engine.options.completion.draft == "auto"
+    mode = engine.draft_mode(tiny_runtime)
+    said = engine.drafting_in_use()
+    assert said["mode"] == mode == tiny_runtime.attached[key].mode and said["asked"] == "auto"
+    assert said["rows"] == [1, 8, 16] and all(ms > 0 for ms in said["forward_ms"])
+    assert (mode == "suffix") == (said["forward_ms"][1] / said["forward_ms"][0] < 2.0)
+    Engine(InklingOptions(), runtime=tiny_runtime).draft_mode(tiny_runtime)
+    assert len(calls) == 1                             # kept with the runtime
+    forced = Engine(InklingOptions().merged({"completion": {"draft": "none"}}),
+                    runtime=tiny_runtime)
+    assert forced.draft_mode(tiny_runtime) == "none"
+    assert forced.drafting_in_use()["reason"] == "completion.draft is none"
+
+
+@pytest.mark.parametrize("chosen", ["none", "suffix"])
+def test_auto_runs_the_mode_it_chose_and_suggests_the_same(tiny_runtime, tmp_path, chosen):
+    """A choice of ``none`` (a CPU) prepares no drafting index and never drafts; one of
+    ``suffix`` (a GPU, here put in place of the measured one) drafts as ``suffix`` does;
+    both suggest what ``none`` and ``suffix`` do."""
+    from inkling.completion.drafting.draft_mode import DraftChoice
+    key = ("draft_choice", tiny_runtime.forward_kind("auto"))
+    was = tiny_runtime.attached.get(key)
+    tiny_runtime.attached[key] = DraftChoice(chosen, "set by the test", key[1],
+                                             {1: 1.0, 8: 1.5, 16: 2.0})
+    text = ("def area(w, h):\n    return w * h\n\n\ndef perimeter(w, h):\n    return 2 * (w + h)\n"
+            "\n\ndef volume(w, h, d):\n    return ")
+    (tmp_path / "lib.py").write_text(text)
+    outs, engines = {}, {}
+    try:
+        for mode in ("auto", "none", "suffix"):
+            engine = engines[mode] = Engine(InklingOptions().merged({"completion": {
+                "draft": mode, "datastore": "none", "model_datastore": "none"}}),
+                runtime=tiny_runtime)
+            engine.workspace_folders = [tmp_path.as_uri()]
+            prepared = engine.prepare()
+            assert ("auto drafting: " + chosen in prepared.done) == (mode == "auto")
+            engine.open("file:///w/a.py", text)
+            outs[mode] = [engine.complete("file:///w/a.py", Position(9, 11)).drafts[0].text
+                          for _ in range(3)]
+            engine.settle()
+            engine.shutdown()
+    finally:
+        tiny_runtime.attached[key] = was
+        if was is None:
+            del tiny_runtime.attached[key]
+    assert outs["auto"] == outs["none"] == outs["suffix"]
+    auto = engines["auto"]
+    assert auto.uses_datastore is False                     # datastore none
+    assert (auto.sources.workspace is not None) == (chosen == "suffix")
+    assert (auto.stats.learnt > 0) == (chosen == "suffix"), auto.stats
+    assert chosen == "suffix" or auto.stats.undrafted == 0     # none: no drafter asked

@@ -17,13 +17,13 @@ def test_the_defaults_compose_the_mission():
     o = InklingOptions()
     o.validate()
     assert (o.cache.mode, o.completion.draft, o.completion.monitor,
-            o.completion.token_healing) == ("pie", "suffix", "on", True)
+            o.completion.token_healing) == ("pie", "auto", "on", True)
     assert (o.completion.decoder, o.completion.drafts, o.completion.automatic_drafts,
             o.completion.beam_width, o.completion.reread_lines) == ("beam", 3, 1, 8, 2)
-    assert o.mechanisms() == {"cache": "pie", "draft": "suffix", "monitor": "on",
+    assert o.mechanisms() == {"cache": "pie", "draft": "auto", "monitor": "on",
                               "decoder": "beam", "drafts": 3, "automaticDrafts": 1,
                               "tokenHealing": True}
-    assert o.mechanisms_text() == "pie cache, suffix drafts, monitor, healing, 3 beam"
+    assert o.mechanisms_text() == "pie cache, auto drafts, monitor, healing, 3 beam"
 
 
 def test_mechanisms_follow_the_options():
@@ -65,7 +65,7 @@ def test_help_names_the_defaults(capsys):
     with pytest.raises(SystemExit):
         main(["replay", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "drafting mode (default: suffix)" in text
+    assert "drafting mode (default: auto)" in text
     assert "monitor-guided decoding (default: on)" in text
 
 
@@ -109,6 +109,14 @@ async def test_stats_and_status_say_which_mechanisms_run(client: LanguageClient)
     cores = usable_cores()
     assert stats.threads.counts == ([1, cores] if cores > 1 else [1]), stats.threads
     assert stats.threads.adaptive == (cores > 1)
+    # draft auto: the mode chosen at load from the forwards it timed, said with them
+    d = stats.drafting
+    assert (d.asked, d.forward) == ("auto", "native") and d.mode in ("suffix", "none")
+    ms = dict(zip(d.rows, d.forward_ms))
+    assert set(ms) == {1, 8, 16} and all(v > 0 for v in ms.values()), ms
+    assert (d.mode == "suffix") == (ms[8] / ms[1] < 2.0), d      # the prior: 1 token a tree
+    assert "a forward of 8 rows costs" in d.reason
+    assert ("drafting pays" if d.mode == "suffix" else "would cost latency") in d.reason
     ready = [s for s in client.statuses if s.state == "ready"]
     assert ready, client.statuses
     text = InklingOptions().mechanisms_text()

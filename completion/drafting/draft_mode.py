@@ -1,0 +1,120 @@
+"""Which drafting ``completion.draft auto`` runs, decided once a load from what a forward
+costs here.
+
+A verified draft tree pays when the tokens it yields, 1 + its accepted tokens, outgrow
+what its forward costs against a one-row forward. On a GPU a forward of 16 rows costs
+about what one row costs, so suffix drafting pays at any acceptance; on a CPU a forward
+of n rows costs nearly n times one row, and drafting costs latency and buys nothing
+(``benchmarks/defaults.py``). So, once per loaded model and forward, a few forwards of 1
+row and of the drafter's tree sizes are timed after a scratch cache of a prompt's length
+(a fraction of a second), and ``auto`` drafts (``suffix``) only where the smallest
+tree's forward costs less than the tokens the acceptance meter's prior expects it to
+yield, one-row forwards; else it is ``none`` for this load (greedy's loop alone, no
+searches). ``none``, ``prompt-lookup`` and ``suffix`` force their mode.
+"""
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass
+
+import torch
+
+from inkling.cache.prompt_cache import PromptCache
+from inkling.cache.runtime import ModelRuntime
+
+TREE_ROWS = (8, 16)      # the tree sizes the suffix drafter verifies (rows, root included)
+CONTEXT = 512            # cached tokens before the timed rows: a typical prompt's length
+ROUNDS = 5               # timed rounds (after one to warm up); the median is kept
+
+
+@dataclass(frozen=True)
+class DraftChoice:
+    mode: str                     # what auto runs: "suffix" or "none"
+    reason: str                   # why, with the figures
+    forward: str                  # the forward measured: native | compact | reference
+    ms: dict[int, float]          # rows -> ms of one forward after CONTEXT cached tokens
+
+    def report(self) -> dict:
+        """What ``inkling/stats`` and the replay's config say of it."""
+        return {"mode": self.mode, "reason": self.reason, "forward": self.forward,
+                "rows": list(self.ms), "forward_ms": [round(ms, 3) for ms in self.ms.values()]}
+
+
+def resolved(mode: str, runtime: ModelRuntime, forward: str, prior: float) -> str:
+    """``completion.draft`` as it runs: ``auto`` is this load's measured choice."""
+    return choice_for(runtime, forward, prior).mode if mode == "auto" else mode
+
+
+def choice_for(runtime: ModelRuntime, forward: str, prior: float) -> DraftChoice:
+    """The choice for ``runtime``'s ``forward`` (model.forward), measured on the first
+    call and kept with the runtime: one per load and forward."""
+    kind = runtime.forward_kind(forward)
+    key = ("draft_choice", kind)
+    found = runtime.attached.get(key)
+    if found is None:
+        found = runtime.attached[key] = choose(forward_ms(runtime, forward), prior, kind)
+    return found
+
+
+def measured(runtime: ModelRuntime | None, forward: str) -> DraftChoice | None:
+    """The choice already made for ``runtime``'s ``forward``, or None (nothing measured)."""
+    if runtime is None:
+        return None
+    return runtime.attached.get(("draft_choice", runtime.forward_kind(forward)))
+
+
+def choose(ms: dict[int, float], prior: float, forward: str) -> DraftChoice:
+    """``suffix`` where a forward of the smallest tree (TREE_ROWS[0] rows) costs less than
+    1 + ``prior`` one-row forwards (the tokens a verified tree is expected to yield before
+    any is measured), else ``none``."""
+    rows, tokens = TREE_ROWS[0], 1 + prior
+    ratio = ms[rows] / ms[1]
+    costs = f"a forward of {rows} rows costs {ms[rows]:.2f} ms, {ratio:.2f} one-row " \
+            f"forwards of {ms[1]:.2f} ms ({forward})"
+    if ratio < tokens:
+        return DraftChoice("suffix", f"{costs}: under the {tokens:.1f} tokens a verified "
+                           "tree is expected to yield, so drafting pays", forward, ms)
+    return DraftChoice("none", f"{costs}: not under the {tokens:.1f} tokens a verified "
+                       "tree is expected to yield, so drafting would cost latency", forward, ms)
+
+
+def forward_ms(runtime: ModelRuntime, forward: str, rows: tuple[int, ...] = (1, *TREE_ROWS),
+               context: int = CONTEXT, rounds: int = ROUNDS) -> dict[int, float]:
+    """rows -> median ms of one forward of that many rows (a chain, as a verified draft)
+    after ``context`` cached tokens (fewer where the model's limit is lower), over
+    ``rounds`` rounds after one to warm up."""
+    n = max(1, min(context, runtime.context_limit - max(rows) - 1))
+    cache = PromptCache(runtime, "full", forward=forward)
+    cache.extend(_filler(runtime, n), last_only=True)
+    times: dict[int, list[float]] = {r: [] for r in rows}
+    for round_ in range(rounds + 1):
+        for r in rows:
+            ms = _timed_tree(cache, r, runtime.device)
+            cache.truncate(n)
+            if round_:
+                times[r].append(ms)
+    return {r: statistics.median(t) for r, t in times.items()}
+
+
+def _timed_tree(cache: PromptCache, rows: int, device: torch.device) -> float:
+    """ms of one forward of a chain of ``rows`` tokens after what ``cache`` holds."""
+    tokens = _filler(cache.runtime, rows)
+    parents = [-1] + list(range(rows - 1))
+    _sync(device)
+    t0 = time.perf_counter()
+    cache.extend_tree(tokens, parents)
+    _sync(device)
+    return (time.perf_counter() - t0) * 1000
+
+
+def _filler(runtime: ModelRuntime, n: int) -> list[int]:
+    """``n`` token ids (what they are changes no cost)."""
+    vocab = runtime.vocab_size
+    return [(100 + i) % vocab for i in range(n)]
+
+
+def _sync(device: torch.device) -> None:
+    """Wait for the GPU's queued work, so that a time holds the forward's own."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
