@@ -12,11 +12,16 @@ from tokenizers import Tokenizer
 
 from .chunked_encoder import ChunkedEncoder
 from .fim import FimFormat
+from .captured_llama import CapturedBuffers, CapturedLlama
 from .kv_buffers import KVBuffers
 from .native_llama import NativeBuffers, NativeLlama
 from .thread_choice import ThreadChoice
 
-FORWARDS = ("auto", "native", "compact", "reference")
+FORWARDS = ("auto", "native", "compact", "captured", "reference")
+# why model.forward auto runs the captured forward on a GPU (inkling/stats shows it)
+CAPTURED_NOTE = ("on a GPU: the compact forward's steps of up to 64 rows replayed as CUDA "
+                 "graphs (a step there is bound by its launches; the native layers are CPU "
+                 "code)")
 
 
 @dataclass
@@ -63,6 +68,9 @@ class ModelRuntime:
     # the CPU threads of each forward (cache/thread_choice.py), set by the loader; None:
     # torch's count is left as it is (a GPU)
     threads: ThreadChoice | None = field(default=None, repr=False)
+    # the compact forward's steps as CUDA graphs (cache/captured_llama.py), made on first
+    # request: what model.forward auto runs on a GPU
+    _captured: object | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.encoder is None:
@@ -101,21 +109,25 @@ class ModelRuntime:
         return emb
 
     def forward_kind(self, forward: str = "auto") -> str:
-        """``native``, ``compact`` or ``reference``: which forward a cache asking for
-        ``forward`` (auto | native | compact | reference) runs. ``auto`` is the fastest
-        that runs here: native, else compact (``auto_note`` says why not native; the
-        loader logs it), else transformers' own. Asking for ``native`` or ``compact`` on a
+        """``native``, ``compact``, ``captured`` or ``reference``: which forward a cache
+        asking for ``forward`` (auto | native | compact | captured | reference) runs.
+        ``auto`` is the fastest that runs here: on a GPU captured (``auto_note`` says why),
+        on the CPU native, else compact (``auto_note`` says why not native; the loader
+        logs it), else transformers' own. Asking for ``native`` or ``compact`` on a
         model without one is an error naming the reason."""
         if forward not in FORWARDS:
             raise ValueError(f"model.forward must be one of {', '.join(FORWARDS)}, "
                              f"got {forward!r}")
         # a model swapped in after loading (benchmarks, tests) has no compact twin
         usable = self.compact is not None and self.compact.model is self.model
-        if forward in ("compact", "native") and not usable:
+        if forward in ("compact", "native", "captured") and not usable:
             from .errors import ModelError
             why = self.compact_refusal or "the model was replaced after loading"
             raise ModelError(f"model {self.path} has no {forward} forward ({why}); "
                              "use model.forward auto or reference")
+        if forward == "captured" or (forward == "auto" and usable and
+                                     self.device.type == "cuda"):
+            return "captured"
         if forward == "native":
             self.native_forward()
             return "native"
@@ -128,6 +140,8 @@ class ModelRuntime:
         does, or has not been asked yet)."""
         if self.compact is None or self.compact.model is not self.model:
             return f"no compact forward: {self.compact_refusal or 'the model was replaced'}"
+        if self.device.type == "cuda":
+            return CAPTURED_NOTE
         return self._auto_refusal or (self._native if isinstance(self._native, str) else "")
 
     def build_failed(self) -> bool:
@@ -192,6 +206,8 @@ class ModelRuntime:
             return self.native_forward().new_buffers(self.dtype, self.device)
         if kind == "compact":
             return self.compact.new_buffers(self.dtype, self.device)
+        if kind == "captured":
+            return self.captured_forward().new_buffers(self.dtype, self.device)
         from .dynamic_kv import DynamicKV
         return DynamicKV(self.model.config)
 
@@ -220,7 +236,15 @@ class ModelRuntime:
 
     def _runner(self, past):
         """The forward that writes ``past`` (buffers): native or compact, by their type."""
+        if isinstance(past, CapturedBuffers):
+            return self.captured_forward()
         return self._native if isinstance(past, NativeBuffers) else self.compact
+
+    def captured_forward(self):
+        """The captured forward over this model's weights (made on the first call)."""
+        if self._captured is None:
+            self._captured = CapturedLlama(self.model)
+        return self._captured
 
     @torch.inference_mode()
     def forward(self, input_ids: torch.Tensor, past, position_ids: torch.Tensor | None = None,
