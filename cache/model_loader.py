@@ -117,8 +117,8 @@ def _settle_forward(runtime, forward: str, report: Progress) -> None:
                     "slower a token: %s (set model.forward compact to choose it)",
                     runtime.path, runtime.auto_note())
     else:
-        log.info("%s: model.forward auto runs the compact forward (%s)", runtime.path,
-                 runtime.auto_note())
+        log.info("%s: model.forward auto runs the %s forward (%s)", runtime.path,
+                 runtime.forward_kind(forward), runtime.auto_note())
 
 
 SMALL_MODEL_PARAMS = 100_000_000
