@@ -1,12 +1,17 @@
 """What the defaults buy, on held-out code (issue 23): one ``inkling replay --compare``
 run over retype traces of toolz 1.0.0 (a package the bundled model was not trained on),
-drafting ``suffix`` / ``none`` crossed with the monitor ``on`` / ``off``, the four
-combinations interleaved trace by trace. The first combination is the defaults.
+or over the traces given (``--trace-files``, e.g. the reporting set's), drafting ``auto``
+(the default: the mode chosen at load from measured forward costs) / ``none`` / ``suffix``
+crossed with the monitor ``on`` / ``off``, the six combinations interleaved trace by
+trace. The first combination is the defaults.
 
     python benchmarks/defaults.py [--json OUT] [--report OUT.html] [--traces DIR] [--runs N]
+                                  [--trace-files benchmarks/traces/reporting/*.jsonl]
 
-Prints every metric per combination and six checks, each with its figure: tokens per
-forward of the first draft; the monitor does not lower ``shown`` by more than
+Prints what ``auto`` chose here and why, every metric per combination and six checks,
+each with its figure: drafting where it pays (where auto drafts, tokens per forward of
+the first draft; where it does not, ``suffix``'s tokens per forward under what a tree's
+forward costs in one-row forwards); the monitor does not lower ``shown`` by more than
 ``SHOWN_MARGIN``; syntax_valid over shown drafts, and not below monitor off's;
 undefined_names over shown drafts at most half of monitor off's; exact_line and latency
 p50 against ``draft=none, monitor=off``. ``--runs N`` makes N such runs one after
@@ -44,7 +49,8 @@ def _write_traces(folder: Path) -> list[Path]:
 
 def _run(traces: list[Path], out: Path, report: str | None) -> float:
     cmd = [str(REPO / ".venv" / "bin" / "inkling"), "replay", *map(str, traces),
-           "--compare", "completion.draft=suffix,none", "--compare", "completion.monitor=on,off",
+           "--compare", "completion.draft=auto,none,suffix",
+           "--compare", "completion.monitor=on,off",
            "--json", str(out)]
     if report:
         cmd += ["--report", report]
@@ -70,15 +76,31 @@ def _table(runs: list[dict]) -> None:
             print(f"{key + ' ' + q:22}" + "".join(f"{r[key][q]:>{width}.1f}" for r in runs))
 
 
-def _checks(runs: list[dict]) -> list[tuple[str, str, bool]]:
-    """(name, text with the figures, passed) of each check."""
+def _drafting_check(chosen: dict, d: dict, suffix: dict) -> tuple[str, str, bool]:
+    """Drafting where it pays: where auto drafts (``chosen``: the replay's
+    config.runtime.drafting), the defaults' (``d``) tokens per forward of the first draft
+    reach 2.5; where it does not, ``suffix``'s stay under what the forward of the tree
+    auto measured (16 rows: the drafter's at the meter's prior) costs in one-row forwards
+    (drafting would cost more than it yields)."""
+    if chosen["mode"] == "suffix":
+        tpf = d["tokens_per_forward"] or 0
+        return ("drafting pays", f"auto drafts: tokens per forward of the first draft {tpf} "
+                f"(n {d['tokens_per_forward_n']}) >= 2.5", tpf >= 2.5)
+    ms = dict(zip(chosen["rows"], chosen["forward_ms"]))
+    ratio, tpf = ms[16] / ms[1], suffix["tokens_per_forward"] or 0
+    return ("drafting pays", f"auto does not draft: draft=suffix's tokens per forward {tpf} "
+            f"< {ratio:.2f}, the one-row forwards a 16-row tree's forward costs "
+            f"(draft=suffix p50 {suffix['latency_ms']['p50']:.1f} ms)", tpf < ratio)
+
+
+def _checks(runs: list[dict], chosen: dict) -> list[tuple[str, str, bool]]:
+    """(name, text with the figures, passed) of each check; ``chosen``: what auto chose."""
     by = {(r["settings"]["completion.draft"], r["settings"]["completion.monitor"]): r
           for r in runs}
-    d, base, off = by["suffix", "on"], by["none", "off"], by["suffix", "off"]
+    d, base, off = by["auto", "on"], by["none", "off"], by["auto", "off"]
     p50, base_p50 = d["latency_ms"]["p50"], base["latency_ms"]["p50"]
     return [
-        ("tokens per forward", f"tokens per forward of the first draft {d['tokens_per_forward']}"
-         f" (n {d['tokens_per_forward_n']}) >= 2.5", (d["tokens_per_forward"] or 0) >= 2.5),
+        _drafting_check(chosen, d, by["suffix", "on"]),
         ("shown", f"shown {d['shown']} >= monitor off's {off['shown']} - {SHOWN_MARGIN} "
          f"(guard cut {d['guard_cut']}, emptied {d['guard_emptied']})",
          d["shown"] >= off["shown"] - SHOWN_MARGIN),
@@ -106,15 +128,21 @@ def _at_least(value, *floors) -> bool:
 def _one(traces: list[Path], out: Path, report: str | None) -> list[tuple[str, str, bool]]:
     """One ``--compare`` run: its table and checks printed, the checks returned."""
     seconds = _run(traces, out, report)
-    runs = json.loads(out.read_text())["runs"]
-    print(f"\n{len(traces)} held-out retype traces (toolz 1.0.0), {runs[0]['completions']} "
-          f"completions a combination, {seconds / 60:.1f} min for the four\n")
+    report = json.loads(out.read_text())
+    runs, chosen = report["runs"], report["config"]["runtime"]["drafting"]
+    print(f"\n{len(traces)} held-out retype traces ({_named(traces)}), {runs[0]['completions']} "
+          f"completions a combination, {seconds / 60:.1f} min for the six")
+    print(f"draft auto chose {chosen['mode']}: {chosen['reason']}\n")
     _table(runs)
     print()
-    checks = _checks(runs)
+    checks = _checks(runs, chosen)
     for _, text, ok in checks:
         print(("pass  " if ok else "FAIL  ") + text)
     return checks
+
+
+def _named(traces: list[Path]) -> str:
+    return ", ".join(sorted({t.stem.removeprefix("retype-").split("-")[0] for t in traces}))
 
 
 def main() -> int:
@@ -123,12 +151,15 @@ def main() -> int:
     ap.add_argument("--report", help="write the (last) replay's HTML report here")
     ap.add_argument("--traces", help="keep the retype traces in this folder")
     ap.add_argument("--runs", type=int, default=1, help="--compare runs one after another")
+    ap.add_argument("--trace-files", nargs="+", type=Path,
+                    help="replay these traces (e.g. benchmarks/traces/reporting/*.jsonl) "
+                         "instead of toolz's retype traces")
     args = ap.parse_args()
     every = []
     with tempfile.TemporaryDirectory(prefix="inkling-defaults-") as tmp:
         folder = Path(args.traces) if args.traces else Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        traces = _write_traces(folder)
+        traces = args.trace_files or _write_traces(folder)
         out = Path(args.json) if args.json else Path(tmp) / "compare.json"
         for n in range(args.runs):
             if args.runs > 1:

@@ -213,7 +213,17 @@ def _replay_all(combos, traces, progress_file, via_lsp: bool = False):
         if via_lsp:
             for replayer in replayers:
                 replayer.close()
-    return (runtime_config(runtime) if runtime is not None else None), results
+    block = None if runtime is None else {**runtime_config(runtime),
+                                          "drafting": _drafting(runtime, combos[0].options)}
+    return block, results
+
+
+def _drafting(runtime, options) -> dict:
+    """What ``completion.draft auto`` chose on this load and why (measured now where no
+    combination asked for auto): config.runtime.drafting."""
+    from inkling.completion.drafting.acceptance import AcceptanceMeter
+    from inkling.completion.drafting.draft_mode import choice_for
+    return choice_for(runtime, options.model.forward, AcceptanceMeter.prior).report()
 
 
 def _replay_on_ray(args, combos, traces):

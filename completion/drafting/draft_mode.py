@@ -7,9 +7,10 @@ about what one row costs, so suffix drafting pays at any acceptance; on a CPU a 
 of n rows costs nearly n times one row, and drafting costs latency and buys nothing
 (``benchmarks/defaults.py``). So, once per loaded model and forward, a few forwards of 1
 row and of the drafter's tree sizes are timed after a scratch cache of a prompt's length
-(a fraction of a second), and ``auto`` drafts (``suffix``) only where the smallest
-tree's forward costs less than the tokens the acceptance meter's prior expects it to
-yield, one-row forwards; else it is ``none`` for this load (greedy's loop alone, no
+(a fraction of a second), and ``auto`` drafts (``suffix``) only where the forward of
+the tree the drafter builds before it has measured anything (``PRIOR_ROWS``) costs less
+than the tokens the acceptance meter's prior expects that tree to yield, in one-row
+forwards; else it is ``none`` for this load (greedy's loop alone, no
 searches). ``none``, ``prompt-lookup`` and ``suffix`` force their mode.
 """
 from __future__ import annotations
@@ -24,6 +25,8 @@ from inkling.cache.prompt_cache import PromptCache
 from inkling.cache.runtime import ModelRuntime
 
 TREE_ROWS = (8, 16)      # the tree sizes the suffix drafter verifies (rows, root included)
+PRIOR_ROWS = 16          # the tree it builds at the meter's prior acceptance (1 token: 12
+                         # nodes and the root, AcceptanceMeter.limits), in its row bucket
 CONTEXT = 512            # cached tokens before the timed rows: a typical prompt's length
 ROUNDS = 5               # timed rounds (after one to warm up); the median is kept
 
@@ -65,10 +68,10 @@ def measured(runtime: ModelRuntime | None, forward: str) -> DraftChoice | None:
 
 
 def choose(ms: dict[int, float], prior: float, forward: str) -> DraftChoice:
-    """``suffix`` where a forward of the smallest tree (TREE_ROWS[0] rows) costs less than
-    1 + ``prior`` one-row forwards (the tokens a verified tree is expected to yield before
-    any is measured), else ``none``."""
-    rows, tokens = TREE_ROWS[0], 1 + prior
+    """``suffix`` where a forward of PRIOR_ROWS rows costs less than 1 + ``prior`` one-row
+    forwards (the tokens a verified tree is expected to yield before any is measured),
+    else ``none``."""
+    rows, tokens = PRIOR_ROWS, 1 + prior
     ratio = ms[rows] / ms[1]
     costs = f"a forward of {rows} rows costs {ms[rows]:.2f} ms, {ratio:.2f} one-row " \
             f"forwards of {ms[1]:.2f} ms ({forward})"

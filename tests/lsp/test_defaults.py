@@ -114,8 +114,8 @@ async def test_stats_and_status_say_which_mechanisms_run(client: LanguageClient)
     assert (d.asked, d.forward) == ("auto", "native") and d.mode in ("suffix", "none")
     ms = dict(zip(d.rows, d.forward_ms))
     assert set(ms) == {1, 8, 16} and all(v > 0 for v in ms.values()), ms
-    assert (d.mode == "suffix") == (ms[8] / ms[1] < 2.0), d      # the prior: 1 token a tree
-    assert "a forward of 8 rows costs" in d.reason
+    assert (d.mode == "suffix") == (ms[16] / ms[1] < 2.0), d     # the prior: 1 token a tree
+    assert "a forward of 16 rows costs" in d.reason
     assert ("drafting pays" if d.mode == "suffix" else "would cost latency") in d.reason
     ready = [s for s in client.statuses if s.state == "ready"]
     assert ready, client.statuses
