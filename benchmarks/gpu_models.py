@@ -1,0 +1,147 @@
+"""Random-weight models of the shapes GPU users run, and the forwards checked against
+transformers' on them (``gpu_suite.py``'s correctness section).
+
+Shapes (hidden, intermediate, layers, heads, key/value heads): ``0.5b`` and ``1.5b`` are
+Qwen2.5-Coder's; the Llama- and StarCoder2-shaped models take the same sizes with their
+families' vocabularies. Nothing is downloaded: a config, random weights (q/k/v biases
+drawn too, so they matter), made on the device.
+"""
+from __future__ import annotations
+
+import random
+
+import torch
+
+SHAPES = {
+    "tiny": (64, 128, 2, 4, 2),
+    "0.5b": (896, 4864, 24, 14, 2),
+    "1.5b": (1536, 8960, 28, 12, 2),
+}
+VOCAB = {"qwen2": 151936, "llama": 32256, "starcoder2": 49152}
+TINY_VOCAB = 512
+# ‖out - ref‖ / ‖ref‖ a forward may differ from transformers' by, per dtype
+TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 2e-2, torch.float16: 5e-3}
+
+
+def random_model(family: str, size: str, dtype: torch.dtype, device: str,
+                 seed: int = 0) -> torch.nn.Module:
+    """A ``family`` model of ``size`` with random weights, on ``device``, eval mode."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+    hidden, inter, layers, heads, kv = SHAPES[size]
+    extra = {"use_bias": True} if family == "starcoder2" else {}
+    cfg = AutoConfig.for_model(
+        family, vocab_size=TINY_VOCAB if size == "tiny" else VOCAB[family], hidden_size=hidden,
+        intermediate_size=inter, num_hidden_layers=layers, num_attention_heads=heads,
+        num_key_value_heads=kv, max_position_embeddings=32768, sliding_window=None,
+        tie_word_embeddings=family == "qwen2", bos_token_id=0, eos_token_id=0, **extra)
+    torch.manual_seed(seed)
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation="sdpa")
+    for block in model.model.layers:
+        for proj in (block.self_attn.q_proj, block.self_attn.k_proj, block.self_attn.v_proj):
+            if proj.bias is not None:
+                torch.nn.init.normal_(proj.bias, std=0.5)
+    return model.eval()
+
+
+def weight_bytes(model: torch.nn.Module) -> int:
+    """The bytes a one-row step reads of the weights: every parameter, the embedding table
+    only where the output layer is tied to it (a step reads one row of it otherwise)."""
+    total = sum(p.numel() * p.element_size() for p in model.parameters())
+    emb = model.get_input_embeddings().weight
+    tied = emb.data_ptr() == model.get_output_embeddings().weight.data_ptr()
+    return total if tied else total - emb.numel() * emb.element_size()
+
+
+def compare_forwards(model: torch.nn.Module, prompt: int, steps: int = 4,
+                     tree: int = 16) -> dict:
+    """The compact and captured forwards against transformers' on ``model``: a prompt of
+    ``prompt`` tokens, ``steps`` one-row steps (greedy, the reference's token), a draft
+    tree of ``tree`` rows, ``steps`` steps more. Per forward: the largest relative error
+    ‖out - ref‖ / ‖ref‖ over those outputs, whether every argmax agreed, and ``ok`` (within
+    TOLERANCE); or the reason there is no such forward."""
+    from inkling.cache.captured_llama import CapturedLlama
+    from inkling.cache.compact_llama import CompactLlama, refusal
+    why = refusal(model)
+    if why is not None:
+        return {"compact": f"none: {why}", "captured": f"none: {why}"}
+    runs = {"reference": _Reference(model), "compact": _Ours(CompactLlama(model)),
+            "captured": _Ours(CapturedLlama(model))}
+    outs = {name: [] for name in runs}
+    g = random.Random(0)
+    ids = [g.randrange(3, model.config.vocab_size) for _ in range(prompt)]
+    token = None                                    # the reference's last argmax
+    for stage in _stages(ids, steps, tree, g):
+        given = stage(token)
+        for name, run in runs.items():
+            outs[name].append(run(*given))                            # [n, vocab] float32
+        token = int(outs["reference"][-1][-1].argmax())
+    dtype = next(model.parameters()).dtype
+    return {name: _errors(outs["reference"], outs[name], TOLERANCE[dtype])
+            for name in ("compact", "captured")}
+
+
+def _stages(ids: list[int], steps: int, tree: int, g: random.Random):
+    """The forwards' inputs, stage by stage: functions of the reference's last argmax
+    (None for the prompt) -> (ids, parents or None)."""
+    yield lambda _: (ids, None)
+    for _ in range(steps):
+        yield lambda token: ([token], None)
+    parents = [-1] + [g.randrange(-1, i) for i in range(1, tree)]
+    yield lambda token: ([token] + [g.randrange(3, 500) for _ in range(tree - 1)], parents)
+    for _ in range(steps):
+        yield lambda token: ([token], None)
+
+
+def _errors(ref: list[torch.Tensor], got: list[torch.Tensor], tolerance: float) -> dict:
+    rel = max(float((a - b).norm() / b.norm()) for a, b in zip(got, ref))
+    same = all(torch.equal(a.argmax(-1), b.argmax(-1)) for a, b in zip(got, ref))
+    finite = all(bool(torch.isfinite(a).all()) for a in got)
+    return {"max_rel_error": rel, "argmax_same": same, "ok": finite and rel <= tolerance}
+
+
+class _Reference:
+    """transformers' forward over its cache (inkling's DynamicKV, as the runtime runs it)."""
+
+    def __init__(self, model):
+        from inkling.cache.dynamic_kv import DynamicKV
+        from inkling.cache.runtime import cache_keyword
+        self.model, self.kv = model, DynamicKV(model.config)
+        self.keyword, self.length = cache_keyword(model), 0
+
+    @torch.inference_mode()
+    def __call__(self, ids: list[int], parents: list[int] | None) -> torch.Tensor:
+        device = next(self.model.parameters()).device
+        positions, mask = _positions_mask(ids, parents, self.length, self.model.dtype)
+        out = self.model(input_ids=torch.tensor([ids], device=device),
+                         position_ids=positions.to(device),
+                         attention_mask=None if mask is None else mask.to(device),
+                         use_cache=True, **{self.keyword: self.kv})
+        self.length += len(ids)
+        return out.logits[0].float()
+
+
+class _Ours:
+    """A compact-family forward (compact or captured) over its own buffers."""
+
+    def __init__(self, forward):
+        self.forward = forward
+        w = forward.embed.weight
+        self.kv = forward.new_buffers(w.dtype, w.device)
+
+    def __call__(self, ids: list[int], parents: list[int] | None) -> torch.Tensor:
+        w = self.forward.embed.weight
+        positions, mask = _positions_mask(ids, parents, self.kv.length, w.dtype)
+        with torch.inference_mode():
+            embeds = self.forward.embed(torch.tensor([ids], device=w.device))
+        return self.forward.forward(self.kv, embeds, positions.to(w.device),
+                                    None if mask is None else mask.to(w.device))[0].float()
+
+
+def _positions_mask(ids, parents, past: int, dtype):
+    """positions [1, n] and the additive mask [1, 1, n, past + n] of a tree (None: causal)."""
+    if parents is None:
+        return torch.arange(past, past + len(ids))[None], None
+    from inkling.cache.tree_mask import tree_mask
+    positions, mask = tree_mask(parents, past, dtype)
+    return positions[None], mask[None, None]
