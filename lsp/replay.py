@@ -98,6 +98,9 @@ class _Session:
         doc = self.engine.document(uri)
         text, offset = doc.text, doc.offset_at(e.position)
         out = self.engine.complete(uri, e.position, trigger=e.trigger)   # k: the engine's
+        # through the protocol, out.latency_ms is the client's round trip; the server's
+        # Engine took that less the protocol's part
+        engine_ms = out.latency_ms - self.engine.overhead_ms[-1] if self.own_analysis else None
         drafts = tuple(d.text for d in out.drafts)
         first = drafts[0] if drafts else ""
         self.latest[e.path] = (e.expected, tuple(out.drafts))
@@ -113,7 +116,8 @@ class _Session:
             out.forwards, out.tokens, out.prefill_tokens, out.reused_tokens, valid,
             out.stale_tokens, out.refreshed, undefined, matched, out.draft_ms,
             out.context_tokens, out.context_text, asked=out.asked,
-            guard_cut=out.guard.chars, guard_emptied=out.guard.emptied, failed=failed))
+            guard_cut=out.guard.chars, guard_emptied=out.guard.emptied, failed=failed,
+            engine_ms=engine_ms))
         self.engine.settle()             # after the answer, as the server does
 
     def _judge(self, uri: str, language: str, text: str, offset: int, draft: str

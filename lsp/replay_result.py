@@ -33,6 +33,8 @@ class CompletionRecord:
     guard_emptied: bool = False                # decoder's first draft; it left nothing
     failed: tuple[str, ...] = ()               # metrics whose analysis raised on the first
                                                # draft ("syntax_valid", "undefined_names")
+    engine_ms: float | None = None             # through the protocol (--via-lsp): the
+                                               # Engine's own latency (latency_ms: the client's)
 
     @property
     def first(self) -> str:
@@ -157,9 +159,19 @@ def _speculation(recs: list[CompletionRecord]) -> dict:
     }
 
 
+def _protocol(recs: list[CompletionRecord]) -> dict:
+    """Through the protocol (--via-lsp), beside the headline latency (the client's round
+    trip): the Engine's own latency and the difference, per request; nothing in process."""
+    if not any(r.engine_ms is not None for r in recs):
+        return {}
+    return {"engine_latency_ms": m.distribution([r.engine_ms for r in recs]),
+            "protocol_overhead_ms": m.distribution([r.latency_ms - r.engine_ms for r in recs])}
+
+
 def _cost(recs: list[CompletionRecord], edit_ms: list[float]) -> dict:
     return {
         "latency_ms": m.distribution([r.latency_ms for r in recs]),
+        **_protocol(recs),
         "first_token_ms": m.distribution([r.first_token_ms for r in recs]),
         "edit_latency_ms": m.distribution(edit_ms),
         "forwards": _sum_and_mean([r.forwards for r in recs]),

@@ -27,7 +27,8 @@ pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; }
 
 _METRICS = ("shown", "guard_cut", "guard_emptied",
             "exact_line", "exact_line_any", "edit_similarity", "accepted_chars",
-            "latency_ms", "first_token_ms", "edit_latency_ms", "forwards",
+            "latency_ms", "engine_latency_ms", "protocol_overhead_ms",   # the last two: --via-lsp
+            "first_token_ms", "edit_latency_ms", "forwards",
             "tokens_per_forward", "tokens_per_forward_n", "draft_throughput",
             "prefill_tokens", "prefill_tokens_typing", "first_token_ms_typing",
             "reused_tokens", "context_tokens",
@@ -111,7 +112,8 @@ def _fmt(value) -> str:
 
 
 def _metrics_table(summary: dict) -> str:
-    rows = "".join(f"<tr><th>{k}</th>{_cell(summary.get(k))}</tr>" for k in _METRICS)
+    rows = "".join(f"<tr><th>{k}</th>{_cell(summary.get(k))}</tr>" for k in _METRICS
+                   if k in summary)
     return f"<table>{rows}</table>"
 
 
@@ -164,7 +166,7 @@ def _comparison_table(runs: list[dict]) -> str:
     head = "<tr><th>metric</th>" + "".join(
         f"<th>{html.escape(_run_label(r))}</th>" for r in runs) + "</tr>"
     rows = []
-    for k in _METRICS:
+    for k in (k for k in _METRICS if k in runs[0]):
         cells = []
         for i, r in enumerate(runs):
             cell = _cell(r.get(k))

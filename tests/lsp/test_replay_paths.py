@@ -38,7 +38,8 @@ HELPER = "def clamp(x, low, high):\n    return max(low, min(x, high))\n"
 # measures (completion/drafting/acceptance.py), so two runs of the same trace in one process
 # differ there too (212 and 95 forwards here), while the drafts, lossless, do not
 TIMING = {"latency_ms", "first_token_ms", "edit_latency_ms", "first_token_ms_typing",
-          "model_ms", "total_ms", "forwards", "tokens_per_forward", "draft_throughput"}
+          "model_ms", "total_ms", "forwards", "tokens_per_forward", "draft_throughput",
+          "engine_latency_ms", "protocol_overhead_ms"}
 
 
 def _change(text: str) -> ChangeEvent:
@@ -79,3 +80,12 @@ def test_default_replay_idles_accepts_and_matches_the_server(tmp_path, tiny_mode
     assert here["idle"]["refresh_tokens"] > 0           # the typist paused after lines
     lsp = _replay(path, tiny_model_dir, capsys, "--via-lsp")
     assert _without_timing(lsp) == _without_timing(here)
+    # through the protocol the headline latency is the client's round trip, the server's
+    # Engine's own beside it; in process there is only the Engine's
+    assert "engine_latency_ms" not in here and "protocol_overhead_ms" not in here
+    client, engine, overhead = (lsp[k] for k in ("latency_ms", "engine_latency_ms",
+                                                 "protocol_overhead_ms"))
+    assert 0 < engine["p50"] < client["p50"] and overhead["p50"] > 0, (client, engine)
+    assert abs(client["mean"] - engine["mean"] - overhead["mean"]) < 0.01
+    one = next(iter(lsp["per_trace"].values()))
+    assert one["engine_latency_ms"] == engine
