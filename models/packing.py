@@ -89,6 +89,12 @@ def read_rows(path: Path) -> np.ndarray:
     return np.load(io.BytesIO(lzma.decompress(Path(path).read_bytes())))
 
 
+def read_held_out_texts(folder: Path) -> list[CorpusFile]:
+    """The held-out files ``pack`` wrote beside the rows."""
+    return [CorpusFile(**d) for d in json.loads(lzma.decompress(
+        (Path(folder) / TEXTS_FILE).read_bytes()))]
+
+
 def _fit(rows: np.ndarray, path: Path, budget: int) -> tuple[np.ndarray, int]:
     """rows (cut to the budget where the whole do not fit: by the compressed bytes a row
     measured) and the bytes written."""

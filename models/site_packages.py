@@ -43,8 +43,8 @@ def check_allow_list(names) -> tuple[str, ...]:
 
 
 def _distribution(name: str, path: list[str] | None):
-    found = [d for d in metadata.distributions(path=path) if _norm(d.metadata["Name"] or "")
-             == _norm(name)]
+    dists = metadata.distributions(**({"path": path} if path is not None else {}))
+    found = [d for d in dists if _norm(d.metadata["Name"] or "") == _norm(name)]
     return found[0] if found else None
 
 
