@@ -205,17 +205,17 @@ def _cmd_serve(args) -> int:
 
 def _cmd_build_native(args) -> int:
     """Build the native forward now, in the foreground: a progress line (updated in place
-    on a terminal, every 10 s otherwise), then where the module is and how long it took;
+    on a terminal, once a minute otherwise), then where the module is and how long it took;
     exit status 1 with the compiler's first error."""
     import time
 
     from inkling.cache import native_build              # torch: see the top
-    start, said = time.monotonic(), [-10.0]
+    start, said = time.monotonic(), [-60.0]
 
     def progress(message: str) -> None:
         if sys.stderr.isatty():
             print(f"\r\033[K{message}", end="", file=sys.stderr, flush=True)
-        elif time.monotonic() - said[0] >= 10:
+        elif time.monotonic() - said[0] >= 60:
             said[0] = time.monotonic()
             print(message, file=sys.stderr, flush=True)
     try:

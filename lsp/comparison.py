@@ -161,13 +161,25 @@ TABLE_ROWS = ("completions", "shown", "guard_cut", "guard_emptied", "exact_line"
 def table(runs: list[dict]) -> str:
     """A plain-text table of ``TABLE_ROWS`` (rows) for each run of the replay's ``runs``
     (columns, labelled by their settings)."""
-    labels = [label(r["settings"]) for r in runs]
+    labels = column_labels([r["settings"] for r in runs])
     rows = [[key] + [_figure(r, key) for r in runs] for key in TABLE_ROWS]
     widths = [max(len(row[i]) for row in rows + [[""] + labels]) for i in range(len(labels) + 1)]
     lines = [[""] + labels] + rows
     return "\n".join("  ".join(cell.ljust(w) if i == 0 else cell.rjust(w)
                                for i, (cell, w) in enumerate(zip(line, widths)))
                      for line in lines)
+
+
+def column_labels(settings: list[dict]) -> list[str]:
+    """Short column heads: the first run's settings, then what each other run changes
+    from them (``completion.`` left out of the keys: most are there)."""
+    first = settings[0] if settings else {}
+
+    def text(items) -> str:
+        return ", ".join(f"{k.removeprefix('completion.')}={_text(v)}" for k, v in items)
+    return [text(first.items()) or "as given"] + [
+        text((k, v) for k, v in s.items() if first.get(k, object()) != v) or "as given"
+        for s in settings[1:]]
 
 
 def _figure(run: dict, key: str) -> str:

@@ -179,6 +179,15 @@ def test_the_json_of_an_ablation(tiny_model_dir, tmp_path):
     assert f"(n {on['syntax_valid_n']})" in rows[2]
 
 
+def test_column_heads_name_what_each_run_changes_from_the_first():
+    from inkling.lsp.comparison import column_labels
+    base = {"completion.draft": "suffix", "cache.mode": "pie"}
+    assert column_labels([base, {**base, "completion.draft": "none"},
+                          {**base, "cache.mode": "full"}]) == [
+        "draft=suffix, cache.mode=pie", "draft=none", "cache.mode=full"]
+    assert column_labels([{}]) == ["as given"]
+
+
 def test_the_printed_table_shows_each_run_with_its_counts():
     from inkling.lsp.comparison import TABLE_ROWS, table
     from inkling.lsp.replay_result import CompletionRecord, TraceResult, comparison_json
@@ -192,7 +201,7 @@ def test_the_printed_table_shows_each_run_with_its_counts():
             rec("x = 1", True), rec("", None, guard_cut=5, guard_emptied=True)])],
         [TraceResult("t.jsonl", "t", completions=[rec("x = 1", True), rec("x = (", False)])]])
     lines = table(runs).splitlines()
-    assert lines[0].split() == ["completion.monitor=on", "completion.monitor=off"]
+    assert lines[0].split() == ["monitor=on", "monitor=off"]
     rows = {line.split()[0]: line.split()[1:] for line in lines[1:]}
     assert list(rows) == list(TABLE_ROWS)
     assert rows["shown"] == ["0.5000", "1.0000"]
