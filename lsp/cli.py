@@ -125,9 +125,8 @@ def _cmd_complete(args) -> int:
     if engine.uses_datastore:
         engine.build_datastore(load_progress())
     result = engine.complete(uri, position, k=k, trigger="invoked")
-    if len(result.drafts) < k:
-        print(f"inkling: note: the {engine.options.completion.decoder} decoder gave "
-              f"{len(result.drafts)} draft(s) of the {k} asked for", file=sys.stderr)
+    if not result.drafts:
+        print("inkling: no suggestion at this position", file=sys.stderr)
     if args.json:
         print(json.dumps({
             "file": args.file, "line": args.line, "col": args.col,
@@ -138,9 +137,9 @@ def _cmd_complete(args) -> int:
             "first_token_ms": round(result.first_token_ms, 1),
             "forwards": result.forwards, "prefill_tokens": result.prefill_tokens}, indent=2))
     else:
-        for i, d in enumerate(result.drafts):
+        for i, d in enumerate(result.drafts):      # fewer than k where drafts repeated
             if len(result.drafts) > 1:
-                print(f"--- draft {i + 1}")
+                print(f"--- draft {i + 1} of {len(result.drafts)}")
             print(d.text)
     return 0
 

@@ -55,15 +55,21 @@ PY
 step "inkling --version"
 "$INKLING" --version
 
-step "inkling complete on a sample file"
-printf 'import os\n\n\ndef exists(path):\n    """Whether path names a file or a folder."""\n    return os.path.\n' > sample.py
-"$INKLING" complete sample.py --line 6 --col 20 --drafts 1 --json > complete.json
-"$WORK/venv/bin/python" -c "import json,sys; d=json.load(open('complete.json')); assert d['drafts'], d; print('check_install: complete gave', repr(d['drafts'][0]), file=sys.stderr)"
+step "inkling complete on the README's demo file"
+printf 'class Item:\n    def __init__(self, name, price):\n        self.name = name\n        self.' > demo.py
+"$INKLING" complete demo.py --line 4 --col 14 --json > complete.json
+"$WORK/venv/bin/python" - <<'PY'
+import json, sys
+drafts = [d["text"] for d in json.load(open("complete.json"))["drafts"]]
+if not drafts or drafts[0] != "price = price":   # what the README says it prints
+    sys.exit(f"check_install: the README's demo gave {drafts}, not 'price = price' first")
+print(f"check_install: complete gave {drafts}", file=sys.stderr)
+PY
 
 step "inkling replay of one bundled trace"
 "$INKLING" replay "$REPO/benchmarks/traces/retype-copyreg.jsonl" --json replay.json > /dev/null
 "$WORK/venv/bin/python" -c "import json,sys; d=json.load(open('replay.json')); print('check_install: replay metrics', sorted(d)[:6], file=sys.stderr)"
 
 step "inkling serve: initialize and an inlineCompletion over stdio"
-"$WORK/venv/bin/python" "$REPO/scripts/lsp_smoke.py" "$INKLING" sample.py 5 19
+"$WORK/venv/bin/python" "$REPO/scripts/lsp_smoke.py" "$INKLING" demo.py 3 13
 step "all checks passed"
