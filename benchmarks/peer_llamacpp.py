@@ -26,12 +26,17 @@ What it does:
    ``/tokenize``; a difference exits with status 2), and 32 greedy tokens of 12 prompts
    (plain and FIM, code from the traces): transformers' forward (inkling's reference
    path) against llama-server ``/completion`` given the same token ids.
-4. replays edit traces through inkling in process (an Engine per trace, driven exactly as
-   ``inkling replay`` drives it with default options) and, at each completion event of
-   the same replay, through llama-server: the systems are asked in a shuffled order at
-   every completion (interleaved, so machine noise hits all alike):
+4. replays edit traces through inkling and, at each completion event of the same
+   replay, through llama-server: the systems are asked in a shuffled order at every
+   completion (interleaved, so machine noise hits all alike):
 
-   * inkling with its defaults, and inkling with ``completion.draft=none`` (one token per
+   * ``inkling serve``: inkling with its defaults as an editor runs it, a server
+     subprocess driven over stdio by an LSP client (``inkling replay --via-lsp``'s), timed
+     by the client from the request to the answer, as llama-server is timed by its HTTP
+     client: the headline column, each side over its own wire; beside it the server
+     Engine's own latency of the same requests (the in-process figure);
+   * in process (an Engine per trace, driven exactly as ``inkling replay`` drives it):
+     inkling with its defaults, and inkling with ``completion.draft=none`` (one token per
      forward); by default the native forward's thread count is the runtime's choice, one
      thread or every core, whichever measures faster as it runs (cache/thread_choice.py);
      with ``--inkling-threads 1,2``, inkling with its defaults again, its forward pinned
@@ -98,6 +103,9 @@ VIM_N_PREFIX, VIM_N_SUFFIX, VIM_N_PREDICT, VIM_T_MAX_PREDICT_MS = 256, 64, 128, 
 CONVERTER_NEEDS = {"numpy": "numpy==2.2.6", "yaml": "pyyaml==6.0.2",
                    "requests": "requests==2.32.3", "tqdm": "tqdm==4.67.1",
                    "transformers": "transformers==4.57.6", "safetensors": "safetensors==0.5.3"}
+
+
+SERVED = "inkling serve"      # the system timed through `inkling serve` over stdio
 
 
 class PeerError(Exception):
@@ -639,6 +647,7 @@ class Sample:
     text: str
     model_decode_ms_per_token: float | None = None
     forwards: int = 0
+    engine_ms: float | None = None         # inkling serve: its Engine's own latency
 
 
 @dataclass
@@ -662,10 +671,10 @@ class Point:
 def _session(trace, root: Path, options, runtime, checker, datastore):
     """An Engine and replay session for ``trace``, set up as Replayer.replay does."""
     from inkling.completion.engine import Engine
-    from inkling.completion.preparation import uses_datastore
     from inkling.lsp.replay import _Session
     from inkling.lsp.replay_result import TraceResult
-    engine = Engine(options, runtime, datastore if uses_datastore(options.completion) else None)
+    engine = Engine(options, runtime, datastore)
+    engine.sources.datastore = datastore if engine.uses_datastore else None
     engine.workspace_folders = [root.as_uri()]
     prepared = engine.prepare()
     if prepared.failed:
@@ -673,16 +682,35 @@ def _session(trace, root: Path, options, runtime, checker, datastore):
     return _Session(trace, root, engine, checker, TraceResult(trace.source, trace.name))
 
 
+def _served_session(trace, served, checker):
+    """A replay session for ``trace`` through ``served`` (an LspReplayer: one `inkling
+    serve`, a folder of its workspace per trace), set up as LspReplayer.replay does."""
+    from inkling.lsp.replay import _Session
+    from inkling.lsp.replay_result import TraceResult
+    served._count += 1
+    root = served.root / f"trace-{served._count}"
+    root.mkdir()
+    return _Session(trace, root, served.engine, checker, TraceResult(trace.source, trace.name))
+
+
 def inkling_sample(session, event, probe: SyncProbe) -> tuple[Sample, list[int] | None]:
     probe.reset()
     session.apply(event)                      # engine.complete, recorded as the replay does
-    r = session.result.completions[-1]
-    decode_ms = r.latency_ms - r.first_token_ms
-    model_decode = r.model_ms - probe.model_s * 1000
-    n = r.tokens
+    return record_sample(session.result.completions[-1], probe.model_s), probe.ids
+
+
+def record_sample(r, sync_model_s: float) -> Sample:
+    """One inkling completion record as a Sample: in process, ``latency_ms`` is the
+    Engine's; through `inkling serve` (``r.engine_ms`` set) it is the client's round trip
+    over stdio, the server Engine's own beside it (``engine_ms``); the model's decoding
+    time a token is known in process only (``sync_model_s``: the prompt's sync's share of
+    ``r.model_ms``, measured by SyncProbe, which cannot see another process)."""
+    served = r.engine_ms is not None
+    n, decode_ms = r.tokens, r.latency_ms - r.first_token_ms
+    model_decode = None if served or n < 2 else (r.model_ms - sync_model_s * 1000) / n
     return Sample(r.latency_ms, r.first_token_ms, r.prefill_tokens, n,
-                  decode_ms / n if n >= 2 else None, r.first,
-                  model_decode / n if n >= 2 else None, r.forwards), probe.ids
+                  decode_ms / n if n >= 2 else None, r.first, model_decode, r.forwards,
+                  engine_ms=r.engine_ms)
 
 
 def suggestion_cut(text: str, point: Point, final: bool) -> tuple[str, int | None]:
@@ -787,8 +815,12 @@ class Replay:
                  datastore, bar, inkling_threads: tuple[int, ...] = (),
                  inkling_forwards: tuple[str, ...] = ()):
         from inkling.completion.options import InklingOptions
+        from inkling.lsp.replay import LspReplayer
         from inkling.lsp.syntax_check import SyntaxChecker
         self.runtime, self.servers, self.datastore, self.bar = runtime, servers, datastore, bar
+        self.checker = SyntaxChecker()
+        # inkling's defaults as an editor runs them: `inkling serve` over stdio
+        self.served = LspReplayer(InklingOptions(), self.checker)
         self.options = {"inkling": InklingOptions(),
                         "inkling draft=none": InklingOptions().merged(
                             {"completion": {"draft": "none"}})}
@@ -803,7 +835,6 @@ class Replay:
             self.options[f"inkling forward={f}"] = InklingOptions().merged(
                 {"model": {"forward": f}})
             self.threads[f"inkling forward={f}"] = None
-        self.checker = SyntaxChecker()
         # each inkling system has its own view of the runtime, as a server of its own would:
         # the same model, forward and thread choice, its own chunked encoder (which
         # remembers the ids of unchanged lines: shared, whoever tokenized first after an
@@ -814,7 +845,7 @@ class Replay:
         # model, never run) so that a llama system asked before inkling has inkling's ids
         # without warming inkling's encoder
         self.twin = dataclasses.replace(runtime, encoder=None, attached={})
-        self.systems = {n: System(n) for n in self.options}
+        self.systems = {n: System(n) for n in (SERVED, *self.options)}
         for t, _ in servers.items():
             self.systems[f"llama ids -t{t}"] = System(f"llama ids -t{t}")
             self.systems[f"llama /infill -t{t}"] = System(f"llama /infill -t{t}")
@@ -838,6 +869,9 @@ class Replay:
                 sessions[name] = _session(trace, root, options, self.runtimes[name],
                                           self.checker, self.datastore)
                 stack.callback(sessions[name].engine.shutdown)
+            sessions[SERVED] = served = _served_session(trace, self.served, self.checker)
+            stack.callback(lambda: [self.served.engine.close(served.uri(path))
+                                    for path in list(served.versions)])
             done = 0
             for event in trace.events:
                 if isinstance(event, CompleteEvent) and done >= cap:
@@ -876,7 +910,7 @@ class Replay:
         got: dict[str, Sample] = {}
         for name in order:
             if name in sessions:
-                t = self.threads[name]
+                t = self.threads.get(name)
                 with (self.runtime.threads.pinned(t) if t is not None
                       else contextlib.nullcontext()):
                     got[name], seen = inkling_sample(sessions[name], event, probe)
@@ -890,6 +924,10 @@ class Replay:
             s.samples.append(sample)
             s.groups.append(group)
             s.same_text.append(sample.text == got["inkling"].text)
+
+    def close(self) -> None:
+        """Stop the `inkling serve` subprocess."""
+        self.served.close()
 
     def ask_llama(self, name: str, point: Point) -> Sample:
         threads = int(name.rsplit("-t", 1)[1])
@@ -928,6 +966,7 @@ def summary(samples: list[Sample], same: list[bool]) -> dict:
         "n": len(samples),
         "p50": _pct(lat, 50), "p95": _pct(lat, 95),
         "first": _pct([s.first_token_ms for s in samples], 50),
+        "engine": _pct([s.engine_ms for s in samples if s.engine_ms is not None], 50),
         "prompt": _mean([s.prompt_tokens for s in samples]),
         "tokens": _mean([s.tokens for s in samples]),
         "decode": _median([s.decode_ms_per_token for s in samples]),
@@ -945,6 +984,7 @@ ROWS = (
     ("completions", "n", "d"),
     ("completion latency p50 (ms, wall)", "p50", ".1f"),
     ("completion latency p95 (ms, wall)", "p95", ".1f"),
+    ("  inkling serve: its Engine's own p50 (ms)", "engine", ".1f"),
     ("first token p50 (ms)", "first", ".1f"),
     ("prompt tokens evaluated / completion", "prompt", ".1f"),
     ("tokens decoded / completion", "tokens", ".1f"),
@@ -969,9 +1009,11 @@ def print_table(systems: list[System], group: str | None = None) -> dict[str, di
 
 
 def ratio_lines(table: dict[str, dict], threads: list[int]) -> list[tuple[str, bool]]:
-    """The issue's checks for inkling against each llama-server thread count; for an
-    ``inkling -tN`` column (``--inkling-threads``), against llama.cpp on the same N."""
-    out = _ratios(table["inkling"], "inkling", table, threads)
+    """The issue's checks for inkling against each llama-server thread count: first
+    ``inkling serve`` (each side timed by a client over its wire), then inkling in process;
+    for an ``inkling -tN`` column (``--inkling-threads``), against llama.cpp on the same N."""
+    out = _ratios(table[SERVED], SERVED, table, threads) if SERVED in table else []
+    out += _ratios(table["inkling"], "inkling (in process)", table, threads)
     for t in threads:
         if f"inkling -t{t}" in table:
             out += _ratios(table[f"inkling -t{t}"], f"inkling -t{t}", table, [t])
@@ -1002,9 +1044,12 @@ def _ratios(ink: dict, who: str, table: dict[str, dict], threads: list[int]
 
 
 NOTES = """\
-latency: inkling: its completion record's (Engine.complete, in process); llama: wall time of
-  the HTTP request on a kept-alive local connection (JSON both ways); for 'llama ids', until
-  the streamed event where inkling's stop rule ends the suggestion.
+latency: inkling serve: wall time of the LSP request textDocument/inlineCompletion, from the
+  client's send to its answer over stdio (JSON-RPC both ways), with the server Engine's own
+  latency of the same request beside it; the other inkling columns: the completion
+  record's (Engine.complete, in process); llama: wall time of the HTTP request on a
+  kept-alive local connection (JSON both ways); for 'llama ids', until the streamed event
+  where inkling's stop rule ends the suggestion.
 first token: inkling: the record's first_token_ms (prompt synced, the first token's logits
   ready); llama ids: wall time to the first streamed event; llama /infill (not streamed, as
   llama.vim asks): wall time less timings.predicted_ms.
@@ -1092,9 +1137,12 @@ def replay(args, runtime, datastore, servers, sets) -> tuple[Replay, dict]:
         run = Replay(runtime, servers, datastore, bar, tuple(
             int(t) for t in args.inkling_threads.split(",") if t.strip()), tuple(
             f for f in args.inkling_forward.split(",") if f.strip()))
-        for (group, trace), n in zip(loaded, counts):
-            bar.set_postfix_str(trace.name[:30])
-            run.trace(trace, group, min(cap, n), probe)
+        try:
+            for (group, trace), n in zip(loaded, counts):
+                bar.set_postfix_str(trace.name[:30])
+                run.trace(trace, group, min(cap, n), probe)
+        finally:
+            run.close()
     per_group = {}
     for group in dict.fromkeys(g for g, _ in loaded):
         per_group[group] = sum(1 for g, _ in loaded if g == group)
