@@ -8,6 +8,7 @@ drawn too, so they matter), made on the device.
 """
 from __future__ import annotations
 
+import copy
 import random
 
 import torch
@@ -19,8 +20,9 @@ SHAPES = {
 }
 VOCAB = {"qwen2": 151936, "llama": 32256, "starcoder2": 49152}
 TINY_VOCAB = 512
-# ‖out - ref‖ / ‖ref‖ a forward may differ from transformers' by, per dtype
-TOLERANCE = {torch.float32: 1e-4, torch.bfloat16: 2e-2, torch.float16: 5e-3}
+# the mean ‖out - ref‖ / ‖ref‖ a forward may differ from transformers' float32 by, per
+# dtype (or twice transformers' own mean error in that dtype, the larger)
+TOLERANCE = {torch.bfloat16: 1e-2, torch.float16: 2e-3}
 
 
 def random_model(family: str, size: str, dtype: torch.dtype, device: str,
@@ -56,29 +58,43 @@ def weight_bytes(model: torch.nn.Module) -> int:
 def compare_forwards(model: torch.nn.Module, prompt: int, steps: int = 4,
                      tree: int = 16) -> dict:
     """The compact and captured forwards against transformers' on ``model``: a prompt of
-    ``prompt`` tokens, ``steps`` one-row steps (greedy, the reference's token), a draft
-    tree of ``tree`` rows, ``steps`` steps more. Per forward: the largest relative error
-    ‖out - ref‖ / ‖ref‖ over those outputs, whether every argmax agreed, and ``ok`` (within
-    TOLERANCE); or the reason there is no such forward."""
+    ``prompt`` tokens, ``steps`` one-row steps (greedy), a draft tree of ``tree`` rows,
+    ``steps`` steps more. Every forward is measured against transformers' in float32 (on
+    a float32 copy where ``model`` is not: then transformers' own forward in the model's
+    dtype is measured too, the yardstick): the largest relative error ‖out - ref‖ / ‖ref‖,
+    the share of rows whose argmax agrees, and ``ok``: float32 within 1e-4 with every
+    argmax the same; else the mean relative error over the outputs within TOLERANCE or
+    twice transformers' own (bfloat16 logits differ by a few percent with the order of
+    their sums: the largest is noise, the mean is not). A model
+    without the compact forward says why."""
     from inkling.cache.captured_llama import CapturedLlama
     from inkling.cache.compact_llama import CompactLlama, refusal
     why = refusal(model)
     if why is not None:
         return {"compact": f"none: {why}", "captured": f"none: {why}"}
-    runs = {"reference": _Reference(model), "compact": _Ours(CompactLlama(model)),
-            "captured": _Ours(CapturedLlama(model))}
+    dtype = next(model.parameters()).dtype
+    exact = dtype == torch.float32
+    truth = model if exact else copy.deepcopy(model).float()
+    runs = {"truth": _Reference(truth), "reference": _Reference(model),
+            "compact": _Ours(CompactLlama(model)), "captured": _Ours(CapturedLlama(model))}
+    if exact:
+        del runs["reference"]
     outs = {name: [] for name in runs}
     g = random.Random(0)
     ids = [g.randrange(3, model.config.vocab_size) for _ in range(prompt)]
-    token = None                                    # the reference's last argmax
+    token = None                                    # the float32 reference's last argmax
     for stage in _stages(ids, steps, tree, g):
         given = stage(token)
         for name, run in runs.items():
             outs[name].append(run(*given))                            # [n, vocab] float32
-        token = int(outs["reference"][-1][-1].argmax())
-    dtype = next(model.parameters()).dtype
-    return {name: _errors(outs["reference"], outs[name], TOLERANCE[dtype])
-            for name in ("compact", "captured")}
+        token = int(outs["truth"][-1][-1].argmax())
+    out = {name: _errors(outs["truth"], outs[name]) for name in runs if name != "truth"}
+    for name in ("compact", "captured"):
+        e = out[name]
+        e["ok"] = e["finite"] and (e["max_rel_error"] <= 1e-4 and e["argmax_agree"] == 1
+                                   if exact else e["mean_rel_error"] <= max(
+                                       TOLERANCE[dtype], 2 * out["reference"]["mean_rel_error"]))
+    return out
 
 
 def _stages(ids: list[int], steps: int, tree: int, g: random.Random):
@@ -93,11 +109,12 @@ def _stages(ids: list[int], steps: int, tree: int, g: random.Random):
         yield lambda token: ([token], None)
 
 
-def _errors(ref: list[torch.Tensor], got: list[torch.Tensor], tolerance: float) -> dict:
-    rel = max(float((a - b).norm() / b.norm()) for a, b in zip(got, ref))
-    same = all(torch.equal(a.argmax(-1), b.argmax(-1)) for a, b in zip(got, ref))
+def _errors(ref: list[torch.Tensor], got: list[torch.Tensor]) -> dict:
+    rel = [float((a - b).norm() / b.norm()) for a, b in zip(got, ref)]
+    rows = [bool(x) for a, b in zip(got, ref) for x in a.argmax(-1) == b.argmax(-1)]
     finite = all(bool(torch.isfinite(a).all()) for a in got)
-    return {"max_rel_error": rel, "argmax_same": same, "ok": finite and rel <= tolerance}
+    return {"max_rel_error": max(rel), "mean_rel_error": sum(rel) / len(rel),
+            "argmax_agree": sum(rows) / len(rows), "finite": finite}
 
 
 class _Reference:
