@@ -191,10 +191,12 @@ def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
     dev = _pick_device(device)
     dt = _pick_dtype(dtype, dev)
     report("reading weights", 0.7)
+    from .int8_weights import is_int8_folder, load_int8_model
     try:
-        model = AutoModelForCausalLM.from_pretrained(
-            path, dtype=dt, local_files_only=True, use_safetensors=True, trust_remote_code=False,
-            attn_implementation="sdpa")
+        model = load_int8_model(path, dt) if is_int8_folder(path) else \
+            AutoModelForCausalLM.from_pretrained(
+                path, dtype=dt, local_files_only=True, use_safetensors=True,
+                trust_remote_code=False, attn_implementation="sdpa")
     except (OSError, ValueError, KeyError) as exc:
         raise ModelError(f"model {path} cannot be loaded: {str(exc).splitlines()[0]}") from None
     model.to(dev).eval()

@@ -190,23 +190,41 @@ class NativeLlama(CompactLlama):
         refusal(..., auto=True)). Where every weight is a float16 value (the bundled
         model's float16 shards, loaded as float32) and the CPU converts float16 in one
         instruction, the panels hold float16: half the bytes a product reads, the same
-        products and sums (``half_panels``). The output layer, when it has no bias, gets
-        panels too: its logits by the same kernel."""
+        products and sums (``half_panels``). Where the model was loaded from int8 weights
+        (``int8_weights.py``), those weights' panels are int8 with a scale per column: a
+        quarter of the bytes. The output layer, when it has no bias, gets panels too: its
+        logits by the same kernel."""
         weights: list[torch.Tensor] = []
-        for block in self.model.model.layers:
+        names: list[str] = []          # each weight's name in the model (its int8 values')
+        for i, block in enumerate(self.model.model.layers):
             a, m = block.self_attn, block.mlp
             weights += [block.input_layernorm.weight,
                         *(lin.weight_t for lin in (a.q_proj, a.k_proj, a.v_proj, a.o_proj)),
                         block.post_attention_layernorm.weight,
                         *(lin.weight_t for lin in (m.gate_proj, m.up_proj, m.down_proj))]
+            names += [f"model.layers.{i}.{n}.weight" for n in (
+                "input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                "self_attn.o_proj", "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj",
+                "mlp.down_proj")]
         head = _head_weight(self.model)
-        self.half = half_panels(self.extension, weights + [head])
+        int8 = getattr(self.model, "inkling_int8", {})
+        head_name = "lm_head.weight" if "lm_head.weight" in int8 else "model.embed_tokens.weight"
+        self.half = half_panels(self.extension, [w for w, n in zip(weights, names)
+                                                 if n not in int8] +
+                                ([head] if head_name not in int8 else []))
         self.weights = [w.detach().contiguous() if w.dim() == 1 else
-                        self.extension.pack_panels(w.detach().contiguous(), self.half)
-                        for w in weights]
+                        self._panels(w, int8.get(n)) for w, n in zip(weights, names)]
         self.vocab = int(head.shape[1]) if head is not None else 0
-        self.head_panels = None if head is None else \
-            self.extension.pack_panels(head.detach().contiguous(), self.half)
+        self.head_panels = None if head is None else self._panels(head, int8.get(head_name))
+
+    def _panels(self, w: torch.Tensor, int8) -> torch.Tensor:
+        """w [in, out] as the kernel's panels: int8 ones where the model holds its int8
+        values and scales (int8 [out, in], scale [out]: ``cache/int8_weights.py``), else
+        float16 or float32 (``self.half``)."""
+        if int8 is not None:
+            q, scale = int8
+            return self.extension.pack_int8_panels(q.t().contiguous(), scale.contiguous())
+        return self.extension.pack_panels(w.detach().contiguous(), self.half)
 
     def new_buffers(self, dtype: torch.dtype, device: torch.device) -> NativeBuffers:
         return NativeBuffers.for_config(self.config, dtype, device)

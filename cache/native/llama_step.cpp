@@ -10,7 +10,9 @@
 // A projection's weights are a copy of the model's [in, out] ones (cpu_layout.py's
 // InputMajorLinear.weight_t) cut into panels of 16 columns, each one contiguous run
 // (pack_panels, once at load), float32 or, where every weight is a float16 value, float16
-// (half the bytes to stream; each converts to the same float32, so the same sums). A projection takes each panel's rows eight at a time, its
+// (half the bytes to stream; each converts to the same float32, so the same sums), or int8
+// with a float32 scale per column (pack_int8_panels: a quarter of the bytes; the column's
+// sums of x * int8 are scaled once at the end). A projection takes each panel's rows eight at a time, its
 // 8 x 16 sums in registers over the whole input (five to seven rows padded to eight);
 // the panels split over torch's intra-op threads (at::parallel_for), and a sum's order
 // never depends on the thread count. Attention reads the cached keys once a row for a
@@ -20,7 +22,7 @@
 // bit.
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
-#if defined(__F16C__)
+#if defined(__F16C__) || defined(__AVX2__)
 #include <immintrin.h>
 #endif
 
@@ -109,6 +111,36 @@ torch::Tensor pack_panels(torch::Tensor w, bool half) {
   return halves;
 }
 
+// int8 panels: w's int8 values [in, out] as [ceil(out / TILE), in + SCALE_ROWS, TILE], each
+// strip's TILE column scales (float32, zero past `out`) as the bytes of its last
+// SCALE_ROWS rows; weight[i][c] = int8[i][c] * scale[c] (cache/int8_weights.py).
+constexpr int64_t SCALE_ROWS = sizeof(float);   // TILE float32 scales: 4 rows of TILE bytes
+
+torch::Tensor pack_int8_panels(torch::Tensor q, torch::Tensor scale) {
+  TORCH_CHECK(q.device().is_cpu() && q.scalar_type() == torch::kChar && q.is_contiguous() &&
+              q.dim() == 2, "q: a contiguous int8 CPU tensor [in, out] is needed");
+  check(scale, "scale");
+  const int64_t in = q.size(0), out = q.size(1), strips = (out + TILE - 1) / TILE;
+  TORCH_CHECK(scale.dim() == 1 && scale.size(0) == out, "scale: [out] needed");
+  auto panels = torch::zeros({strips, in + SCALE_ROWS, TILE}, q.options());
+  const int8_t* src = q.data_ptr<int8_t>();
+  const float* sc = scale.data_ptr<float>();
+  int8_t* dst = panels.data_ptr<int8_t>();
+  for (int64_t p = 0; p < strips; ++p) {
+    const int64_t width = std::min(TILE, out - p * TILE);
+    int8_t* panel = dst + p * (in + SCALE_ROWS) * TILE;
+    for (int64_t i = 0; i < in; ++i)
+      std::copy_n(src + i * out + p * TILE, width, panel + i * TILE);
+    std::memcpy(panel + in * TILE, sc + p * TILE, width * sizeof(float));
+  }
+  return panels;
+}
+
+// the rows of input a panel holds (int8 panels carry their scales in SCALE_ROWS more)
+int64_t panel_in(const torch::Tensor& panels) {
+  return panels.size(1) - (panels.scalar_type() == torch::kChar ? SCALE_ROWS : 0);
+}
+
 // Whether float16 panels are read with the CPU's conversion instructions (F16C); without
 // them they are read one weight at a time (correct, slower: the loader then keeps
 // float32 panels).
@@ -143,6 +175,34 @@ INKLING_INLINE void load16(const at::Half* p, v8& lo, v8& hi) {
     hi[j] = static_cast<float>(p[j + 8]);
   }
 #endif
+}
+
+// 16 int8 weights as two vectors of eight floats (exact: small integers); their column
+// scales are applied to the finished sums (scale16)
+INKLING_INLINE void load16(const int8_t* p, v8& lo, v8& hi) {
+#if defined(__AVX2__)
+  const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+  const __m256 a = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(b));
+  const __m256 c = _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_unpackhi_epi64(b, b)));
+  std::memcpy(&lo, &a, sizeof lo);
+  std::memcpy(&hi, &c, sizeof hi);
+#else
+  for (int j = 0; j < 8; ++j) {
+    lo[j] = static_cast<float>(p[j]);
+    hi[j] = static_cast<float>(p[j + 8]);
+  }
+#endif
+}
+
+// a panel's 16 finished column sums times its column scales: int8 panels only (the
+// others hold the weights themselves)
+INKLING_INLINE void scale16(const float*, int64_t, v8&, v8&) {}
+INKLING_INLINE void scale16(const at::Half*, int64_t, v8&, v8&) {}
+INKLING_INLINE void scale16(const int8_t* wp, int64_t in, v8& a0, v8& a1) {
+  float s[TILE];
+  std::memcpy(s, wp + in * TILE, sizeof s);
+  a0 *= load8(s);
+  a1 *= load8(s + 8);
 }
 
 // y [R, c0 .. c0 + TILE) of rows x [R, in] times one panel wp [in, TILE]: the R x 16
@@ -183,6 +243,7 @@ INKLING_INLINE void panel_rows(const float* x, int64_t in, const W* wp, float* y
       a0 += acc[s][r][0];
       a1 += acc[s][r][1];
     }
+    scale16(wp, in, a0, a1);
     float row[TILE];
     store8(row, a0);
     store8(row + 8, a1);
@@ -217,7 +278,7 @@ inline void panel_blocks(const float* x, int64_t full, int64_t rest, int64_t in,
 // three passes slower than one of eight); one to four left over as they are.
 template <typename W>
 void project_as(const float* x, int64_t n, int64_t in, const W* panels, int64_t out,
-                float* y) {
+                float* y, int64_t stride) {
   const int64_t strips = (out + TILE - 1) / TILE;
   const int64_t threads = in * out * n < PARALLEL_MIN_MACS ? 1 : at::get_num_threads();
   const int64_t grain = std::max<int64_t>(1, (strips + threads - 1) / threads);
@@ -230,19 +291,24 @@ void project_as(const float* x, int64_t n, int64_t in, const W* panels, int64_t 
   }
   at::parallel_for(0, strips, grain, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p)
-      panel_blocks(x, full, rest, in, panels + p * in * TILE, y, out, p * TILE, xpad, ypad);
+      panel_blocks(x, full, rest, in, panels + p * stride, y, out, p * TILE, xpad, ypad);
   });
   if (rest > 4) std::copy_n(ypad.data(), rest * out, y + full * out);
 }
 
-// project_as for panels of either storage (pack_panels': float32, or float16 when every
-// weight is a float16 value: half the bytes a product reads, the same sums)
+// project_as for panels of any storage (pack_panels': float32, or float16 when every
+// weight is a float16 value: half the bytes a product reads, the same sums; or
+// pack_int8_panels': int8 with column scales, a quarter of the bytes)
 void project(const float* x, int64_t n, int64_t in, const torch::Tensor& panels, int64_t out,
              float* y) {
+  TORCH_CHECK(panel_in(panels) == in, "panels of ", panel_in(panels), " rows for an input of ", in);
+  const int64_t stride = panels.size(1) * TILE;          // elements a strip
   if (panels.scalar_type() == torch::kHalf)
-    project_as(x, n, in, panels.data_ptr<at::Half>(), out, y);
+    project_as(x, n, in, panels.data_ptr<at::Half>(), out, y, stride);
+  else if (panels.scalar_type() == torch::kChar)
+    project_as(x, n, in, panels.data_ptr<int8_t>(), out, y, stride);
   else
-    project_as(x, n, in, panels.data_ptr<float>(), out, y);
+    project_as(x, n, in, panels.data_ptr<float>(), out, y, stride);
 }
 
 // out [n, dim] = x * rsqrt(mean(x^2) + eps) * weight   (float32 inside, as transformers)
@@ -436,9 +502,10 @@ void check(const torch::Tensor& t, const char* what) {
 
 void check_panels(const torch::Tensor& t, const char* what) {
   TORCH_CHECK(t.device().is_cpu() && t.is_contiguous() && t.dim() == 3 && t.size(2) == TILE &&
-              (t.scalar_type() == torch::kFloat32 || t.scalar_type() == torch::kHalf),
-              what, ": contiguous CPU panels [strips, in, ", TILE, "] of float32 or float16 "
-              "are needed");
+              (t.scalar_type() == torch::kFloat32 || t.scalar_type() == torch::kHalf ||
+               t.scalar_type() == torch::kChar),
+              what, ": contiguous CPU panels [strips, in, ", TILE, "] of float32, float16 "
+              "or int8 (with its scales) are needed");
 }
 
 }  // namespace
@@ -482,7 +549,7 @@ torch::Tensor layers_forward(torch::Tensor x, std::vector<torch::Tensor> layer_w
   }
   TORCH_CHECK(d % LANES == 0, "head_dim ", d, " is not a multiple of ", LANES);
   const int64_t qdim = heads * d, kvdim = kv_heads * d;
-  const int64_t inter = layer_weights[8].size(1);     // down's panels [strips, inter, TILE]
+  const int64_t inter = panel_in(layer_weights[8]);   // down's panels [strips, inter, TILE]
   auto opts = x.options();
   auto h = torch::empty({n, hidden}, opts);
   auto q = torch::empty({n, qdim}, opts);
@@ -559,7 +626,7 @@ torch::Tensor project_rows(torch::Tensor x, torch::Tensor w, bool half) {
 torch::Tensor project_packed(torch::Tensor x, torch::Tensor panels, int64_t out) {
   check(x, "x");
   check_panels(panels, "panels");
-  TORCH_CHECK(x.dim() == 2 && x.size(1) == panels.size(1), "x [n, in] and the panels do not chain");
+  TORCH_CHECK(x.dim() == 2 && x.size(1) == panel_in(panels), "x [n, in] and the panels do not chain");
   TORCH_CHECK(out > (panels.size(0) - 1) * TILE && out <= panels.size(0) * TILE,
               "out: ", out, " columns do not fit ", panels.size(0), " panels");
   auto y = torch::empty({x.size(0), out}, x.options());
@@ -573,6 +640,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("project_packed", &project_packed, "x @ w from w's panels");
   m.def("pack_panels", &pack_panels, "w [in, out] as the projections' panels", py::arg("w"),
         py::arg("half") = false);
+  m.def("pack_int8_panels", &pack_int8_panels,
+        "int8 w [in, out] and its column scales [out] as the projections' int8 panels");
   m.def("fast_half", &fast_half, "whether float16 panels are read by F16C");
   m.def("layers_forward", &layers_forward, "the decoder layers of a few rows, in place");
 }
