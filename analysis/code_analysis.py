@@ -294,12 +294,13 @@ class CodeAnalysis:
         doc = self._docs.get(uri)
         if doc is None or doc.tree is None:
             return None
-        text, quote = doc.tree.text, ""
+        text, scan = doc.tree.text, None
         if doc.language in SCANNED_LANGUAGES:      # the same scan as the monitor's
             start = scan_start(doc.tree.root, text, offset)
-            quote = string_quote(self._scan(doc, text[start:offset], start))
+            scan = self._scan(doc, text[start:offset], start)
         return SyntaxGuard(text, offset, doc.language, self.grammars,
-                           tree=doc.tree.tree.copy(), open_string=quote)
+                           tree=doc.tree.tree.copy(),
+                           open_string=string_quote(scan) if scan is not None else "", scan=scan)
 
     # ---------------------------------------------------------------- metrics
     def undefined_names(self, uri: str, offset: int, draft: str) -> list[str] | None:

@@ -73,10 +73,11 @@ def enclosing_statement(root, lo: int, hi: int):
 def stays_in_string(quote: str, insertion: str) -> bool:
     """Whether ``insertion``, typed inside an open (not formatted) string literal whose
     delimiter is ``quote``, leaves the lexer in that string with no other token changed:
-    no quote or backslash, no line end unless the string is triple-quoted, and none of
+    no character of the delimiter (the other quote is text: a doctest's ``'a'`` in a
+    docstring) nor backslash, no line end unless the string is triple-quoted, and none of
     the line breaks Python reads besides \n. (Braces are text in a string that is not
     an f-string; ``quote`` is never an f-string's.)"""
-    if not quote or any(ch in insertion for ch in "\"'\\\r\x0c\v"):
+    if not quote or any(ch in insertion for ch in quote[0] + "\\\r\x0c\v"):
         return False
     return "\n" not in insertion or len(quote) == 3
 

@@ -1,7 +1,9 @@
 """Syntax guard over text, with tree-sitter: ``longest_valid_prefix``, the longest prefix
-of a draft that adds no ERROR or MISSING node to its statement (a draft cut off
-mid-statement is cut back to it), nor in Python an argument or parameter list the compiler
-rejects (a keyword argument repeated: compile_rules.py).
+of a draft that adds no ERROR or MISSING node to its statement, nor in Python an argument
+or parameter list the compiler rejects (a keyword argument repeated: compile_rules.py).
+Given the scanner's state at the cursor (Python), a draft is judged as a prefix of the
+line typed on: with what closes the string and brackets it left open after it
+(``unfinished.closers``), so ``foo(a, "b`` is kept and ``foo(a,, b`` cut at its fault.
 
 Where a draft ends is decided while decoding, by one stop-rule system
 (``inkling.completion.decoding.stop_rules``); the guard only trims what was decoded.
@@ -15,7 +17,9 @@ from functools import cached_property
 
 from .grammars import Grammars
 from .syntax_errors import InsertionChecker
+from .python_scanner import ScanState
 from .text_edit import byte_offset
+from .unfinished import closers
 from .vocabulary import is_ident_char
 
 MAX_CHECKS = 32
@@ -32,6 +36,8 @@ class SyntaxGuard:
     max_checks: int = MAX_CHECKS
     open_string: str = ""               # the plain string the lexer is inside at ``offset``
                                         # (``inkling.analysis.open_string``), "" in code
+    scan: ScanState | None = None       # the scanner's state at ``offset`` (Python), or
+                                        # None: a draft is judged as it ends
 
     @cached_property
     def parser(self):
@@ -46,8 +52,12 @@ class SyntaxGuard:
                                 self.open_string, compile_rules=self.language == "python")
 
     def valid(self, draft: str) -> bool | None:
-        """No new ERROR/MISSING node in the statement; None without a grammar."""
-        return None if self.checker is None else not self.checker.introduces_error(draft)
+        """No new ERROR/MISSING node in the statement (the draft's open string and
+        brackets closed after it, given ``scan``); None without a grammar."""
+        if self.checker is None:
+            return None
+        ending = closers(self.scan, draft) if self.scan is not None and draft else ""
+        return not self.checker.introduces_error(draft + ending)
 
     def longest_valid_prefix(self, draft: str) -> int:
         """Length of the longest valid prefix of ``draft`` (the whole draft when there is

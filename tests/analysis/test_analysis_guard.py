@@ -158,7 +158,7 @@ def test_text_inside_a_docstring_being_typed_is_kept_and_counted_valid(tmp_path)
     at = code.index("|")
     in_code = a.guard(path.as_uri(), at)
     assert in_code.open_string == ""
-    assert in_code.longest_valid_prefix("x = (1,") < len("x = (1,")
+    assert in_code.longest_valid_prefix("x = (1,,") < len("x = (1,,")   # cut at the fault
     assert not metric.valid("python", code.replace("|", ""), at, "x = (1,")
 
 
@@ -166,12 +166,44 @@ def test_text_inside_a_docstring_being_typed_is_kept_and_counted_valid(tmp_path)
                                           "s = '''a\nb|\n", "x = f'''{a|\n", "y = 1  # |\n"])
 @pytest.mark.parametrize("draft", ["the sum of it", "a\nb", "it's", "a'''b", "a\\n", "{x}",
                                    "x = (1,", ") + 1", "..."])
-def test_what_the_guard_keeps_the_metric_counts_valid(tmp_path, doc, draft):
+def test_what_the_guard_keeps_the_metric_counts_valid_once_finished(tmp_path, doc, draft):
+    """A kept draft is valid, or unfinished: valid with what closes the string and the
+    brackets it opened (the metric, reading it as it is, counts an unfinished one
+    invalid)."""
     from analysis_helpers import analysis_for, open_at
+    from inkling.analysis.unfinished import closers
     from inkling.lsp.syntax_check import SyntaxChecker
     text, offset = _split(doc)
     a = analysis_for(tmp_path)
     path = tmp_path / "m.py"
     open_at(a, path, doc)
-    kept = draft[:a.guard(path.as_uri(), offset).longest_valid_prefix(draft)]
-    assert SyntaxChecker().valid("python", text, offset, kept), (doc, draft, kept)
+    guard = a.guard(path.as_uri(), offset)
+    kept = draft[:guard.longest_valid_prefix(draft)]
+    finished = kept + closers(guard.scan, kept) if kept else kept
+    assert SyntaxChecker().valid("python", text, offset, finished), (doc, draft, kept)
+
+
+# drafts of a retype trace of the tuning set that the guard emptied or cut short, where
+# the line merely went on: a docstring opened, a call opened, a doctest's quotes
+@pytest.mark.parametrize("doc, draft, kept", [
+    (PY, '"""Sum the items.', '"""Sum the items.'),
+    (PY, '"""Sum the items.\n\n    >>> f([1])', '"""Sum the items.\n\n    >>> f([1])'),
+    (PY, 'raise TypeError("', 'raise TypeError("'),
+    (PY, "return codecs.CodecInfo(", "return codecs.CodecInfo("),
+    (PY, "total += len(items", "total += len(items"),
+    (PY, "total += len(items,, 2)", "total += len(items,"),     # cut at its first fault
+    (PY, "x = [1, 2] ]", "x = [1, 2]"),
+    (OPEN_DOCSTRING, "...     'a': 'Alice',", "...     'a': 'Alice',"),
+])
+def test_an_unfinished_draft_is_kept_and_cut_at_its_first_fault(tmp_path, doc, draft, kept):
+    from analysis_helpers import analysis_for, open_at
+    a = analysis_for(tmp_path)
+    path = tmp_path / "m.py"
+    open_at(a, path, doc)
+    guard = a.guard(path.as_uri(), doc.index("|"))
+    assert draft[:guard.longest_valid_prefix(draft)].rstrip() == kept
+
+
+def test_without_the_cursors_scan_a_draft_is_judged_as_it_ends():
+    text, offset = _split(PY)
+    assert SyntaxGuard(text, offset, "python").longest_valid_prefix("x = [1, 2") == 1

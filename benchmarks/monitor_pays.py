@@ -1,0 +1,150 @@
+"""Where the monitor loses: one set's traces replayed with the monitor off, on, and each of
+its two parts alone, completions paired, and every completion that the monitor on made
+worse than off sorted by its cause.
+
+    python benchmarks/monitor_pays.py --set tuning [--losses losses.jsonl] [--append]
+
+Modes: ``off``; ``on`` (the masks while decoding and the syntax guard on the shown draft);
+``masks`` (the masks alone: the guard left out); ``guard`` (the guard alone: decoding
+unmasked). A completion loses when its first draft's edit similarity is lower on than off
+(exact_line lost included). Its cause:
+
+- ``guard emptied`` / ``guard cut``: the guard alone loses it too, the masks alone do not;
+- ``mask``: the masks alone lose it, the guard alone does not (a mask forbade the
+  expected token, or pushed the model elsewhere);
+- ``both``: each part alone loses it; ``together``: neither alone does.
+
+``--append`` adds the off / on figures, with commit, date and weights, to
+``benchmarks/results/monitor_pays.txt``.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+from inkling.completion import open_analysis
+from inkling.completion.engine import Engine
+from inkling.completion.options import InklingOptions
+from inkling.lsp import metrics as m
+from inkling.lsp.replay import Replayer
+from inkling.lsp.replay_result import summarise
+from inkling.lsp.syntax_check import SyntaxChecker
+from inkling.lsp.trace_file import read_trace
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results" / "monitor_pays.txt"
+MODES = ("off", "on", "masks", "guard")
+FIGURES = ("shown", "guard_cut", "guard_emptied", "syntax_valid", "undefined_names",
+           "exact_line", "edit_similarity")
+_AT_CURSOR = open_analysis.OpenAnalysis.at_cursor
+
+
+def _part(keep: str):
+    """OpenAnalysis.at_cursor keeping one part: "masks" (no guard) or "guard" (no masks)."""
+    def at_cursor(self, doc, offset, runtime):
+        monitor, guard = _AT_CURSOR(self, doc, offset, runtime)
+        return (monitor, None) if keep == "masks" else (None, guard)
+    return at_cursor
+
+
+def replay(replayer: Replayer, trace, mode: str):
+    open_analysis.OpenAnalysis.at_cursor = _part(mode) if mode in ("masks", "guard") \
+        else _AT_CURSOR
+    try:
+        return replayer.replay(trace)
+    finally:
+        open_analysis.OpenAnalysis.at_cursor = _AT_CURSOR
+
+
+def similarity(rec) -> float:
+    return m.edit_similarity(rec.first, rec.expected)
+
+
+def cause(recs: dict) -> str:
+    """Why ``recs["on"]`` is worse than ``recs["off"]`` (see the module's docstring)."""
+    masks = similarity(recs["masks"]) < similarity(recs["off"])
+    guard = similarity(recs["guard"]) < similarity(recs["off"])
+    if guard and not masks:
+        return "guard emptied" if recs["guard"].guard_emptied else "guard cut"
+    return "mask" if masks and not guard else "both" if masks else "together"
+
+
+def losses(runs: dict) -> list[dict]:
+    """The completions whose first draft is worse on than off, with their cause (and the
+    drafts each mode showed). ``runs``: mode -> the TraceResults of the traces in order."""
+    out = []
+    for traces in zip(*(runs[mode] for mode in MODES)):
+        for recs in zip(*(t.completions for t in traces)):
+            by = dict(zip(MODES, recs))
+            if similarity(by["on"]) < similarity(by["off"]):
+                out.append({"trace": traces[0].name, "line": by["on"].line,
+                            "cause": cause(by), "expected": m.first_line(by["on"].expected),
+                            **{mode: m.first_line(r.first) for mode, r in by.items()},
+                            "cut": by["on"].guard_cut})
+    return out
+
+
+def wins(runs: dict) -> int:
+    return sum(similarity(on) > similarity(off)
+               for t_on, t_off in zip(runs["on"], runs["off"])
+               for on, off in zip(t_on.completions, t_off.completions))
+
+
+def figures(s: dict) -> str:
+    return (f"shown {s['shown']}  guard_cut {s['guard_cut']}  guard_emptied {s['guard_emptied']}"
+            f"  syntax_valid {s['syntax_valid']} (n {s['syntax_valid_n']})  undefined_names "
+            f"{s['undefined_names']} (n {s['undefined_names_n']})  exact_line {s['exact_line']}"
+            f"  edit_similarity {s['edit_similarity']}  completions {s['completions']}")
+
+
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--set", choices=("tuning", "reporting"), default="tuning")
+    ap.add_argument("--model", default="")
+    ap.add_argument("--losses", help="write each losing completion here (JSON Lines)")
+    ap.add_argument("--append", action="store_true", help=f"append to {RESULTS.name}")
+    ap.add_argument("--note", default="", help="'other work ran' and the like, appended")
+    args = ap.parse_args()
+    paths = sorted((REPO / "benchmarks" / "traces" / args.set).glob("*.jsonl"))
+    base = InklingOptions().merged({"model": {"path": args.model}})
+    runtime = Engine(base).load_model()
+    replayer = Replayer(base, runtime, SyntaxChecker())
+    runs = {mode: [] for mode in MODES}
+    for i, path in enumerate(paths):
+        trace = read_trace(path)
+        for mode in MODES:
+            replayer.options = base.merged({"completion": {"monitor": "off" if mode == "off"
+                                                           else "on"}})
+            runs[mode].append(replay(replayer, trace, mode))
+        print(f"  [{i + 1}/{len(paths)}] {trace.name}", file=sys.stderr)
+    found = losses(runs)
+    summary = {mode: summarise(runs[mode]) for mode in MODES}
+    lines = [f"{mode:6} {figures(summary[mode])}" for mode in MODES]
+    lines.append(f"on worse than off: {len(found)}, better: {wins(runs)}; causes "
+                 + ", ".join(f"{k} {v}" for k, v in Counter(f["cause"] for f in found)
+                             .most_common()))
+    print("\n".join(lines))
+    if args.losses:
+        Path(args.losses).write_text("".join(json.dumps(f) + "\n" for f in found))
+    if args.append:
+        head = (f"\n$ python benchmarks/monitor_pays.py --set {args.set}\n"
+                f"commit {_git('rev-parse', '--short', 'HEAD')}"
+                f"{' (+ uncommitted changes)' if _git('status', '--porcelain', '--', 'analysis', 'completion') else ''}"
+                f", {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, weights "
+                f"{runtime.path.name}, {runtime.device}, {len(paths)} traces; {args.note}\n")
+        with RESULTS.open("a", encoding="utf-8") as f:
+            f.write(head + "\n".join(lines) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
