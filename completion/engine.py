@@ -26,7 +26,7 @@ from .decoding.stop_rules import stop_rule_for
 from .document import Document, Position, TextChange
 from .draft_book import DraftBook
 from .drafting.acceptance import AcceptanceMeter
-from .drafting.draft_mode import measured, resolved
+from .drafting.draft_mode import resolved
 from .drafting.drafter import TreeDrafter, drafter_for
 from .drafting.sources import DraftSources
 from .errors import OptionError
@@ -89,39 +89,9 @@ class Engine:
                                          progress, m.threads, m.forward)
         return self._runtime
 
-    def forward_in_use(self) -> dict | None:
-        """The forward completions run, model.forward resolved: {"kind": native | compact |
-        reference, "note": why auto is not native, or ""}; None before the model loads."""
-        rt, asked = self._runtime, self.options.model.forward
-        if rt is None:
-            return None
-        kind = rt.forward_kind(asked)
-        return {"kind": kind, "note": "" if asked != "auto" or kind == "native" else rt.auto_note()}
-
-    def threads_in_use(self) -> dict | None:
-        """The forward's CPU threads (``ThreadChoice.report``); None unloaded or on a GPU."""
-        rt = self._runtime
-        return rt.threads.report() if rt is not None and rt.threads is not None else None
-
     def draft_mode(self, runtime: ModelRuntime) -> str:
-        """``completion.draft`` as it runs on ``runtime``: auto is what was measured at
-        load (``drafting/draft_mode.py``)."""
-        return resolved(self.options.completion.draft, runtime, self.options.model.forward,
-                        self.acceptance.prior)
-
-    def drafting_in_use(self) -> dict | None:
-        """The drafting completions run and why (``inkling/stats``): {"mode", "asked",
-        "reason", "forward", "rows", "forward_ms"} (ms of a forward of each number of rows,
-        as measured for auto); None before the model loads."""
-        rt, asked = self._runtime, self.options.completion.draft
-        if rt is None:
-            return None
-        choice = measured(rt, self.options.model.forward)
-        about = choice.report() if choice is not None else {
-            "forward": rt.forward_kind(self.options.model.forward), "rows": [], "forward_ms": []}
-        if asked != "auto":
-            about["reason"] = f"completion.draft is {asked}"
-        return {**about, "mode": self.draft_mode(rt), "asked": asked}
+        """``completion.draft`` as it runs on ``runtime`` (auto: measured at load)."""
+        return resolved(self.options, runtime, self.acceptance.prior)
 
     @property
     def datastore(self):
@@ -145,8 +115,7 @@ class Engine:
         if wanted(c):
             self._analysis.subscribe()             # the walk below feeds its symbol index
         runtime = self.load_model(progress)
-        return prepare(c, self.draft_mode(runtime), self.sources, runtime, self.workspace,
-                       progress)
+        return prepare(c, self.draft_mode(runtime), self.sources, runtime, self.workspace, progress)
 
     # ---------------------------------------------------------------- analysis
     @property

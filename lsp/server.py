@@ -33,7 +33,7 @@ from .message_loop import run_stdio, run_tcp
 from .model_worker import CancelToken, ModelWorker
 from .notices import Notices
 from .protocol import InklingProtocol, flush_and_exit
-from .server_stats import ServerStats
+from .server_stats import ServerStats, drafting_in_use, forward_in_use, threads_in_use
 from .strict_converter import strict_converter
 from .typing_cadence import TypingCadence
 
@@ -180,7 +180,7 @@ class InklingServer(LanguageServer):
             self.show_once(f"inkling: {exc}")
             return
         self._end_progress(progress, token, "ready")
-        used = self.engine.forward_in_use()
+        used = forward_in_use(self.engine)
         self.log(f"model {runtime.path} loaded on {runtime.device} ({runtime.dtype}), "
                  f"{used['kind']} forward" + (f" ({used['note']})" if used["note"] else ""))
         await self.prepare_drafting()
@@ -418,9 +418,9 @@ def build_server(engine: Engine) -> InklingServer:
             return {"documents": len(ls.engine.documents.uris()),
                     "refreshes": ls.engine.stats.refreshes, "learnt": ls.engine.stats.learnt,
                     "undrafted": ls.engine.stats.undrafted,   # drafting idled for them
-                    "forward": ls.engine.forward_in_use(),   # None until the model loads
-                    "drafting": ls.engine.drafting_in_use(),   # the mode that runs, and why
-                    "threads": ls.engine.threads_in_use()}   # and on a GPU
+                    "forward": forward_in_use(ls.engine),   # None until the model loads
+                    "drafting": drafting_in_use(ls.engine),   # the mode that runs, and why
+                    "threads": threads_in_use(ls.engine)}     # and on a GPU
         return {**ls.stats.as_dict(), "state": ls.state, **await ls.worker.run(engine_stats),
                 "cache_mode": ls.engine.options.cache.mode,
                 "mechanisms": ls.engine.options.mechanisms(),     # which of inkling's ideas run

@@ -1,8 +1,11 @@
-"""Counters the server reports through the `inkling/stats` request."""
+"""Counters the server reports through the `inkling/stats` request, and what it says of
+the Engine's runtime: the forward, its threads, the drafting that runs."""
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+
+from inkling.completion.drafting.draft_mode import in_use
 
 from .metrics import percentile
 
@@ -23,6 +26,30 @@ class ServerStats:
                 "latency_ms": {"p50": _round(percentile(lat, 50)) if lat else None,
                                "p95": _round(percentile(lat, 95)) if lat else None,
                                "count": len(lat)}}
+
+
+def forward_in_use(engine) -> dict | None:
+    """The forward completions run, model.forward resolved: {"kind": native | compact |
+    reference, "note": why auto is not native, or ""}; None before the model loads."""
+    if not engine.model_loaded:
+        return None
+    rt, asked = engine.load_model(), engine.options.model.forward
+    kind = rt.forward_kind(asked)
+    return {"kind": kind, "note": "" if asked != "auto" or kind == "native" else rt.auto_note()}
+
+
+def threads_in_use(engine) -> dict | None:
+    """The forward's CPU threads (``ThreadChoice.report``); None unloaded or on a GPU."""
+    rt = engine.load_model() if engine.model_loaded else None
+    return rt.threads.report() if rt is not None and rt.threads is not None else None
+
+
+def drafting_in_use(engine) -> dict | None:
+    """The drafting completions run and why, with the forward costs timed at load for
+    ``completion.draft auto`` (``draft_mode.in_use``); None before the model loads."""
+    if not engine.model_loaded:
+        return None
+    return in_use(engine.options, engine.load_model(), engine.acceptance.prior)
 
 
 def _round(v):

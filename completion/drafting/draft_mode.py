@@ -44,9 +44,24 @@ class DraftChoice:
                 "rows": list(self.ms), "forward_ms": [round(ms, 3) for ms in self.ms.values()]}
 
 
-def resolved(mode: str, runtime: ModelRuntime, forward: str, prior: float) -> str:
-    """``completion.draft`` as it runs: ``auto`` is this load's measured choice."""
-    return choice_for(runtime, forward, prior).mode if mode == "auto" else mode
+def resolved(options, runtime: ModelRuntime, prior: float) -> str:
+    """``options``' (InklingOptions) ``completion.draft`` as it runs on ``runtime``:
+    ``auto`` is this load's measured choice."""
+    mode = options.completion.draft
+    return choice_for(runtime, options.model.forward, prior).mode if mode == "auto" else mode
+
+
+def in_use(options, runtime: ModelRuntime, prior: float) -> dict:
+    """What ``inkling/stats`` says of drafting: {"mode" (what runs), "asked"
+    (``completion.draft``), "reason", "forward", "rows", "forward_ms"} (ms of a forward of
+    each number of rows, as timed for auto; empty where auto was not asked for)."""
+    asked, forward = options.completion.draft, options.model.forward
+    choice = measured(runtime, forward)
+    about = choice.report() if choice is not None else {
+        "forward": runtime.forward_kind(forward), "rows": [], "forward_ms": []}
+    if asked != "auto":
+        about["reason"] = f"completion.draft is {asked}"
+    return {**about, "mode": resolved(options, runtime, prior), "asked": asked}
 
 
 def choice_for(runtime: ModelRuntime, forward: str, prior: float) -> DraftChoice:

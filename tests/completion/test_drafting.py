@@ -700,6 +700,7 @@ def test_auto_drafts_only_where_a_tree_forward_costs_less_than_it_yields():
 
 def test_auto_is_measured_once_a_load_and_said(tiny_runtime, monkeypatch):
     from inkling.completion.drafting import draft_mode
+    from inkling.lsp.server_stats import drafting_in_use
     key = ("draft_choice", tiny_runtime.forward_kind("auto"))
     tiny_runtime.attached.pop(key, None)
     calls = []
@@ -709,7 +710,7 @@ def test_auto_is_measured_once_a_load_and_said(tiny_runtime, monkeypatch):
     engine = Engine(InklingOptions(), runtime=tiny_runtime)
     assert engine.options.completion.draft == "auto"
     mode = engine.draft_mode(tiny_runtime)
-    said = engine.drafting_in_use()
+    said = drafting_in_use(engine)
     assert said["mode"] == mode == tiny_runtime.attached[key].mode and said["asked"] == "auto"
     assert said["rows"] == [1, 8, 16] and all(ms > 0 for ms in said["forward_ms"])
     assert (mode == "suffix") == (said["forward_ms"][2] / said["forward_ms"][0] < 2.0)
@@ -718,7 +719,7 @@ def test_auto_is_measured_once_a_load_and_said(tiny_runtime, monkeypatch):
     forced = Engine(InklingOptions().merged({"completion": {"draft": "none"}}),
                     runtime=tiny_runtime)
     assert forced.draft_mode(tiny_runtime) == "none"
-    assert forced.drafting_in_use()["reason"] == "completion.draft is none"
+    assert drafting_in_use(forced)["reason"] == "completion.draft is none"
 
 
 @pytest.mark.parametrize("chosen", ["none", "suffix"])
