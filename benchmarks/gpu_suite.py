@@ -94,7 +94,7 @@ class Suite:
             try:
                 out = section(self)
             except Exception as exc:       # the suite goes on; the error is the figure
-                out = {"error": f"{type(exc).__name__}: {exc}",
+                out = {"error": f"{type(exc).__name__}: {exc}"[:600],
                        "traceback": traceback.format_exc().splitlines()[-6:]}
         self.results[name] = {"seconds": round(time.monotonic() - t0, 1), "result": out}
         self.json.write_text(json.dumps(self.results, indent=1, default=str) + "\n")
@@ -117,13 +117,20 @@ def device_name(device: torch.device) -> str:
 
 def header(device: torch.device, args) -> dict:
     import transformers
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
-                            capture_output=True).stdout.strip()
+    commit = args.commit or git_commit()
     return {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "commit": commit or "?", "device": str(device),
             "name": torch.cuda.get_device_name(device) if device.type == "cuda" else "cpu",
             "torch": torch.__version__, "transformers": transformers.__version__,
             "smoke": args.smoke, "compile": args.compile}
+
+
+def git_commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=HERE, text=True,
+                              capture_output=True).stdout.strip()
+    except OSError:                                        # no git there
+        return ""
 
 
 def lines(out, prefix: str = "") -> list[str]:
@@ -299,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--limit", type=float, default=480, help="seconds for the whole suite")
     ap.add_argument("--compile", action="store_true",
                     help='also time torch.compile(mode="reduce-overhead")')
+    ap.add_argument("--commit", default="", help="the commit to record (default: git's; "
+                    "the device machine's copy of the tree has no git history)")
     ap.add_argument("--sections", default=",".join(SECTIONS), help="a comma-separated subset")
     args = ap.parse_args(argv)
     suite = Suite(args)
