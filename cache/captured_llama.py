@@ -55,8 +55,10 @@ class CapturedBuffers(KVBuffers):
     def step(self, forward: "CapturedLlama", rows: int) -> "StaticStep":
         """The static step of ``rows`` (a bucket) over these buffers as they are now:
         made again where the buffers moved (grew) since it was made."""
+        if any(s.keys is not self.keys for s in self.steps.values()):
+            self.steps = {}                    # the buffers grew: no step holds the old ones
         step = self.steps.get(rows)
-        if step is None or step.keys is not self.keys:
+        if step is None:
             step = self.steps[rows] = StaticStep(forward, self, rows)
         return step
 
@@ -146,9 +148,7 @@ class CapturedLlama(CompactLlama):
         Padding rows keep what they held (finite: earlier rows or zeros)."""
         n = x.shape[0]
         step.x[:n].copy_(x)
-        cos, sin = self._rope_rows(positions, step.keys.shape[3])          # [n, d] each
-        step.cos[0, 0, :n].copy_(cos)
-        step.sin[0, 0, :n].copy_(sin)
+        self._rope_rows(positions, step.keys.shape[3], step, n)
         torch.add(self._arange(step.rows, x.device), past, out=step.slots)
         self._mask(step, mask, n, past)
 
@@ -178,17 +178,20 @@ class CapturedLlama(CompactLlama):
         step.mask.view(self.groups, step.rows, cap).copy_(base.expand(self.groups, -1, -1))
         step.visible = end if mask is None and step.rows == 1 else None
 
-    def _rope_rows(self, positions: torch.Tensor, capacity: int):
-        """The rotary tables' rows at ``positions`` [n] -> cos, sin [n, d] (sin's first
-        half negated, as ``_rope`` gives it); the tables cover every position up to the
-        capacity, from the model's rotary module (row for row what it computes)."""
+    def _rope_rows(self, positions: torch.Tensor, capacity: int, step: StaticStep,
+                   n: int) -> None:
+        """The rotary tables' rows at ``positions`` [n] into ``step.cos`` / ``step.sin``'s
+        first ``n`` rows (sin's first half negated, as ``_rope`` gives it); the tables
+        cover every position up to the capacity, from the model's rotary module (row for
+        row what it computes)."""
         if self._cos is None or self._cos.shape[0] < capacity or \
                 self._cos.device != positions.device:
             where = torch.arange(capacity, device=positions.device)[None]          # [1, P]
             probe = torch.zeros(1, dtype=self.embed.weight.dtype, device=positions.device)
             cos, sin = _rope(*self.rotary(probe, position_ids=where))       # [1, 1, P, d]
             self._cos, self._sin = cos[0, 0], sin[0, 0]
-        return self._cos.index_select(0, positions), self._sin.index_select(0, positions)
+        torch.index_select(self._cos, 0, positions, out=step.cos[0, 0, :n])     # [n, d]
+        torch.index_select(self._sin, 0, positions, out=step.sin[0, 0, :n])
 
     def _arange(self, n: int, device: torch.device) -> torch.Tensor:
         return torch.arange(n, device=device)
