@@ -15,7 +15,7 @@ from functools import cached_property
 from .cursor_scope import CursorScope
 from .module_paths import resolve_relative
 from .python_scanner import ScanState
-from .resolver import Resolver
+from .resolver import MODULE_DUNDERS, Resolver
 from .symbol_index import SymbolIndex
 from .token_masks import MaskCache
 from .trigger_site import (NONE, TriggerSite, pending_chain, read_site, statement_receiver,
@@ -108,14 +108,23 @@ class MonitorContext:
             if not parent:
                 return None if site.level else self.index.top_level_modules()
             return self.index.submodules(parent) or None
-        if site.kind == "from_import":
+        if site.kind == "from_import":      # a module's implicit attributes: never imported
             module = resolve_relative(sym.module, sym.is_package, site.target, site.level)
-            return self.resolver.module_members(module) if module else None
+            found = self.resolver.module_members(module) if module else None
+            return None if found is None else found - implicit_attributes(self.resolver,
+                                                                          module)
         if site.kind == "keyword":
             entity = self.scope.resolve_chain(self.resolver, site.target)
             names = self.resolver.call_keywords(entity)
             return None if names is None else names - site.used
         return None
+
+
+def implicit_attributes(resolver: Resolver, module: str) -> frozenset[str]:
+    """The attributes every module has (``__dict__``, ``__file__``) that ``module`` does
+    not define itself (its own ``__all__`` or ``__version__`` stays importable)."""
+    sym = resolver.module(module)
+    return MODULE_DUNDERS - set(sym.names) if sym is not None else MODULE_DUNDERS
 
 
 def builtin_keywords(name: str) -> frozenset | None:

@@ -2,7 +2,7 @@
 its two parts alone, completions paired, and every completion that the monitor on made
 worse than off sorted by its cause.
 
-    python benchmarks/monitor_pays.py --set tuning [--losses losses.jsonl] [--append]
+    python benchmarks/monitor_pays.py --set tuning [--modes off,on] [--losses OUT] [--append]
 
 Modes: ``off``; ``on`` (the masks while decoding and the syntax guard on the shown draft);
 ``masks`` (the masks alone: the guard left out); ``guard`` (the guard alone: decoding
@@ -75,15 +75,17 @@ def cause(recs: dict) -> str:
 
 
 def losses(runs: dict) -> list[dict]:
-    """The completions whose first draft is worse on than off, with their cause (and the
-    drafts each mode showed). ``runs``: mode -> the TraceResults of the traces in order."""
-    out = []
-    for traces in zip(*(runs[mode] for mode in MODES)):
+    """The completions whose first draft is worse on than off, with their cause where
+    both parts were replayed alone (and the drafts each mode showed). ``runs``: mode ->
+    the TraceResults of the traces in order."""
+    out, modes = [], list(runs)
+    for traces in zip(*runs.values()):
         for recs in zip(*(t.completions for t in traces)):
-            by = dict(zip(MODES, recs))
+            by = dict(zip(modes, recs))
             if similarity(by["on"]) < similarity(by["off"]):
                 out.append({"trace": traces[0].name, "line": by["on"].line,
-                            "cause": cause(by), "expected": m.first_line(by["on"].expected),
+                            "cause": cause(by) if len(by) == len(MODES) else "-",
+                            "expected": m.first_line(by["on"].expected),
                             **{mode: m.first_line(r.first) for mode, r in by.items()},
                             "cut": by["on"].guard_cut})
     return out
@@ -110,25 +112,30 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--set", choices=("tuning", "reporting"), default="tuning")
     ap.add_argument("--model", default="")
+    ap.add_argument("--modes", default=",".join(MODES),
+                    help=f"modes replayed, of {','.join(MODES)} (off and on required)")
     ap.add_argument("--losses", help="write each losing completion here (JSON Lines)")
     ap.add_argument("--append", action="store_true", help=f"append to {RESULTS.name}")
     ap.add_argument("--note", default="", help="'other work ran' and the like, appended")
     args = ap.parse_args()
+    modes = args.modes.split(",")
+    if not {"off", "on"} <= set(modes) <= set(MODES):
+        ap.error(f"--modes {args.modes}: off and on, and any of {', '.join(MODES)}")
     paths = sorted((REPO / "benchmarks" / "traces" / args.set).glob("*.jsonl"))
     base = InklingOptions().merged({"model": {"path": args.model}})
     runtime = Engine(base).load_model()
     replayer = Replayer(base, runtime, SyntaxChecker())
-    runs = {mode: [] for mode in MODES}
+    runs = {mode: [] for mode in modes}
     for i, path in enumerate(paths):
         trace = read_trace(path)
-        for mode in MODES:
+        for mode in modes:
             replayer.options = base.merged({"completion": {"monitor": "off" if mode == "off"
                                                            else "on"}})
             runs[mode].append(replay(replayer, trace, mode))
         print(f"  [{i + 1}/{len(paths)}] {trace.name}", file=sys.stderr)
     found = losses(runs)
-    summary = {mode: summarise(runs[mode]) for mode in MODES}
-    lines = [f"{mode:6} {figures(summary[mode])}" for mode in MODES]
+    summary = {mode: summarise(runs[mode]) for mode in modes}
+    lines = [f"{mode:6} {figures(summary[mode])}" for mode in modes]
     lines.append(f"on worse than off: {len(found)}, better: {wins(runs)}; causes "
                  + ", ".join(f"{k} {v}" for k, v in Counter(f["cause"] for f in found)
                              .most_common()))

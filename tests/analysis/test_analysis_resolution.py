@@ -110,6 +110,17 @@ def test_from_import_and_import_give_module_names(ws):
     assert {"Item"} <= _members(a, util, "from shop.models import Item, |")
 
 
+def test_from_import_offers_no_implicit_module_attribute(ws):
+    """``from email.parser import __dict__``: the model's name was not one of the module's,
+    and the mask left it the module's implicit attributes; no one imports those. ``m.``
+    still offers them (``m.__file__``)."""
+    a, root = ws
+    util = root / "shop/util.py"
+    names = _members(a, util, "from shop.base import |")
+    assert "Record" in names and not names & {"__dict__", "__file__", "__doc__", "__name__"}
+    assert "__file__" in _members(a, util, "import shop.base\nshop.base.|")
+
+
 def test_keyword_arguments_of_known_functions(ws):
     a, root = ws
     util = root / "shop/util.py"
