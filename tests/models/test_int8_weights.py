@@ -1,0 +1,73 @@
+"""The int8 converter (models/int8_convert.py) and what int8 costs the bundled model.
+
+int8 against the float16 weights of the bundled model, measured (benchmarks/int8_loss.py,
+40 rows of each set): held-out stdlib loss 2.9539 against 2.9536 nats, toolz 2.5890
+against 2.5890. The margin asserted here: 0.01 nats.
+"""
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+
+from conftest import make_tiny_model
+from inkling.cache.errors import ModelError
+from inkling.cache.int8_weights import is_int8_folder, read_tensors, split_int8
+from inkling.cache.model_loader import load_runtime
+from inkling.models import BUNDLED_MODEL_DIR
+from inkling.models.int8_convert import SHARD_BYTES, convert, write_shards
+
+LOSS_MARGIN = 0.01          # nats
+
+
+def test_convert_writes_int8_projections_and_scales(tmp_path):
+    src = make_tiny_model(tmp_path / "f")
+    meta = convert(src, tmp_path / "q")
+    assert is_int8_folder(tmp_path / "q") and meta["float16_kept"] == []
+    t = read_tensors(tmp_path / "q")
+    assert t["model.layers.0.mlp.up_proj.weight.int8"].dtype == torch.int8
+    assert t["model.layers.0.mlp.up_proj.weight.scale"].shape == (128,)
+    assert t["model.embed_tokens.weight.int8"].dtype == torch.int8
+    assert t["model.norm.weight"].dtype == torch.float16
+    index = json.loads((tmp_path / "q" / "model.safetensors.index.json").read_text())
+    assert set(index["weight_map"]) == set(t)
+    kept = convert(src, tmp_path / "h", embeddings=False)["float16_kept"]
+    assert kept == ["model.embed_tokens.weight"]
+    with pytest.raises(ValueError, match="another folder"):
+        convert(src, src)
+
+
+def test_shards_stay_under_the_limit(tmp_path):
+    tensors = {f"w{i}": torch.zeros(1000, 1000, dtype=torch.int8) for i in range(30)}
+    names = write_shards(tensors, tmp_path)
+    assert len(names) == 3
+    assert all((tmp_path / n).stat().st_size <= SHARD_BYTES + 4096 for n in names)
+
+
+def test_an_int8_weight_without_its_scale_is_refused(tmp_path):
+    src = make_tiny_model(tmp_path / "f")
+    convert(src, tmp_path / "q")
+    shard = next((tmp_path / "q").glob("*.safetensors"))
+    t = load_file(str(shard))
+    del t["model.layers.1.self_attn.k_proj.weight.scale"]
+    save_file(t, str(shard))
+    with pytest.raises(ModelError, match="k_proj.weight.scale"):
+        split_int8(read_tensors(tmp_path / "q"))
+    with pytest.raises(ModelError, match="k_proj.weight.scale"):
+        load_runtime(tmp_path / "q", device="cpu", dtype="float32")
+
+
+@pytest.mark.slow
+def test_int8_costs_the_bundled_model_less_than_the_margin(tmp_path):
+    import sys
+    sys.path.insert(0, str(BUNDLED_MODEL_DIR.parents[1] / "benchmarks"))
+    from int8_loss import held_out_rows, losses
+    from tokenizers import Tokenizer
+    meta = convert(BUNDLED_MODEL_DIR, tmp_path / "q")
+    size = [f.stat().st_size for f in (tmp_path / "q").glob("*.safetensors")]
+    assert sum(size) < 0.55 * sum(f.stat().st_size for f in BUNDLED_MODEL_DIR.glob("*.safetensors"))
+    assert meta["weights"] == "int8"
+    sets = held_out_rows(Tokenizer.from_file(str(BUNDLED_MODEL_DIR / "tokenizer.json")), 12)
+    base, int8 = losses(str(BUNDLED_MODEL_DIR), sets), losses(str(tmp_path / "q"), sets)
+    for k in sets:
+        assert abs(int8[k] - base[k]) < LOSS_MARGIN, (k, base[k], int8[k])
