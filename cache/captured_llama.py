@@ -34,8 +34,19 @@ from torch.nn import functional as F
 
 from .compact_llama import CompactLlama, _rms, _rope
 from .kv_buffers import CAPACITY_STEP, KVBuffers
+from .rope import UNSUPPORTED_ROPE, rope_type
 
 BUCKETS = (1, 4, 16, 64)                 # rows of a captured step; more run the compact forward
+
+
+def refusal(model: torch.nn.Module) -> str | None:
+    """Why the captured steps cannot run ``model`` (beyond the compact forward's own
+    refusal), or None: rotary scaling whose frequencies change with the sequence's length
+    (one table of positions cannot hold them)."""
+    kind = rope_type(model.config)
+    if kind in UNSUPPORTED_ROPE:
+        return f"rotary scaling {kind!r}: {UNSUPPORTED_ROPE[kind]}"
+    return None
 
 
 def bucket_for(rows: int) -> int | None:
@@ -118,6 +129,9 @@ class CapturedLlama(CompactLlama):
 
     def __init__(self, model: torch.nn.Module, graphs: bool = True):
         super().__init__(model)
+        why = refusal(model)
+        if why is not None:
+            raise ValueError(f"{type(model).__name__}: no captured forward: {why}")
         self.graphs = graphs
         self.step_fn = self.static_step
         self._cos = self._sin = None                                    # [P, d] each

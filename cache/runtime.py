@@ -126,7 +126,7 @@ class ModelRuntime:
             raise ModelError(f"model {self.path} has no {forward} forward ({why}); "
                              "use model.forward auto or reference")
         if forward == "captured" or (forward == "auto" and usable and
-                                     self.device.type == "cuda"):
+                                     self.device.type == "cuda" and not self._uncaptured()):
             return "captured"
         if forward == "native":
             self.native_forward()
@@ -141,7 +141,8 @@ class ModelRuntime:
         if self.compact is None or self.compact.model is not self.model:
             return f"no compact forward: {self.compact_refusal or 'the model was replaced'}"
         if self.device.type == "cuda":
-            return CAPTURED_NOTE
+            why = self._uncaptured()
+            return f"no captured forward: {why}" if why else CAPTURED_NOTE
         return self._auto_refusal or (self._native if isinstance(self._native, str) else "")
 
     def build_failed(self) -> bool:
@@ -239,6 +240,10 @@ class ModelRuntime:
         if isinstance(past, CapturedBuffers):
             return self.captured_forward()
         return self._native if isinstance(past, NativeBuffers) else self.compact
+
+    def _uncaptured(self) -> str | None:
+        from .captured_llama import refusal
+        return refusal(self.model)
 
     def captured_forward(self):
         """The captured forward over this model's weights (made on the first call)."""

@@ -177,3 +177,17 @@ def test_auto_runs_the_captured_forward_on_a_gpu_only(runtime):
     finally:
         runtime.device = cpu
     assert runtime.forward_kind("auto") != "captured"
+
+
+def test_rotary_scaling_by_length_stays_on_the_compact_forward(runtime):
+    rope = getattr(runtime.model.config, "rope_parameters", None)
+    cpu = runtime.device
+    try:
+        runtime.model.config.rope_parameters = {**(rope or {}), "rope_type": "dynamic"}
+        runtime.device = torch.device("cuda")
+        assert runtime.forward_kind("auto") != "captured"
+        assert "no captured forward: rotary scaling 'dynamic'" in runtime.auto_note()
+        with pytest.raises(ValueError, match="no captured forward: rotary scaling 'dynamic'"):
+            CapturedLlama(runtime.model)
+    finally:
+        runtime.model.config.rope_parameters, runtime.device = rope, cpu
