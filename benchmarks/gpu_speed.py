@@ -6,7 +6,7 @@
   runs it (the forward, then the argmax read back); the cache's entries are random
   (attention costs the same whatever they hold), its length put back after each step;
   a captured forward's graph replay alone beside it (CUDA events);
-- ``pie_against_full``: the first token after an edit near the top of a long prompt,
+- ``pie_against_full``: the first token after an edit near the top (at 5%) of a long prompt,
   the edit-consistent cache (``pie``) against recomputing (``full``).
 """
 from __future__ import annotations
@@ -101,10 +101,12 @@ def compiled(forward):
 
 def pie_against_full(runtime, tokens: int, reps: int = 3) -> dict:
     """Median ms to the first token after inserting two tokens near the top of a
-    ``tokens``-token prompt: ``pie`` (the kept keys re-rotated in place, the new tokens
-    run) and ``full`` (everything after the edit computed again); what each did; and
-    their ratio."""
+    ``tokens``-token prompt (at 5%, as ``scale.py`` does: with the options' stale
+    threshold, 0.95, an edit nearer the top is recomputed in both modes): ``pie`` (the
+    kept keys re-rotated in place, the new tokens run) and ``full`` (everything after
+    the edit computed again); what each did; and their ratio."""
     from inkling.cache.prompt_cache import PromptCache
+    from inkling.completion.options import InklingOptions
     from inkling.models.corpus import stdlib_root
     text = "".join(p.read_text(encoding="utf-8") for p in sorted(stdlib_root().glob("*.py"))[:80])
     ids = runtime.encode(text)[:tokens]
@@ -113,9 +115,10 @@ def pie_against_full(runtime, tokens: int, reps: int = 3) -> dict:
     for mode in ("full", "pie"):
         times = []
         for i in range(reps):
-            cache = PromptCache(runtime, mode)
+            cache = PromptCache(runtime, mode, InklingOptions().cache.stale_threshold)
             cache.sync(ids)
-            edited = ids[:10 + i] + [ids[3], ids[4]] + ids[10 + i:]
+            at = tokens // 20 + i
+            edited = ids[:at] + [ids[3], ids[4]] + ids[at:]
             sync(runtime.device)
             t0 = time.perf_counter()
             synced = cache.sync(edited)
