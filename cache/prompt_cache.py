@@ -57,8 +57,9 @@ class PromptCache:
         if mode not in MODES:
             raise ValueError(f"cache mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.runtime = runtime
-        # native | compact | reference: the store ``past`` is of that forward's kind
-        # (native_llama.py's NativeBuffers, kv_buffers.py or dynamic_kv.py), and the runtime
+        # native | compact | captured | reference: the store ``past`` is of that forward's
+        # kind (native_llama.py's NativeBuffers, kv_buffers.py, captured_llama.py's
+        # CapturedBuffers or dynamic_kv.py), and the runtime
         # runs the forward the store belongs to
         self.forward = runtime.forward_kind(forward)
         self.ids: list[int] = []
