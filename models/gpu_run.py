@@ -159,8 +159,21 @@ class Curve:
         plt.close(fig)
 
 
+def train_seconds(a, elapsed: float) -> float:
+    """The training's seconds: ``--minutes``, less where ``--total-minutes`` (the whole
+    command's wall time) would be passed: what is left after ``elapsed`` seconds of data
+    and evaluation, less ``--reserve`` seconds for the final evaluation and export."""
+    budget = a.minutes * 60
+    if a.total_minutes:
+        budget = min(budget, a.total_minutes * 60 - elapsed - a.reserve)
+    if budget <= 0:
+        raise ValueError(f"--total-minutes {a.total_minutes}: no time is left to train after "
+                         f"{elapsed:.0f} s of data and evaluation and a {a.reserve:.0f} s reserve")
+    return budget
+
+
 def train_loop(model, rows: np.ndarray, a, device) -> tuple[dict, Curve]:
-    """Steps until ``--minutes`` of training have passed; returns the counts and curve.
+    """Steps until ``a.train_seconds`` of training have passed; returns the counts and curve.
     Batches are drawn from a shuffled order of the rows, reshuffled each epoch."""
     opt = torch.optim.AdamW(
         [{"params": [p for p in model.parameters() if p.dim() >= 2], "weight_decay": 0.1},
@@ -170,7 +183,7 @@ def train_loop(model, rows: np.ndarray, a, device) -> tuple[dict, Curve]:
     amp = torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.bf16)
     rng = np.random.default_rng(a.seed)
     order, cursor, epochs = rng.permutation(len(rows)), 0, 1
-    budget, curve, tokens, step = a.minutes * 60, Curve(), 0, 0
+    budget, curve, tokens, step = a.train_seconds, Curve(), 0, 0
     window = torch.zeros((), device=device)
     t0 = time.time()
     model.train()
@@ -239,6 +252,7 @@ def run(a) -> dict:
           f"{a.minutes} min (data ready in {time.time() - t_start:.0f} s)", flush=True)
     start = held_out_losses(model, held, device, seq, a.eval_batch)
     print(f"start: {json.dumps({k: round(v, 4) for k, v in start.items()})}", flush=True)
+    a.train_seconds = train_seconds(a, time.time() - t_start)
     counts, curve = train_loop(model, rows, a, device)
     end = held_out_losses(model, held, device, seq, a.eval_batch)
     print(f"end: {json.dumps({k: round(v, 4) for k, v in end.items()})}", flush=True)
@@ -246,7 +260,7 @@ def run(a) -> dict:
                "torch": torch.__version__, "parameters": sum(p.numel() for p in model.parameters()),
                "init": a.init or f"scratch ({a.shape or 'bundled'})", "seq": seq, "batch": a.batch,
                "lr": a.lr, "decay": a.decay, "bf16": a.bf16, "compile": a.compile,
-               "minutes": a.minutes, **counts, "held_out_start": start, "held_out_end": end,
+               "minutes": a.minutes, "total_minutes": a.total_minutes, **counts, "held_out_start": start, "held_out_end": end,
                "data": {**data, "packed_manifest": {k: manifest[k] for k in (
                    "rows", "tokens", "packages", "train_files", "held_out_pins")}}}
     curve.write(out)
@@ -264,6 +278,11 @@ def parse(argv: list[str] | None = None):
     ap.add_argument("--data", default="packed", help="the packed data (python -m inkling.models.packing)")
     ap.add_argument("--out", required=True, help="where the results go (at most 8 files)")
     ap.add_argument("--minutes", type=float, default=9.0, help="training minutes (the clock's)")
+    ap.add_argument("--total-minutes", type=float, default=0.0,
+                    help="the whole command's minutes at most: training stops early enough "
+                         "(0: no limit)")
+    ap.add_argument("--reserve", type=float, default=30.0,
+                    help="seconds kept for the final evaluation and export (--total-minutes)")
     start = ap.add_mutually_exclusive_group(required=True)
     start.add_argument("--init", default="", help="a model folder to go on from")
     start.add_argument("--scratch", action="store_true", help="new weights of --shape")

@@ -60,3 +60,14 @@ def test_the_device_command_runs_end_to_end_on_the_cpu(tmp_path):
     model = LlamaForCausalLM.from_pretrained(tmp_path / "model", dtype=torch.float32)
     assert model.config.hidden_size == SHAPES["tiny"][0]
     assert (tmp_path / "model" / "tokenizer.json").read_text() == (data / "tokenizer.json").read_text()
+
+
+def test_the_total_minutes_cut_the_training_to_what_is_left():
+    from argparse import Namespace
+    from inkling.models.gpu_run import train_seconds
+    a = Namespace(minutes=9.0, total_minutes=10.0, reserve=30.0)
+    assert train_seconds(a, 20.0) == 9 * 60
+    assert train_seconds(a, 100.0) == 10 * 60 - 130
+    assert train_seconds(Namespace(minutes=9.0, total_minutes=0.0, reserve=30.0), 300) == 540
+    with pytest.raises(ValueError, match="no time is left"):
+        train_seconds(a, 580.0)
