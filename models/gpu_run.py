@@ -104,7 +104,8 @@ def training_rows(a, tok: Tokenizer, seq: int) -> tuple[np.ndarray, dict]:
         from .samples import build_training_rows
         from .site_packages import read_installed
         held = packing.read_held_out_texts(Path(a.data))
-        files, report["allow_list"] = read_installed(names, held)
+        files, report["allow_list"] = read_installed(names, held,
+                                                     total_chars=int(a.allow_mchars * 1e6))
         if files:
             extra = build_training_rows(files, tok, seq, a.seed, packing.FIM_RATE,
                                         packing.REPO_RATE).astype(np.uint16)
@@ -295,6 +296,9 @@ def parse(argv: list[str] | None = None):
     ap.add_argument("--decay", type=float, default=0.2, help="the share of the minutes that decays")
     ap.add_argument("--allow-list", default="none",
                     help="installed packages to train on too: none, default, or NAME,NAME")
+    ap.add_argument("--allow-mchars", type=float, default=40.0,
+                    help="millions of characters of the allow-list's packages at most "
+                         "(their tokenizing counts against --total-minutes)")
     ap.add_argument("--compile", action="store_true", help="torch.compile the model")
     ap.add_argument("--no-bf16", dest="bf16", action="store_false", help="float32 training")
     ap.add_argument("--eval-batch", type=int, default=16)

@@ -79,13 +79,19 @@ def _capped(files: list[CorpusFile], max_chars: int) -> list[CorpusFile]:
 
 
 def read_installed(names, held_out: list[CorpusFile], path: list[str] | None = None,
-                   max_chars: int = MAX_PACKAGE_CHARS) -> tuple[list[CorpusFile], dict]:
+                   max_chars: int = MAX_PACKAGE_CHARS, total_chars: int = 0
+                   ) -> tuple[list[CorpusFile], dict]:
     """(files, report) of the allow-listed installed packages (``path``: the folders to
-    look in, default this interpreter's ``sys.path``): the report names each package's
-    version and file count, the names not installed, and the copies dropped."""
+    look in, default this interpreter's ``sys.path``), in the list's order until
+    ``total_chars`` are read (0: no limit): the report names each package's version and
+    file count, the names not installed, those left for the budget, and the copies
+    dropped."""
     files: list[CorpusFile] = []
-    report = {"packages": {}, "missing": [], "copies_dropped": []}
+    report = {"packages": {}, "missing": [], "over_budget": [], "copies_dropped": []}
     for name in check_allow_list(names):
+        if total_chars and sum(len(f.text) for f in files) >= total_chars:
+            report["over_budget"].append(name)
+            continue
         dist = _distribution(name, path)
         if dist is None:
             report["missing"].append(name)

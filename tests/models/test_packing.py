@@ -89,3 +89,13 @@ def test_pack_writes_the_manifest_and_the_held_out_sets(tmp_path):
     assert all(held[k].shape[1] == 129 for k in held.files)
     assert "toolz==1.0.0" in m["held_out_pins"] and "humanize==4.11.0" in m["held_out_pins"]
     assert not any(p.startswith(("toolz==", "humanize==")) for p in m["packages"])
+
+
+def test_read_installed_stops_at_its_character_budget(tmp_path):
+    code = "def useful(x):\n    return x + 1\n" * 50
+    _install(tmp_path, "first", "1.0", {"first/__init__.py": code})
+    _install(tmp_path, "second", "1.0", {"second/__init__.py": code})
+    files, report = read_installed(["first", "second"], [], path=[str(tmp_path)],
+                                   total_chars=len(code))
+    assert [f.package for f in files] == ["first==1.0"]
+    assert report["over_budget"] == ["second"]
