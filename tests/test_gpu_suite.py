@@ -66,4 +66,4 @@ def test_a_spent_budget_skips_what_is_left(tmp_path):
     assert gpu_suite.main(["--smoke", "--device", "cpu", "--results", str(tmp_path),
                            "--sections", "bandwidth,forwards", "--limit", "0"]) == 0
     results = json.loads((tmp_path / "gpu_suite_cpu-smoke.json").read_text())
-    assert "time limit" in results["forwards"]["result"]
+    assert "skipped: less than half its budget" in results["forwards"]["result"]
