@@ -135,6 +135,7 @@ class CapturedLlama(CompactLlama):
         self.graphs = graphs
         self.step_fn = self.static_step
         self._cos = self._sin = None                                    # [P, d] each
+        self._rows: torch.Tensor | None = None                          # [64]: 0 .. 63
 
     def new_buffers(self, dtype: torch.dtype, device: torch.device) -> CapturedBuffers:
         return CapturedBuffers.for_config(self.config, dtype, device)
@@ -208,7 +209,13 @@ class CapturedLlama(CompactLlama):
         torch.index_select(self._sin, 0, positions, out=step.sin[0, 0, :n])
 
     def _arange(self, n: int, device: torch.device) -> torch.Tensor:
-        return torch.arange(n, device=device)
+        """0 .. n - 1 on ``device``: for a bucket's rows a slice of one kept tensor (no
+        launch a step)."""
+        if n > BUCKETS[-1]:
+            return torch.arange(n, device=device)
+        if self._rows is None or self._rows.device != device:
+            self._rows = torch.arange(BUCKETS[-1], device=device)
+        return self._rows[:n]
 
     def static_step(self, step: StaticStep) -> torch.Tensor:
         """The forward of ``step.rows`` rows over ``step``'s inputs, every shape fixed:
