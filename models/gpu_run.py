@@ -209,6 +209,8 @@ def train_loop(model, rows: np.ndarray, a, device) -> tuple[dict, Curve]:
             curve.add(step, tokens, time.time() - t0, lr, window.item() / LOG_EVERY)
             window.zero_()
     seconds = time.time() - t0
+    if step % LOG_EVERY:                  # the last steps, fewer than LOG_EVERY
+        curve.add(step, tokens, seconds, lr, window.item() / (step % LOG_EVERY))
     return {"steps": step, "tokens": tokens, "epochs": epochs, "train_seconds": round(seconds, 1),
             "tokens_per_s": round(tokens / seconds)}, curve
 
