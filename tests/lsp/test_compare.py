@@ -56,13 +56,13 @@ def test_ablations_are_the_options_then_each_change_alone():
     runs = ablations(["completion.draft=none", "completion.monitor=off", "cache.mode=full"],
                      base)
     assert [r.settings for r in runs] == [
-        {"completion.draft": "suffix", "completion.monitor": "on", "cache.mode": "pie"},
+        {"completion.draft": "auto", "completion.monitor": "on", "cache.mode": "pie"},
         {"completion.draft": "none", "completion.monitor": "on", "cache.mode": "pie"},
-        {"completion.draft": "suffix", "completion.monitor": "off", "cache.mode": "pie"},
-        {"completion.draft": "suffix", "completion.monitor": "on", "cache.mode": "full"}]
+        {"completion.draft": "auto", "completion.monitor": "off", "cache.mode": "pie"},
+        {"completion.draft": "auto", "completion.monitor": "on", "cache.mode": "full"}]
     assert runs[0].options == base
     assert runs[2].options.completion.monitor == "off" and runs[2].options.completion.draft == \
-        "suffix"
+        "auto"
     assert runs[3].options.cache.mode == "full" and runs[3].options.completion.monitor == "on"
 
 
@@ -161,8 +161,8 @@ def test_the_json_of_an_ablation(tiny_model_dir, tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     report = json.loads(out.stdout)
     assert [r["settings"] for r in report["runs"]] == [
-        {"completion.monitor": "on", "completion.draft": "suffix"},
-        {"completion.monitor": "off", "completion.draft": "suffix"},
+        {"completion.monitor": "on", "completion.draft": "auto"},
+        {"completion.monitor": "off", "completion.draft": "auto"},
         {"completion.monitor": "on", "completion.draft": "none"}]
     assert report["config"]["ablate"] == ["completion.monitor=off", "completion.draft=none"]
     assert report["runs"][2]["tokens_per_forward"] == 1.0              # no drafting
@@ -174,7 +174,7 @@ def test_the_json_of_an_ablation(tiny_model_dir, tmp_path):
         assert run["syntax_valid_n"] == round(run["shown"] * run["completions"])
     head, *rows = [line for line in out.stderr.splitlines()
                    if line.startswith(("  ", "shown", "guard_cut", "syntax_valid"))][-4:]
-    assert "completion.monitor=off, completion.draft=suffix" in head
+    assert "monitor=on, draft=auto" in head           # the first column: the defaults
     assert [r.split()[0] for r in rows] == ["shown", "guard_cut", "syntax_valid"]
     assert f"(n {on['syntax_valid_n']})" in rows[2]
 
