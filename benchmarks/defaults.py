@@ -132,7 +132,8 @@ def _one(traces: list[Path], out: Path, report: str | None) -> list[tuple[str, s
     runs, chosen = report["runs"], report["config"]["runtime"]["drafting"]
     print(f"\n{len(traces)} held-out retype traces ({_named(traces)}), {runs[0]['completions']} "
           f"completions a combination, {seconds / 60:.1f} min for the six")
-    print(f"draft auto chose {chosen['mode']}: {chosen['reason']}\n")
+    print(f"draft auto chose {chosen['mode']}: {chosen['reason']}; ms of a forward by rows: "
+          + ", ".join(f"{r}: {ms}" for r, ms in zip(chosen["rows"], chosen["forward_ms"])) + "\n")
     _table(runs)
     print()
     checks = _checks(runs, chosen)
