@@ -129,3 +129,23 @@ async def test_stats_and_status_say_which_mechanisms_run(client: LanguageClient)
             break
         await asyncio.sleep(0.1)
     assert (stats.mechanisms.draft, stats.mechanisms.monitor) == ("none", "off")
+
+
+def test_the_defaults_benchmark_checks_drafting_where_auto_chose_it():
+    """benchmarks/defaults.py: where auto drafts, tokens per forward must reach 2.5; where it
+    does not, forced suffix drafting must make fewer tokens a forward than the 16-row
+    forward auto timed costs in one-row forwards (else auto chose wrong)."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from defaults import _drafting_check
+
+    def run(tpf):
+        return {"tokens_per_forward": tpf, "tokens_per_forward_n": 9, "latency_ms": {"p50": 9.0}}
+    cpu = {"mode": "none", "rows": [1, 8, 16], "forward_ms": [1.0, 3.0, 6.4]}
+    gpu = {**cpu, "mode": "suffix", "forward_ms": [2.0, 2.1, 2.2]}
+    assert _drafting_check(cpu, run(1.0), run(1.04))[2]
+    assert not _drafting_check(cpu, run(1.0), run(6.5))[2]      # drafting would have paid
+    assert "1.04 < 6.40" in _drafting_check(cpu, run(1.0), run(1.04))[1]
+    assert _drafting_check(gpu, run(2.6), run(2.6))[2]
+    assert not _drafting_check(gpu, run(1.2), run(1.2))[2]      # drafting chosen, not paying
