@@ -116,3 +116,24 @@ def test_the_bundled_model_shows_only_alternatives_worth_showing(bundled_model_d
             assert len(result.drafts) + len(result.dropped) <= 3
             reasons |= {d.reason for d in result.dropped}
     assert reasons & {PREFIX, WHITESPACE, SHORT}, reasons
+
+
+# the syntax guard on a shown draft (completion/presentation.guarded): it shortens a draft
+# at its first fault, and never to nothing (drafts of the tuning set's traces it emptied:
+# ``= self.read(n)`` after ``data``, ``cancel_callback,`` in a call the document breaks)
+GUARDED = "def f(items):\n    total = 0\n    |\n    return total\n"
+
+
+@pytest.mark.parametrize("draft, shown", [
+    ("total += 1", "total += 1"),
+    ("total += 1 +* 2", "total += 1"),
+    (") + 1", ") + 1"),                          # every prefix faulted: shown as decoded
+    ("= self.read(n)", "= self.read(n)"),
+    ("", ""),
+])
+def test_the_guard_shortens_a_draft_and_never_empties_it(draft, shown):
+    from inkling.analysis.syntax_guard import SyntaxGuard
+    from inkling.completion.presentation import guarded
+    text, at = GUARDED.replace("|", ""), GUARDED.index("|")
+    assert guarded(draft, SyntaxGuard(text, at, "python")).rstrip() == shown
+    assert guarded(draft, None) == draft
