@@ -69,7 +69,7 @@ def main() -> int:
           f"(target >= {-100 * SHOWN_MARGIN:+.0f})")
     print(f"undefined_names on / off        {ratio:.2f}  (shown drafts; target <= 0.5)")
     print(f"syntax_valid with the monitor   {on['syntax_valid']:.3f}, off {off['syntax_valid']:.3f}"
-          "  (shown drafts; target >= 0.98 and >= off)")
+          "  (shown drafts; target > off: a kept draft may be unfinished)")
     print(f"exact_line on - off             {100 * (on['exact_line'] - off['exact_line']):+.1f} points (target >= 0)")
     print(f"identifier_match on - off       "
           f"{100 * ((on['identifier_match'] or 0) - (off['identifier_match'] or 0)):+.1f} points (target >= 0)")
