@@ -1058,7 +1058,8 @@ decoding ms/token: median over completions of 2 tokens or more; llama:
   timings.predicted_per_token_ms (for 'llama ids' at the stop); inkling: (latency - first
   token) / tokens, the decode phase's wall time (drafting, monitor, stop rule included);
   'model forwards ms / token': inkling's forward time outside the prompt's sync, per token.
-  Default inkling drafts (several tokens per forward); draft=none: one token per forward.
+  Default inkling drafts where drafting pays on the device (completion.draft auto: on a
+  CPU it does not, one token per forward); draft=none: one token per forward.
 suggestion identical: llama's text (token healing's text taken off) cut by inkling's stop
   rule and repeated-suffix trim, against the first draft inkling showed (inkling's monitor
   may cut or steer it; llama's first token is not held to token healing's text).
