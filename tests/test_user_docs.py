@@ -42,3 +42,17 @@ def test_command_help_stands_on_its_own():
 def test_the_rule_catches_what_it_should():
     assert offences("see ../shared/TRACES.md") and offences("(issue 28)")
     assert not offences("the shared model") and not offences("issues the request")
+
+
+def test_the_readme_settings_table_gives_the_options_trees_defaults():
+    from inkling.completion.options import InklingOptions
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Settings you may change", 1)[1].split("\n## ", 1)[0]
+    rows = re.findall(r"^\| `(model|completion|cache|server)\.(\w+)` \| ([^|]+) \|", section, re.M)
+    assert len(rows) >= 5, "the README's settings table is missing"
+    options = InklingOptions()
+    for group, key, shown in rows:
+        snake = re.sub(r"[A-Z]", lambda m: "_" + m.group(0).lower(), key)
+        default = getattr(getattr(options, group), snake)
+        expected = "bundled model" if (group, snake) == ("model", "path") else f"`{default}`"
+        assert shown.strip() == expected, f"README: {group}.{key} default {shown.strip()}, the options' {default!r}"
