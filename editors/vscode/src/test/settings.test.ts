@@ -78,7 +78,7 @@ test("contributed defaults are the server's own (tests/test_configuration_doc.py
   assert.equal(tree.cache.mode, "pie");
   assert.equal(tree.cache.staleThreshold, 0.95);
   assert.equal(tree.completion.decoder, "beam");
-  assert.equal(tree.completion.draft, "suffix");
+  assert.equal(tree.completion.draft, "auto");
   assert.equal(tree.completion.monitor, "on");
   assert.deepEqual(props["inkling.languages"].default, ["python"], "the bundled model knows Python");
 });
