@@ -138,7 +138,11 @@ def test_the_command_line_report_has_the_local_keys(tiny_model_dir, tmp_path):
     a, b = (json.loads((tmp_path / n).read_text()) for n in ("local.json", "ray.json"))
     assert set(a) == set(b) and set(a["per_trace"]) == set(b["per_trace"])
     assert set(b["config"]) == set(a["config"]) | {"ray"}
-    assert b["config"]["runtime"] == a["config"]["runtime"]
+    # completion.draft auto is chosen by timed forwards on each machine: the local replay
+    # reports its choice (config.runtime.drafting); the Ray actors choose their own
+    local_runtime = dict(a["config"]["runtime"])
+    assert local_runtime.pop("drafting")["mode"] in ("none", "suffix")
+    assert b["config"]["runtime"] == local_runtime
     for key in COMPARED:
         assert a[key] == b[key], key
     assert (tmp_path / "ray.html").stat().st_size > 1000

@@ -134,22 +134,47 @@ async function widenContents(page) {
   }
 }
 
+/** The Settings editor's table of contents, row by row. */
+async function tocRows(page) {
+  return page.$$eval(".settings-editor .settings-toc-container .monaco-list-row",
+    (rows) => rows.map((r) => r.textContent.trim()));
+}
+
+// The search box filtered to the extension, its suggestions closed. On a busy machine the
+// filter can apply late, and an Escape that finds no suggestion open clears the query: the
+// table of contents says which, and the query is typed again until it holds.
+async function filterToExtension(page, search) {
+  const filtered = async () => {
+    const rows = await tocRows(page);
+    return rows.some((r) => r.startsWith("inkling")) && !rows.some((r) => r.startsWith("Commonly Used"));
+  };
+  for (let attempt = 0; attempt < 4; attempt++) {
+    await page.focus(search);
+    await page.keyboard.press("Control+A");
+    await page.keyboard.type("@ext:inkling.inkling");
+    if (!(await poll(filtered, 20000))) continue;
+    if (attempt === 0) {
+      await page.keyboard.press("Escape");       // the search box's suggestions
+    }
+    await page.waitForTimeout(500);
+    if (await filtered()) return;
+  }
+  throw new Error("the Settings editor did not filter to the extension: " + (await tocRows(page)).join(", "));
+}
+
 // The Settings editor: the page filtered to the extension (screenshot), then the user sets the
 // number of drafts to cycle through in its box.
 async function settingsPage(page, cmd, shot) {
   await cmd.run("Preferences: Open Settings (UI)");
   const search = ".settings-editor .suggest-input-container textarea, .settings-editor .search-container textarea";
   await page.waitForSelector(search, { timeout: 20000 });
-  await page.keyboard.type("@ext:inkling.inkling");
-  await page.waitForSelector(".settings-editor .setting-item-contents", { timeout: 20000 });
-  await page.keyboard.press("Escape");           // the search box's suggestions
+  await filterToExtension(page, search);
   await page.setViewportSize({ width: 1440, height: 900 });
   await widenContents(page);
   await page.waitForTimeout(1500);
   await shot("vscode-settings.png");
   await page.setViewportSize({ width: 1280, height: 720 });
-  const groups = await page.$$eval(".settings-editor .settings-toc-container .monaco-list-row",
-    (rows) => rows.map((r) => r.textContent.trim()));
+  const groups = await tocRows(page);
   await page.keyboard.press("Control+A");
   await page.keyboard.type("inkling.completion.drafts");
   const box = page.locator(".settings-editor .setting-item-contents",
