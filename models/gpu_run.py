@@ -37,7 +37,7 @@ from transformers import LlamaConfig, LlamaForCausalLM
 
 from . import packing
 from .tokenizer_recipe import save_tokenizer
-from .training import _eval_loss, _loss
+from .training import _eval_loss, optimizer_step
 
 SHAPES = {   # hidden, layers, heads, kv heads, intermediate
     "tiny": (64, 2, 4, 2, 172),          # the CPU check of the script
@@ -195,14 +195,7 @@ def train_loop(model, rows: np.ndarray, a, device) -> tuple[dict, Curve]:
         x = x.to(device, non_blocking=True)                      # [batch, seq + 1]
         cursor += a.batch
         lr = wsd_lr(a.lr, step, elapsed / budget, a.decay)
-        for g in opt.param_groups:
-            g["lr"] = lr
-        with amp:
-            loss = _loss(step_model, x)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
+        loss = optimizer_step(model, step_model, opt, x, lr, amp)
         window += loss.detach()
         step, tokens = step + 1, tokens + x[:, 1:].numel()
         if step % LOG_EVERY == 0:        # the one sync with the device every LOG_EVERY steps

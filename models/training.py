@@ -129,6 +129,21 @@ def _loss(model, x: torch.Tensor) -> torch.Tensor:
     return torch.nn.functional.cross_entropy(logits.flatten(0, 1).float(), x[:, 1:].flatten())
 
 
+def optimizer_step(model, step_model, opt, x: torch.Tensor, lr: float, amp) -> torch.Tensor:
+    """One step of the recipe on batch ``x`` ([batch, seq + 1]) at learning rate ``lr``:
+    the loss under ``amp``, gradients clipped to norm 1, the update; the loss, undetached
+    from the device (no sync). ``step_model`` is ``model`` or its compiled form."""
+    for g in opt.param_groups:
+        g["lr"] = lr
+    with amp:
+        loss = _loss(step_model, x)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    return loss
+
+
 # ---------------------------------------------------------------------------- logs
 
 def _read_log(path: Path) -> list[dict]:
@@ -706,14 +721,7 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
             x = torch.from_numpy(rows[st["cursor"]:st["cursor"] + o.batch_size].astype(np.int64))
             x = x.to(device)
             lr = sched.lr(st["step"])
-            for g in opt.param_groups:
-                g["lr"] = lr
-            with amp:
-                loss = _loss(step_model, x)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            opt.step()
-            opt.zero_grad(set_to_none=True)
+            loss = optimizer_step(model, step_model, opt, x, lr, amp)
             st["cursor"] += o.batch_size
             st["step"] += 1
             if threads is not None:
