@@ -6,10 +6,11 @@ token for token, in every decoder and drafting mode).
 
 ``record`` replays the sample traces (../shared/traces, when beside the checkout) and
 retype traces of the held-out standard-library files under every decoder (greedy,
-branches, superposed, sequential) crossed with every drafting mode (none, prompt-lookup,
-suffix), with the monitor on, three drafts a completion (one for greedy), no idle refresh and
-the other options at their defaults (float32, the
-bundled model), and writes every completion's drafts. ``check`` replays the same and
+branches, superposed, sequential, beam) crossed with every drafting mode (none,
+prompt-lookup, suffix), with the monitor on, three drafts a completion (one for greedy), no
+idle refresh and the other options at their defaults (float32, the bundled model); then the
+reporting set's traces (benchmarks/traces/reporting) with every option at its default; and
+writes every completion's drafts. ``check`` replays the same and
 prints each difference; it exits 1 if any. ``--set completion.alternative_min_tokens=0``
 (an option's dotted name, its value as JSON or text) replays with that option changed: a
 change of the defaults is checked against a recording made before it at the old value.
@@ -31,9 +32,11 @@ from bench_traces import held_out_traces, sample_traces  # noqa: E402
 from inkling.completion.engine import Engine  # noqa: E402
 from inkling.completion.options import InklingOptions  # noqa: E402
 from inkling.lsp.replay import Replayer  # noqa: E402
+from inkling.lsp.trace_file import read_trace  # noqa: E402
 from inkling.lsp.syntax_check import SyntaxChecker  # noqa: E402
 
-DECODERS = ("greedy", "branches", "superposed", "sequential")
+DECODERS = ("greedy", "branches", "superposed", "sequential", "beam")
+REPORTING = Path(__file__).resolve().parent / "traces" / "reporting"
 DRAFTING = ("none", "prompt-lookup", "suffix")
 
 
@@ -41,9 +44,19 @@ def _traces(limit: int):
     """The traces as the recording before issue 22 replayed them: without accept events
     (the format had none then; an accept feeds the history drafting source)."""
     traces = sample_traces() + held_out_traces(min_lines=150, limit=limit)
-    return [dataclasses.replace(t, events=tuple(e for e in t.events
-                                                if type(e).__name__ != "AcceptEvent"))
+    return _without_accepts(traces)
+
+
+def _without_accepts(traces):
+    """... and named by file name, so a recording made in another checkout still matches."""
+    return [dataclasses.replace(t, source=_name(t.source),
+                                events=tuple(e for e in t.events
+                                             if type(e).__name__ != "AcceptEvent"))
             for t in traces]
+
+
+def _name(source: str) -> str:
+    return source if source.startswith("retype:") else f"traces/{Path(source).name}"
 
 
 def _fingerprint(traces) -> str:
@@ -101,6 +114,25 @@ def replay_all(limit: int, extra: dict | None = None) -> dict:
             print(f"{decoder:10} {draft:13} {n:5} completions  {time.perf_counter() - t0:6.1f} s",
                   flush=True)
             out["runs"][f"{decoder}/{draft}"] = run
+    # the defaults as a person gets them, on the reporting set
+    reporting = [dataclasses.replace(read_trace(p), source=f"reporting/{p.name}")
+                 for p in sorted(REPORTING.glob("*.jsonl"))]
+    out["traces"] += [t.source for t in reporting]
+    out["fingerprint"] = _fingerprint(traces + reporting)
+    options = InklingOptions().merged(extra or {})
+    engine = Engine(options, runtime)
+    spec = options.completion.datastore
+    if engine.uses_datastore and spec not in datastores:
+        datastores[spec] = engine.build_datastore()
+    replayer = Replayer(options, runtime, checker,
+                        datastores.get(spec) if engine.uses_datastore else None)
+    t0 = time.perf_counter()
+    run = {t.source: [[r.line, list(r.drafts)] for r in replayer.replay(t).completions]
+           for t in reporting}
+    n = sum(len(v) for v in run.values())
+    print(f"{'defaults':10} {'reporting':13} {n:5} completions  "
+          f"{time.perf_counter() - t0:6.1f} s", flush=True)
+    out["runs"]["defaults/reporting"] = run
     return out
 
 
@@ -139,7 +171,8 @@ def main() -> int:
         print(f"recorded in {args.file}")
         return 0
     recorded = json.loads(Path(args.file).read_text(encoding="utf-8"))
-    now = replay_all(len(recorded["traces"]) - len(sample_traces()), extra)
+    held_out = [t for t in recorded["traces"] if t.startswith("retype:")]
+    now = replay_all(len(held_out), extra)
     diffs = check(recorded, now)
     total = sum(len(c) for r in recorded["runs"].values() for c in r.values())
     for d in diffs[:50]:
