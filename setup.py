@@ -7,7 +7,8 @@ inkling.lsp, inkling.completion, ...; scripts/check_install.sh checks the built 
 """
 from setuptools import find_packages, setup
 
-TOP = ("lsp", "completion", "analysis", "cache", "models")
+TOP = ("cli", "training", "evaluation", "lsp", "completion", "analysis", "cache", "runtime",
+       "models")
 
 setup(
     packages=[f"inkling.{name}" for top in TOP

@@ -1,23 +1,23 @@
 """The trace sets the benchmarks replay: the sample traces (when ../shared is beside the
 checkout), retype traces of the tuning set (held-out standard-library files, toolz 1.0.0)
 and the reporting set's committed retype traces (``benchmarks/traces/reporting``, built
-by ``make_sets.py`` from the pinned wheels of ``models/eval_sets.py``)."""
+by ``make_sets.py`` from the pinned wheels of ``evaluation/eval_sets.py``)."""
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
 
-from inkling.lsp.retype_trace import RetypeError, RetypeOptions, retype_trace
-from inkling.lsp.trace_builder import TraceBuilder
-from inkling.lsp.trace_file import Trace, read_trace
+from inkling.evaluation.retype_trace import RetypeError, RetypeOptions, retype_trace
+from inkling.evaluation.trace_builder import TraceBuilder
+from inkling.evaluation.trace_file import Trace, read_trace
 from inkling.models.corpus import load_corpus
-from inkling.models.eval_sets import TOOLZ as TOOLZ_PIN, EvalSet, PinnedPackage
-from inkling.models.packages import load_pinned
+from inkling.evaluation.eval_sets import TOOLZ as TOOLZ_PIN, EvalSet, PinnedPackage
+from inkling.evaluation.packages import load_pinned
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_TRACES = REPO.parent / "shared" / "traces"
 SET_TRACES = REPO / "benchmarks" / "traces"      # a folder of each set's traces
-TOOLZ = TOOLZ_PIN.pin           # held out of the bundled model's training (models/packages.py)
+TOOLZ = TOOLZ_PIN.pin           # held out of the bundled model's training (evaluation/packages.py)
 
 
 def sample_traces() -> list[Trace]:
@@ -53,7 +53,7 @@ def held_out_traces(min_lines: int = 0, max_functions: int = 4, limit: int = 0) 
 
 
 def describe(traces: list[Trace]) -> str:
-    from inkling.lsp.trace_file import CompleteEvent
+    from inkling.evaluation.trace_file import CompleteEvent
     n = sum(isinstance(e, CompleteEvent) for t in traces for e in t.events)
     return f"{len(traces)} traces, {n} completions"
 

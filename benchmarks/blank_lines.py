@@ -21,7 +21,7 @@ import statistics
 import sys
 
 from inkling.completion.engine import Engine
-from inkling.lsp.evaluation import evaluate_next_line, evaluation_options
+from inkling.evaluation.held_out import evaluate_next_line, evaluation_options
 
 
 def run(model: str, held_out: str, fill: bool, drafts: int):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from inkling.lsp.evaluation import evaluate_next_line
+from inkling.evaluation.held_out import evaluate_next_line
 
 KEYS = ("lines", "exact", "exact_any", "latency_ms_p50")
 

@@ -34,7 +34,7 @@ def main() -> int:
                      "modeling_llama"])[0] for _ in range(args.runs)]
     runs = []
     for _ in range(args.runs):
-        t, proc = wall([sys.executable, "-m", "inkling.lsp.cli", "complete", file, "--line", line,
+        t, proc = wall([sys.executable, "-m", "inkling.cli.main", "complete", file, "--line", line,
                         "--col", col])
         if proc.returncode:
             print(proc.stderr)

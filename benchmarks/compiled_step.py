@@ -26,8 +26,8 @@ import time
 import torch
 from torch.nn import functional as F
 
-from inkling.cache.compact_llama import _rope
-from inkling.cache.model_loader import load_runtime
+from inkling.runtime.compact_llama import _rope
+from inkling.runtime.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
 from inkling.models import BUNDLED_MODEL_DIR
 

@@ -10,7 +10,7 @@ noise hits both alike; the figures are medians over rounds of per-round medians.
 
 A second table times inkling's runtime with transformers' SDPA attention (which
 repeats a GQA model's cached keys and values for a masked forward of several rows) and
-with packed GQA attention (``cache/gqa_attention.py``), switching the one loaded model
+with packed GQA attention (``runtime/gqa_attention.py``), switching the one loaded model
 between the two every round: two model instances differ by several percent on this
 machine for reasons of their own, which would hide a difference of that size.
 
@@ -28,9 +28,9 @@ from pathlib import Path
 
 import torch
 
-from inkling.cache.cpu_layout import InputMajorLinear, PackedLinear
-from inkling.cache.gqa_attention import NAME as PACKED
-from inkling.cache.model_loader import load_runtime
+from inkling.runtime.cpu_layout import InputMajorLinear, PackedLinear
+from inkling.runtime.gqa_attention import NAME as PACKED
+from inkling.runtime.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
 from inkling.models import BUNDLED_MODEL_DIR
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import torch
 
-from inkling.cache.errors import ModelError
-from inkling.cache.model_loader import load_runtime
+from inkling.runtime.errors import ModelError
+from inkling.runtime.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
 from inkling.models import BUNDLED_MODEL_DIR
 
@@ -124,9 +124,9 @@ def replay_table(runtime, paths: list[str], decoders: list[str], drafts: list[st
     from inkling.completion import engine as engine_module
     from inkling.completion.engine import Engine
     from inkling.completion.options import InklingOptions
-    from inkling.lsp.replay import Replayer
-    from inkling.lsp.syntax_check import SyntaxChecker
-    from inkling.lsp.trace_file import read_trace
+    from inkling.evaluation.replay import Replayer
+    from inkling.evaluation.syntax_check import SyntaxChecker
+    from inkling.evaluation.trace_file import read_trace
     traces = [read_trace(p) for p in paths]
     checker = SyntaxChecker()
     decode = engine_module.decode_drafts          # wrapped where the engine looks it up

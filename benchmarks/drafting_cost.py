@@ -32,7 +32,7 @@ from inkling.completion.drafting.suffix_drafter import SuffixDrafter  # noqa: E4
 from inkling.completion.drafting.suffix_index import SuffixIndex  # noqa: E402
 from inkling.analysis.workspace import Workspace  # noqa: E402
 from inkling.completion.drafting.workspace_index import WorkspaceIndex  # noqa: E402
-from inkling.lsp.trace_file import ChangeEvent, CompleteEvent  # noqa: E402
+from inkling.evaluation.trace_file import ChangeEvent, CompleteEvent  # noqa: E402
 from inkling.models.corpus import load_corpus  # noqa: E402
 
 

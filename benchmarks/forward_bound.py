@@ -30,7 +30,7 @@ import time
 import torch
 from torch.nn import functional as F
 
-from inkling.cache.model_loader import load_runtime
+from inkling.runtime.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
 from inkling.models import BUNDLED_MODEL_DIR
 

@@ -40,7 +40,7 @@ def trace_files() -> dict[str, str]:
 
 def prompts(per_file: int, files: int = 3) -> list[tuple[str, str, int]]:
     """(name, text, line) of the completions: ``per_file`` sampled lines of each file."""
-    from inkling.lsp.evaluation import sample_lines
+    from inkling.evaluation.held_out import sample_lines
     chosen = sorted(trace_files().items())[:files]
     return [(name, text, no) for name, text in chosen
             for no in sample_lines(text, per_file, 0)]

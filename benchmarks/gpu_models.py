@@ -68,8 +68,8 @@ def compare_forwards(model: torch.nn.Module, prompt: int, steps: int = 4,
     twice transformers' own (bfloat16 logits differ by a few percent with the order of
     their sums: the largest is noise, the mean is not). A model
     without the compact forward says why."""
-    from inkling.cache.captured_llama import CapturedLlama
-    from inkling.cache.compact_llama import CompactLlama, refusal
+    from inkling.runtime.captured_llama import CapturedLlama
+    from inkling.runtime.compact_llama import CompactLlama, refusal
     why = refusal(model)
     if why is not None:
         return {"compact": f"none: {why}", "captured": f"none: {why}"}
@@ -123,8 +123,8 @@ class _Reference:
     """transformers' forward over its cache (inkling's DynamicKV, as the runtime runs it)."""
 
     def __init__(self, model):
-        from inkling.cache.dynamic_kv import DynamicKV
-        from inkling.cache.runtime import cache_keyword
+        from inkling.runtime.dynamic_kv import DynamicKV
+        from inkling.runtime.model_runtime import cache_keyword
         self.model, self.kv = model, DynamicKV(model.config)
         self.keyword, self.length = cache_keyword(model), 0
 

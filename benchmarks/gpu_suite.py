@@ -213,7 +213,7 @@ def pie(s: Suite) -> dict:
 
 
 def replay(s: Suite) -> dict:
-    from inkling.lsp.cli import main as inkling
+    from inkling.cli.main import main as inkling
     out, folder = {}, Path(tempfile.mkdtemp(prefix="gpu_suite_"))
     for trace in TRACES[:1] if s.smoke else TRACES:
         path = short_trace(trace, folder) if s.smoke else trace
@@ -232,7 +232,7 @@ def replay(s: Suite) -> dict:
 
 
 def compiled(s: Suite) -> dict:
-    from inkling.cache.captured_llama import CapturedLlama
+    from inkling.runtime.captured_llama import CapturedLlama
     model = bundled(s, torch.float32).model
     forward = gpu_speed.compiled(CapturedLlama(model, graphs=False))
     return {f"compiled@{c}": gpu_speed.step_ms(forward, c, 1, s.cfg["reps"])
@@ -247,7 +247,7 @@ SECTIONS = {"bandwidth": bandwidth, "forwards": forwards, "decoders": decoders,
 # ------------------------------------------------------------------------ helpers
 def bundled(s: Suite, dtype: torch.dtype):
     """The bundled model's runtime on the suite's device in ``dtype`` (loaded once)."""
-    from inkling.cache.model_loader import load_runtime
+    from inkling.runtime.model_loader import load_runtime
     from inkling.models import BUNDLED_MODEL_DIR
     cache = s.__dict__.setdefault("runtimes", {})
     if dtype not in cache:
@@ -266,8 +266,8 @@ def step_models(s: Suite):
 
 
 def step_forwards(model):
-    from inkling.cache.captured_llama import CapturedLlama
-    from inkling.cache.compact_llama import CompactLlama
+    from inkling.runtime.captured_llama import CapturedLlama
+    from inkling.runtime.compact_llama import CompactLlama
     return [("compact", CompactLlama(model)), ("captured", CapturedLlama(model))]
 
 
@@ -295,7 +295,7 @@ def label(settings: dict) -> str:
 
 
 def figures(run: dict) -> dict:
-    from inkling.lsp.comparison import TABLE_ROWS
+    from inkling.evaluation.comparison import TABLE_ROWS
     return {k: run[k]["p50"] if isinstance(run.get(k), dict) and "p50" in run[k]
             else run.get(k) for k in TABLE_ROWS}
 

@@ -2,7 +2,7 @@
 
     python benchmarks/int8_loss.py FOLDER [FOLDER ...] [--rows 40]
 
-The validation rows ``inkling train`` evaluates on (models/training.py: the held-out
+The validation rows ``inkling train`` evaluates on (training/training.py: the held-out
 standard-library files, toolz 1.0.0), tokenized with the first folder's tokenizer; each
 folder loaded by the runtime's loader (int8 folders dequantized) and run by transformers'
 forward in float32. Prints the mean next-token loss of each set and its difference from
@@ -16,11 +16,11 @@ import numpy as np
 import torch
 from tokenizers import Tokenizer
 
-from inkling.cache.model_loader import load_runtime
+from inkling.runtime.model_loader import load_runtime
 from inkling.models.corpus import load_corpus
-from inkling.models.packages import load_held_out_package
-from inkling.models.samples import build_rows, build_training_rows
-from inkling.models.training import _eval_loss
+from inkling.evaluation.packages import load_held_out_package
+from inkling.training.samples import build_rows, build_training_rows
+from inkling.training.training import _eval_loss
 
 SEQ, SEED = 1024, 1234 + 999
 

@@ -3,10 +3,10 @@
     python benchmarks/int8_step.py [--context 600] [--steps 40] [--rounds 6] [--out FILE]
 
 A one-row step of the native forward reads every weight once: its time is the time to
-stream the panels (cache/native_llama.py). Two models: the bundled one (float16 shards)
-and a random-weight one of the ``x4`` shape of models/gpu_run.py (about 23.6 M
+stream the panels (runtime/native_llama.py). Two models: the bundled one (float16 shards)
+and a random-weight one of the ``x4`` shape of training/gpu_run.py (about 23.6 M
 parameters: four times the bundled model's, what int8 holds in 25 MB), each loaded from
-its float16 folder (float16 panels) and from its int8 conversion (models/int8_convert.py:
+its float16 folder (float16 panels) and from its int8 conversion (training/int8_convert.py:
 int8 panels), one thread. Rounds alternate between the four, in turn and reversed; each
 round times ``--steps`` one-row steps after ``--context`` cached tokens (wall ms and this
 thread's CPU ms a token, the median of the round), and the table gives the median of
@@ -24,12 +24,12 @@ from pathlib import Path
 import torch
 from transformers import LlamaForCausalLM
 
-from inkling.cache.model_loader import load_runtime
+from inkling.runtime.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
 from inkling.models import BUNDLED_MODEL_DIR
-from inkling.models.gpu_run import model_config
-from inkling.models.int8_convert import convert
-from inkling.models.tokenizer_recipe import save_tokenizer
+from inkling.training.gpu_run import model_config
+from inkling.training.int8_convert import convert
+from inkling.training.tokenizer_recipe import save_tokenizer
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from inkling.analysis import AnalysisOptions, CodeAnalysis
-from inkling.cache.model_loader import load_runtime
+from inkling.runtime.model_loader import load_runtime
 from inkling.completion.prompt.builder import build_prompt
 from inkling.models import BUNDLED_MODEL_DIR
 

@@ -44,9 +44,9 @@ from inkling.completion import engine as engine_module  # noqa: E402
 from inkling.completion.decoding import greedy, speculative  # noqa: E402
 from inkling.completion.engine import Engine  # noqa: E402
 from inkling.completion.options import InklingOptions  # noqa: E402
-from inkling.lsp.replay import Replayer  # noqa: E402
-from inkling.lsp.syntax_check import SyntaxChecker  # noqa: E402
-from inkling.lsp.trace_file import read_trace  # noqa: E402
+from inkling.evaluation.replay import Replayer  # noqa: E402
+from inkling.evaluation.syntax_check import SyntaxChecker  # noqa: E402
+from inkling.evaluation.trace_file import read_trace  # noqa: E402
 
 
 

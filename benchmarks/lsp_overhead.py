@@ -22,10 +22,10 @@ from bench_traces import SET_TRACES, describe  # noqa: E402
 
 from inkling.completion.engine import Engine  # noqa: E402
 from inkling.completion.options import InklingOptions  # noqa: E402
-from inkling.lsp.replay import LspReplayer, Replayer  # noqa: E402
-from inkling.lsp.replay_result import summarise  # noqa: E402
-from inkling.lsp.syntax_check import SyntaxChecker  # noqa: E402
-from inkling.lsp.trace_file import read_trace  # noqa: E402
+from inkling.evaluation.replay import LspReplayer, Replayer  # noqa: E402
+from inkling.evaluation.replay_result import summarise  # noqa: E402
+from inkling.evaluation.syntax_check import SyntaxChecker  # noqa: E402
+from inkling.evaluation.trace_file import read_trace  # noqa: E402
 
 
 def _ms(d: dict) -> str:

@@ -2,10 +2,10 @@
 
     python benchmarks/make_sets.py [--set reporting|tuning|both] [--out DIR]
 
-The sets are ``models/eval_sets.py``'s: the tuning set (the held-out standard-library
+The sets are ``evaluation/eval_sets.py``'s: the tuning set (the held-out standard-library
 files and toolz 1.0.0, what the defaults were chosen on) and the reporting set (pinned
 packages no default was chosen on). Each package's wheel comes from the wheel cache of
-``models/packages.py`` (``$INKLING_WHEEL_CACHE``, downloaded with ``pip download
+``evaluation/packages.py`` (``$INKLING_WHEEL_CACHE``, downloaded with ``pip download
 --no-deps`` when it is not there); each module becomes one retype trace (seed 0, 8
 functions, the package's other modules as the workspace; a standard-library file: 4
 functions, no workspace). The output is the same, byte for byte, on every run: the
@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_traces import SET_TRACES, set_builders  # noqa: E402
 
-from inkling.models.eval_sets import SETS, eval_set  # noqa: E402
+from inkling.evaluation.eval_sets import SETS, eval_set  # noqa: E402
 
 
 def write_set(name: str, out: Path) -> list[Path]:

@@ -22,9 +22,9 @@ from bench_traces import describe, held_out_traces, sample_traces  # noqa: E402
 
 from inkling.completion.engine import Engine  # noqa: E402
 from inkling.completion.options import InklingOptions  # noqa: E402
-from inkling.lsp.replay import Replayer  # noqa: E402
-from inkling.lsp.replay_result import summarise  # noqa: E402
-from inkling.lsp.syntax_check import SyntaxChecker  # noqa: E402
+from inkling.evaluation.replay import Replayer  # noqa: E402
+from inkling.evaluation.replay_result import summarise  # noqa: E402
+from inkling.evaluation.syntax_check import SyntaxChecker  # noqa: E402
 
 MODES = ("off", "on")
 SHOWN_MARGIN = 0.02     # the monitor may lower the share of shown drafts by 2 points at most

@@ -30,7 +30,7 @@ from bench_traces import describe, held_out_traces, sample_traces  # noqa: E402
 
 from inkling.analysis import AnalysisOptions, CodeAnalysis  # noqa: E402
 from inkling.completion.document import Document  # noqa: E402
-from inkling.lsp.trace_file import (ChangeEvent, CloseEvent, CompleteEvent, FileEvent,  # noqa: E402
+from inkling.evaluation.trace_file import (ChangeEvent, CloseEvent, CompleteEvent, FileEvent,  # noqa: E402
                                     OpenEvent)
 
 
@@ -65,7 +65,7 @@ def bundled_or_tiny_tokenizer():
     if path.is_file():
         return "bundled", Tokenizer.from_file(str(path))
     from inkling.models.corpus import load_corpus
-    from inkling.models.tokenizer_recipe import VOCAB_SIZE, train_tokenizer
+    from inkling.training.tokenizer_recipe import VOCAB_SIZE, train_tokenizer
     texts = [f.text for f in load_corpus().train[:400]]
     return f"trained here at the bundled size ({VOCAB_SIZE}; no bundled model)", \
         train_tokenizer(texts, VOCAB_SIZE)

@@ -30,11 +30,11 @@ from pathlib import Path
 from inkling.completion import open_analysis
 from inkling.completion.engine import Engine
 from inkling.completion.options import InklingOptions
-from inkling.lsp import metrics as m
-from inkling.lsp.replay import Replayer
-from inkling.lsp.replay_result import summarise
-from inkling.lsp.syntax_check import SyntaxChecker
-from inkling.lsp.trace_file import read_trace
+from inkling.evaluation import metrics as m
+from inkling.evaluation.replay import Replayer
+from inkling.evaluation.replay_result import summarise
+from inkling.evaluation.syntax_check import SyntaxChecker
+from inkling.evaluation.trace_file import read_trace
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results" / "monitor_pays.txt"

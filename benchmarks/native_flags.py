@@ -3,7 +3,7 @@
     python benchmarks/native_flags.py ["--flags=-mavx2 -mfma -mf16c" "--flags=-march=native"]
                                       [--context 600] [--rounds 7] [--reps 50]
 
-Each flag set is compiled by inkling's own build (cache/native_build.py) into a fresh
+Each flag set is compiled by inkling's own build (runtime/native_build.py) into a fresh
 folder: wall seconds and the compiler's CPU seconds (user + system of its processes) and
 its peak memory. Then one-row steps of the bundled model after ``--context`` cached tokens
 on each module, on one thread, rounds alternating between the modules: ms p50 of wall
@@ -23,9 +23,9 @@ from pathlib import Path
 
 import torch
 
-from inkling.cache import native_build
-from inkling.cache.model_loader import load_runtime
-from inkling.cache.native_llama import NativeLlama
+from inkling.runtime import native_build
+from inkling.runtime.model_loader import load_runtime
+from inkling.runtime.native_llama import NativeLlama
 from inkling.cache.prompt_cache import PromptCache
 from inkling.models import BUNDLED_MODEL_DIR
 from inkling.models.corpus import stdlib_root

@@ -38,7 +38,7 @@ What it does:
    * in process (an Engine per trace, driven exactly as ``inkling replay`` drives it):
      inkling with its defaults, and inkling with ``completion.draft=none`` (one token per
      forward); by default the native forward's thread count is the runtime's choice, one
-     thread or every core, whichever measures faster as it runs (cache/thread_choice.py);
+     thread or every core, whichever measures faster as it runs (runtime/thread_choice.py);
      with ``--inkling-threads 1,2``, inkling with its defaults again, its forward pinned
      on 1 and on 2 threads; with ``--inkling-forward compact``, inkling with its defaults and
      ``model.forward compact`` (a column 'inkling forward=compact', on the runtime's
@@ -484,7 +484,7 @@ def check_tokenizers(runtime, server: LlamaServer, texts: list[str]) -> list[str
 
 def code_texts(traces) -> list[str]:
     """Real code: the workspace files of the traces (their ``file`` events)."""
-    from inkling.lsp.trace_file import FileEvent
+    from inkling.evaluation.trace_file import FileEvent
     seen: dict[str, str] = {}
     for t in traces:
         for e in t.events:
@@ -671,8 +671,8 @@ class Point:
 def _session(trace, root: Path, options, runtime, checker, datastore):
     """An Engine and replay session for ``trace``, set up as Replayer.replay does."""
     from inkling.completion.engine import Engine
-    from inkling.lsp.replay import _Session
-    from inkling.lsp.replay_result import TraceResult
+    from inkling.evaluation.replay import _Session
+    from inkling.evaluation.replay_result import TraceResult
     engine = Engine(options, runtime, datastore)
     engine.sources.datastore = datastore if engine.uses_datastore else None
     engine.workspace_folders = [root.as_uri()]
@@ -685,8 +685,8 @@ def _session(trace, root: Path, options, runtime, checker, datastore):
 def _served_session(trace, served, checker):
     """A replay session for ``trace`` through ``served`` (an LspReplayer: one `inkling
     serve`, a folder of its workspace per trace), set up as LspReplayer.replay does."""
-    from inkling.lsp.replay import _Session
-    from inkling.lsp.replay_result import TraceResult
+    from inkling.evaluation.replay import _Session
+    from inkling.evaluation.replay_result import TraceResult
     served._count += 1
     root = served.root / f"trace-{served._count}"
     root.mkdir()
@@ -815,8 +815,8 @@ class Replay:
                  datastore, bar, inkling_threads: tuple[int, ...] = (),
                  inkling_forwards: tuple[str, ...] = ()):
         from inkling.completion.options import InklingOptions
-        from inkling.lsp.replay import LspReplayer
-        from inkling.lsp.syntax_check import SyntaxChecker
+        from inkling.evaluation.replay import LspReplayer
+        from inkling.evaluation.syntax_check import SyntaxChecker
         self.runtime, self.servers, self.datastore, self.bar = runtime, servers, datastore, bar
         self.checker = SyntaxChecker()
         # inkling's defaults as an editor runs them: `inkling serve` over stdio
@@ -825,7 +825,7 @@ class Replay:
                         "inkling draft=none": InklingOptions().merged(
                             {"completion": {"draft": "none"}})}
         # inkling's forward on a fixed thread count (None: the runtime's own choice, which
-        # measures one thread against two as it runs: cache/thread_choice.py), pinned for
+        # measures one thread against two as it runs: runtime/thread_choice.py), pinned for
         # that system's completions only
         self.threads: dict[str, int | None] = {"inkling": None, "inkling draft=none": None}
         for t in inkling_threads:
@@ -860,7 +860,7 @@ class Replay:
 
     def trace(self, trace, group: str, cap: int, probe: SyncProbe) -> None:
         from inkling.completion.errors import DocumentError
-        from inkling.lsp.trace_file import CompleteEvent, TraceError
+        from inkling.evaluation.trace_file import CompleteEvent, TraceError
         with contextlib.ExitStack() as stack:
             sessions = {}
             for name, options in self.options.items():
@@ -945,7 +945,7 @@ class Replay:
 
 # ------------------------------------------------------------------------ report
 def _pct(values: list[float], q: float) -> float | None:
-    from inkling.lsp.metrics import percentile
+    from inkling.evaluation.metrics import percentile
     return percentile(values, q) if values else None
 
 
@@ -1128,7 +1128,7 @@ def run_checks(runtime, server: LlamaServer, traces) -> bool:
 
 def replay(args, runtime, datastore, servers, sets) -> tuple[Replay, dict]:
     from tqdm import tqdm
-    from inkling.lsp.trace_file import CompleteEvent, read_trace
+    from inkling.evaluation.trace_file import CompleteEvent, read_trace
     loaded = [(s.group, read_trace(str(p))) for s in sets for p in s.paths]
     counts = [sum(isinstance(e, CompleteEvent) for e in t.events) for _, t in loaded]
     cap = math.ceil(args.limit / len(loaded)) if args.limit else max(counts, default=0)
@@ -1212,7 +1212,7 @@ def main() -> int:
     threads = [int(t) for t in args.threads.split(",") if t.strip()]
     cache = args.cache_dir.expanduser()
     cache.mkdir(parents=True, exist_ok=True)
-    from inkling.lsp.trace_file import read_trace
+    from inkling.evaluation.trace_file import read_trace
     from inkling.models import BUNDLED_MODEL_DIR
     try:
         binary = build_server(cache)

@@ -22,8 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_traces import describe, held_out_traces, sample_traces  # noqa: E402
 
 from inkling.completion.options import InklingOptions  # noqa: E402
-from inkling.lsp.ray_replay import RayOptions, import_ray, replay_on_ray  # noqa: E402
-from inkling.lsp.replay_result import summarise  # noqa: E402
+from inkling.evaluation.ray_replay import RayOptions, import_ray, replay_on_ray  # noqa: E402
+from inkling.evaluation.replay_result import summarise  # noqa: E402
 
 COMPARED = ("exact_line", "edit_similarity", "tokens_per_forward", "sync_ok", "completions")
 

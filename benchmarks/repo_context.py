@@ -24,7 +24,7 @@ import zipfile
 from pathlib import Path
 
 TOOLZ = "toolz==1.0.0"
-INKLING = [sys.executable, "-m", "inkling.lsp.cli"]
+INKLING = [sys.executable, "-m", "inkling.cli.main"]
 
 
 def fetch_toolz(tmp: Path) -> Path:

@@ -51,7 +51,7 @@ from pathlib import Path
 
 import torch
 
-from inkling.cache.model_loader import load_runtime
+from inkling.runtime.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
 from inkling.completion.options import InklingOptions
 from inkling.models import BUNDLED_MODEL_DIR

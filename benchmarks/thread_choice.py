@@ -1,4 +1,4 @@
-"""The native forward's thread count: the runtime's measured choice (cache/thread_choice.py)
+"""The native forward's thread count: the runtime's measured choice (runtime/thread_choice.py)
 against one thread and two threads fixed, replaying the same traces interleaved (trace
 by trace, the three in a rotating order), quiet or beside busy processes.
 
@@ -25,9 +25,9 @@ from bench_traces import toolz_traces  # noqa: E402
 
 from inkling.completion.engine import Engine  # noqa: E402
 from inkling.completion.options import InklingOptions  # noqa: E402
-from inkling.lsp.replay import Replayer  # noqa: E402
-from inkling.lsp.syntax_check import SyntaxChecker  # noqa: E402
-from inkling.lsp.trace_file import read_trace  # noqa: E402
+from inkling.evaluation.replay import Replayer  # noqa: E402
+from inkling.evaluation.syntax_check import SyntaxChecker  # noqa: E402
+from inkling.evaluation.trace_file import read_trace  # noqa: E402
 
 BUNDLED = Path(__file__).resolve().parent / "traces"
 SPIN = "while True: pass"

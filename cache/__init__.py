@@ -1,1 +1,2 @@
-"""Model runtime and the edit-consistent KV cache."""
+"""The edit-consistent KV cache: a prompt's keys and values kept across edits, moved tokens'
+keys re-rotated (PIE), edit hunks, token-tree masks and the pool of caches."""

@@ -27,9 +27,10 @@ from dataclasses import dataclass
 
 import torch
 
-from .edit_hunks import Segment, segments
-from .rope import RopeRotator, UnsupportedRope
-from .runtime import ModelRuntime
+from inkling.cache.edit_hunks import Segment, segments
+from inkling.cache.rope import RopeRotator
+from inkling.runtime.rotary import UnsupportedRope
+from inkling.runtime.model_runtime import ModelRuntime
 
 log = logging.getLogger("inkling.cache")
 MODES = ("full", "pie", "naive")
@@ -300,7 +301,7 @@ class PromptCache:
         ``past + depth``. Returns logits [n, vocab] (or of the last ``keep_last`` nodes);
         the cache then holds every node (``keep_new`` keeps the accepted path).
         """
-        from .tree_mask import tree_mask
+        from inkling.cache.tree_mask import tree_mask
         positions, mask = tree_mask(parents, len(self.ids), self.runtime.dtype)  # [n], [n, L]
         return self._run_masked(tokens, positions[None], mask, keep_last)
 

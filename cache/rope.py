@@ -10,17 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from .errors import ModelError
-
-UNSUPPORTED_ROPE = {
-    "dynamic": "dynamic-NTK scaling changes the frequencies with the sequence length",
-    "longrope": "longrope uses different frequencies for short and long sequences",
-}
-
-
-class UnsupportedRope(ModelError):
-    """The model's rotary scaling makes re-rotation wrong; the cache recomputes instead."""
-
+from inkling.runtime.rotary import UNSUPPORTED_ROPE, UnsupportedRope, rope_type
 
 def rotate_half(x: torch.Tensor) -> torch.Tensor:
     half = x.shape[-1] // 2
@@ -32,11 +22,6 @@ def find_rotary(model: torch.nn.Module) -> torch.nn.Module:
         if name.endswith("rotary_emb") and hasattr(module, "inv_freq"):
             return module
     raise UnsupportedRope(f"{type(model).__name__} has no rotary embedding module")
-
-
-def rope_type(config) -> str:
-    params = getattr(config, "rope_parameters", None) or getattr(config, "rope_scaling", None) or {}
-    return params.get("rope_type") or params.get("type") or "default"
 
 
 class RopeRotator:

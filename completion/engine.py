@@ -12,9 +12,9 @@ from typing import Callable
 from inkling.analysis import CodeAnalysis
 from inkling.analysis.workspace import Workspace
 from inkling.cache.cache_pool import CachePool
-from inkling.cache.model_loader import load_runtime
+from inkling.runtime.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
-from inkling.cache.runtime import ModelRuntime
+from inkling.runtime.model_runtime import ModelRuntime
 from inkling.models import resolve_model_path
 
 from .decoding.dispatch import decode_drafts

@@ -7,7 +7,7 @@ from __future__ import annotations
 from inkling.analysis import AnalysisOptions, CodeAnalysis
 from inkling.analysis.vocabulary import TokenVocabulary
 from inkling.analysis.workspace import Workspace
-from inkling.cache.runtime import ModelRuntime
+from inkling.runtime.model_runtime import ModelRuntime
 
 from .document import Document
 from .open_documents import OpenDocuments

@@ -48,9 +48,9 @@ class ModelOptions:
         "float32": "32-bit floats", "float16": "16-bit floats",
         "bfloat16": "bfloat16, for GPUs that compute in it"})
     # auto: the fastest that runs here: native, the compact forward's layers in C++ for
-    # forwards of up to 8 rows (cache/native_llama.py; float32 on the CPU; compiled once per
+    # forwards of up to 8 rows (runtime/native_llama.py; float32 on the CPU; compiled once per
     # machine at the first load, about 30 s), else the compact forward
-    # (cache/compact_llama.py) for the Llama family, else transformers' own; inkling/stats
+    # (runtime/compact_llama.py) for the Llama family, else transformers' own; inkling/stats
     # says which runs and why not native. native or compact: that one, or an error at load
     # naming why not. reference: transformers' always (what the others are tested against)
     forward: str = _option("auto", "model", "Which implementation of the model's forward pass "
@@ -60,10 +60,10 @@ class ModelOptions:
                                    "compact": "inkling's PyTorch forward for the Llama family",
                                    "reference": "the transformers library's own: the same "
                                                 "suggestions, slower"})
-    # CPU threads of the forward (0: by the rules in cache/model_loader.py: for a model
+    # CPU threads of the forward (0: by the rules in runtime/model_loader.py: for a model
     # under 100 M parameters, one, and for its native forward one or every core, whichever
     # measures faster as it runs (a second thread halves the weights each core reads, and
-    # stalls when another process holds that core: cache/thread_choice.py); all cores
+    # stalls when another process holds that core: runtime/thread_choice.py); all cores
     # for a larger model)
     threads: int = _option(0, "model", "CPU threads of the model's forward pass (0: chosen by "
                            "the model's size, and measured as it runs).", advanced=True,

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from inkling.analysis.workspace import Workspace
-from inkling.cache.runtime import ModelRuntime
+from inkling.runtime.model_runtime import ModelRuntime
 
 from .drafting.sources import DraftSources
 from .errors import InklingError

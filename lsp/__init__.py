@@ -1,1 +1,2 @@
-"""The pygls server, the `inkling` command line, headless replay and trace tools."""
+"""The language server: the protocol, the message loop, module-level handlers, the model
+worker and the conversion between LSP and the completion engine."""

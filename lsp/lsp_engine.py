@@ -24,7 +24,7 @@ from inkling.completion.errors import DocumentError, InklingError
 from inkling.completion.options import InklingOptions
 from inkling.completion.result import GuardCut
 
-from .convert import ACCEPT_COMMAND       # the command an inline item runs when taken
+from inkling.lsp.convert import ACCEPT_COMMAND       # the command an inline item runs when taken
 
 
 class LspEngine:
@@ -62,7 +62,7 @@ class LspEngine:
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(self.timeout_s)
 
     async def _start(self, root_uri: str) -> None:
-        await self.client.start_io(sys.executable, "-m", "inkling.lsp.cli", "serve")
+        await self.client.start_io(sys.executable, "-m", "inkling.cli.main", "serve")
         settings = asdict(self.options)
         settings["server"].update(debounce_min_ms=0, debounce_max_ms=0)   # no waiting here
         await self.client.initialize_async(lsp.InitializeParams(

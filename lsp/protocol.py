@@ -27,7 +27,7 @@ from pygls.protocol import (JsonRPCNotification, JsonRPCRequestMessage, JsonRPCR
                             LanguageServerProtocol)
 from pygls.protocol.language_server import lsp_method
 
-from .strict_converter import describe
+from inkling.lsp.strict_converter import describe
 
 log = logging.getLogger("inkling.server")
 

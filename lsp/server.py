@@ -22,20 +22,20 @@ from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 from pygls.lsp.server import LanguageServer
 
-from inkling.cache.errors import ModelError
+from inkling.runtime.errors import ModelError
 from inkling.completion.decoding.steps import Cancelled
 from inkling.completion.engine import Engine
 from inkling.completion.errors import DocumentError, InklingError
 from inkling.completion.prompt.repo_context import uri_path
 
-from . import convert
-from .message_loop import run_stdio, run_tcp
-from .model_worker import CancelToken, ModelWorker
-from .notices import Notices
-from .protocol import InklingProtocol, flush_and_exit
-from .server_stats import ServerStats, drafting_in_use, forward_in_use, threads_in_use
-from .strict_converter import strict_converter
-from .typing_cadence import TypingCadence
+from inkling.lsp import convert
+from inkling.lsp.message_loop import run_stdio, run_tcp
+from inkling.lsp.model_worker import CancelToken, ModelWorker
+from inkling.lsp.notices import Notices
+from inkling.lsp.protocol import InklingProtocol, flush_and_exit
+from inkling.lsp.server_stats import ServerStats, drafting_in_use, forward_in_use, threads_in_use
+from inkling.lsp.strict_converter import strict_converter
+from inkling.lsp.typing_cadence import TypingCadence
 
 log = logging.getLogger("inkling.server")
 VERSION = "0.1.0"

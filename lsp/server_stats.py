@@ -5,9 +5,21 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+import math
+
 from inkling.completion.drafting.draft_mode import in_use
 
-from .metrics import percentile
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0..100) with linear interpolation between ranks (numpy's default)."""
+    if not values:
+        raise ValueError("percentile of no values")
+    if not 0 <= q <= 100:
+        raise ValueError(f"percentile q must be within 0..100, got {q}")
+    ordered = sorted(values)
+    rank = (len(ordered) - 1) * q / 100
+    low, high = math.floor(rank), math.ceil(rank)
+    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 @dataclass

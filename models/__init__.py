@@ -1,4 +1,5 @@
-"""The bundled default model and the recipe that reproduces it."""
+"""The bundled default model's folder and the files it was trained on (the recipe that
+reproduces it is in training/)."""
 from pathlib import Path
 
 BUNDLED_MODEL_DIR = Path(__file__).resolve().parent / "inkling-tiny"

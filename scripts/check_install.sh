@@ -37,7 +37,9 @@ INKLING="$WORK/venv/bin/inkling"
 that imports is the installed one."""
 import pathlib, sys, tarfile, zipfile
 wheel, sdist, repo = sys.argv[1], sys.argv[2], pathlib.Path(sys.argv[3])
-tops = ("lsp", "completion", "analysis", "cache", "models")
+import ast
+tops = next(ast.literal_eval(n.value) for n in ast.parse((repo / "setup.py").read_text()).body
+            if isinstance(n, ast.Assign) and n.targets[0].id == "TOP")     # setup.py's list
 source = {p.relative_to(repo).as_posix() for top in tops for p in (repo / top).rglob("*.py")}
 in_wheel = {n.removeprefix("inkling/") for n in zipfile.ZipFile(wheel).namelist()}
 in_sdist = {n.split("/", 1)[1] for n in tarfile.open(sdist).getnames() if "/" in n}

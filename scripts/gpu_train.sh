@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A training run on the GPU machine (no network; inkling not installed there): the
 # repository, as it travels, is made importable as the package `inkling`, and
-# models/gpu_run.py runs with the machine's own Python. Arguments go to gpu_run
+# training/gpu_run.py runs with the machine's own Python. Arguments go to gpu_run
 # (--out is required). Usage, from the repository root:
 #   scripts/gpu_train.sh --out "$OUT" --minutes 9 --init models/inkling-tiny
 set -euo pipefail
@@ -11,4 +11,4 @@ pkg="$(mktemp -d)"
 ln -s "$root" "$pkg/inkling"
 cd "$root"
 PYTHONPATH="$pkg${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 \
-  "$python" -m inkling.models.gpu_run --data "$root/packed" "$@"
+  "$python" -m inkling.training.gpu_run --data "$root/packed" "$@"

@@ -24,7 +24,7 @@ def make_tiny_model(out: Path, vocab_size: int = 600, seed: int = 0, **overrides
     from transformers import LlamaConfig, LlamaForCausalLM
 
     from inkling.models.corpus import stdlib_root
-    from inkling.models.tokenizer_recipe import save_tokenizer, train_tokenizer
+    from inkling.training.tokenizer_recipe import save_tokenizer, train_tokenizer
 
     out.mkdir(parents=True, exist_ok=True)
     root = stdlib_root()
@@ -51,7 +51,7 @@ def tiny_model_dir(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def tiny_runtime(tiny_model_dir):
-    from inkling.cache.model_loader import load_runtime
+    from inkling.runtime.model_loader import load_runtime
     return load_runtime(tiny_model_dir, device="cpu", dtype="float32")
 
 
@@ -64,7 +64,7 @@ PROMPTS = ["def area(width, height):\n    return ", "import os\n\nfor name in os
 @pytest.fixture(scope="module")
 def wide_runtime(tmp_path_factory):
     """A tiny model with wide random weights (initializer_range 0.3): unsure drafts."""
-    from inkling.cache.model_loader import load_runtime
+    from inkling.runtime.model_loader import load_runtime
     d = make_tiny_model(tmp_path_factory.mktemp("wide"), initializer_range=0.3, seed=11)
     return load_runtime(d, device="cpu", dtype="float32")
 

@@ -9,7 +9,7 @@ import sys
 from lsprotocol import types as lsp
 from pytest_lsp import LanguageClient, client_capabilities
 
-SERVER = [sys.executable, "-m", "inkling.lsp.cli", "serve"]
+SERVER = [sys.executable, "-m", "inkling.cli.main", "serve"]
 
 
 async def wait_ready(client: LanguageClient, polls: int = 600) -> None:

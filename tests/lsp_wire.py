@@ -10,7 +10,7 @@ import threading
 import time
 from pathlib import Path
 
-SERVER = [sys.executable, "-m", "inkling.lsp.cli", "serve"]
+SERVER = [sys.executable, "-m", "inkling.cli.main", "serve"]
 
 
 class Wire:

@@ -2,28 +2,27 @@
 
 The packages' layers, top to bottom:
 
-    lsp  ->  completion  ->  {analysis, cache, models}
+    cli  ->  training  ->  evaluation  ->  lsp  ->  completion  ->  {analysis, cache}  ->  {runtime, models}
 
-A package imports only packages in a layer below its own. The foundation's three
-packages are beside one another: analysis and cache never import each other, and
-nothing in the foundation imports models (the bundled model's folder and its corpus are
-known in models, never the reverse). The one import inside the foundation is
-models -> cache: the tokenizer recipe and the training samples use cache's
-fill-in-the-middle format (cache/fim.py), the same one the runtime prompts with.
+A package imports only packages in a layer below its own; two packages of one layer never
+import each other. So the language server (lsp) never imports the evaluation tools, nothing
+the server runs imports the training recipe, the model runtime knows nothing of the
+edit-consistent cache above it, and no package imports the command line.
 
 So there is no import cycle between packages; a second test checks that directly, from
-the graph alone. Inside lsp/, the modules' module-level imports have no cycle either
-(a command-line module imports shared helpers from lsp/cli_flags.py, never another
-command's private ones).
+the graph alone. Inside each package, the modules' imports (function-local ones too) have
+no cycle either.
 """
 from __future__ import annotations
 
 import ast
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
-LAYER = {"lsp": 2, "completion": 1, "analysis": 0, "cache": 0, "models": 0}
-FOUNDATION_IMPORTS = {("models", "cache")}      # (importer, imported) inside the bottom layer
+LAYER = {"cli": 6, "training": 5, "evaluation": 4, "lsp": 3, "completion": 2,
+         "analysis": 1, "cache": 1, "runtime": 0, "models": 0}
 
 
 def _module_name(path: Path) -> str:
@@ -111,7 +110,7 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 def test_every_package_imports_only_the_layers_below_it():
     wrong = [f"{where}: {src} imports {dst}" for src, dst, where in _package_edges()
-             if LAYER[dst] >= LAYER[src] and (src, dst) not in FOUNDATION_IMPORTS]
+             if LAYER[dst] >= LAYER[src]]
     assert not wrong, "imports against the layer order:\n" + "\n".join(wrong)
 
 
@@ -122,19 +121,30 @@ def test_no_import_cycle_between_packages():
     assert _cycle(graph) is None, f"package import cycle: {' -> '.join(_cycle(graph))}"
 
 
-def test_no_import_cycle_between_lsp_modules_at_module_level():
-    paths = {_module_name(p): p for p in (REPO / "lsp").glob("*.py")}
+def _module_graph(package: str) -> dict[str, set[str]]:
+    """Module -> the modules of the same package it imports (function-local imports too;
+    ``from .x import y`` counts as an import of module x; a subpackage's __init__ is a
+    module of its own)."""
+    paths = {_module_name(p): p for p in (REPO / package).rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for module, path in paths.items():
-        for name, _, module_level in _imports(path):
-            if not module_level:
-                continue
+        for name, _, _ in _imports(path):
             while name and name not in paths:       # ``from .x import y``: module x
                 name = name.rpartition(".")[0]
-            if name and name != module:
+            if name and name != module and name != f"inkling.{package}":
                 graph.setdefault(module, set()).add(name)
-    cycle = _cycle(graph)
-    assert cycle is None, f"lsp module import cycle: {' -> '.join(cycle or [])}"
+    return graph
+
+
+@pytest.mark.parametrize("package", sorted(LAYER))
+def test_no_import_cycle_between_the_modules_of_a_package(package):
+    cycle = _cycle(_module_graph(package))
+    assert cycle is None, f"{package} module import cycle: {' -> '.join(cycle or [])}"
+
+
+def test_every_top_level_package_has_a_layer():
+    tops = {p.parent.name for p in REPO.glob("*/__init__.py")}
+    assert tops == set(LAYER), f"packages without a layer: {tops - set(LAYER)}"
 
 
 def test_the_reader_sees_relative_and_function_local_imports(monkeypatch):

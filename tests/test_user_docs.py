@@ -29,7 +29,7 @@ def test_user_docs_stand_on_their_own(path):
 
 
 def test_command_help_stands_on_its_own():
-    from inkling.lsp.cli import _parser
+    from inkling.cli.main import _parser
     parsers, found = [_parser()], []
     while parsers:
         parser = parsers.pop()

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import torch
 
 from inkling.cache.prompt_cache import PromptCache
-from inkling.cache.runtime import ModelRuntime
+from inkling.runtime.model_runtime import ModelRuntime
 
 from .steps import Cancelled
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 
 from inkling.cache.prompt_cache import PromptCache
-from inkling.cache.runtime import ModelRuntime
+from inkling.runtime.model_runtime import ModelRuntime
 
 TREE_ROWS = (8, 16)      # the tree sizes the suffix drafter verifies (rows, root included)
 PRIOR_ROWS = 16          # the tree it builds at the meter's prior acceptance (1 token: 12

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Callable
 
-from inkling.cache.runtime import ModelRuntime
+from inkling.runtime.model_runtime import ModelRuntime
 
 from .acceptance import AcceptanceMeter
 from .draft_tree import EMPTY, DraftTree

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 
 from inkling.analysis.workspace import Workspace
-from inkling.cache.runtime import ModelRuntime
+from inkling.runtime.model_runtime import ModelRuntime
 
 from ..errors import OptionError
 from ..prompt.builder import normalise_eol

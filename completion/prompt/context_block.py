@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inkling.cache.runtime import ModelRuntime
+from inkling.runtime.model_runtime import ModelRuntime
 
 from .repo_format import RepoFormat
 

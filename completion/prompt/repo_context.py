@@ -24,7 +24,7 @@ from typing import Callable
 from urllib.parse import unquote, urlparse
 
 from inkling.analysis.imported_definitions import UNUSED, ImportedDefinitions
-from inkling.cache.runtime import ModelRuntime
+from inkling.runtime.model_runtime import ModelRuntime
 
 from ..document import Document
 from ..options import CompletionOptions

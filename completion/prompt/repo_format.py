@@ -1,6 +1,6 @@
 """How a model family writes other files of the repository before the file being completed.
 
-* ``inkling`` (the bundled model, trained so; ``models/samples.py``) and Qwen2.5-Coder:
+* ``inkling`` (the bundled model, trained so; ``training/samples.py``) and Qwen2.5-Coder:
   ``<|file_sep|>{path}\\n{text}`` for each file, then ``<|file_sep|>{path}\\n`` of the
   cursor's file and its fill-in-the-middle prompt; Qwen2.5-Coder opens with
   ``<|repo_name|>{name}\\n``.
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inkling.cache.runtime import ModelRuntime
+from inkling.runtime.model_runtime import ModelRuntime
 
 
 @dataclass(frozen=True)

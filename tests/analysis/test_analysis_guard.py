@@ -142,7 +142,7 @@ def test_text_inside_a_docstring_being_typed_is_kept_and_counted_valid(tmp_path)
     """The guard (through the analysis's lexical scan) and the replay's syntax_valid
     metric decide it by one rule: they agree, where the tree alone did not."""
     from analysis_helpers import analysis_for, open_at
-    from inkling.lsp.syntax_check import SyntaxChecker
+    from inkling.evaluation.syntax_check import SyntaxChecker
     text, offset = _split(OPEN_DOCSTRING)
     a = analysis_for(tmp_path)
     path = tmp_path / "m.py"
@@ -172,7 +172,7 @@ def test_what_the_guard_keeps_the_metric_counts_valid_once_finished(tmp_path, do
     invalid)."""
     from analysis_helpers import analysis_for, open_at
     from inkling.analysis.unfinished import closers
-    from inkling.lsp.syntax_check import SyntaxChecker
+    from inkling.evaluation.syntax_check import SyntaxChecker
     text, offset = _split(doc)
     a = analysis_for(tmp_path)
     path = tmp_path / "m.py"

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from inkling.analysis.trigger_identifier import identifier_matches
-from inkling.lsp.replay_result import CompletionRecord, TraceResult, summarise
+from inkling.evaluation.replay_result import CompletionRecord, TraceResult, summarise
 
 from analysis_helpers import analysis_for
 
@@ -136,10 +136,10 @@ def test_replay_reports_the_analysis_metrics(tiny_model_dir, tiny_runtime, monke
 
     from inkling.completion.engine import Completion, Draft, Engine
     from inkling.completion.options import InklingOptions
-    from inkling.lsp.replay import Replayer
-    from inkling.lsp.replay_result import replay_json
-    from inkling.lsp.syntax_check import SyntaxChecker
-    from inkling.lsp.trace_file import parse_trace
+    from inkling.evaluation.replay import Replayer
+    from inkling.evaluation.replay_result import replay_json
+    from inkling.evaluation.syntax_check import SyntaxChecker
+    from inkling.evaluation.trace_file import parse_trace
 
     drafts = {4: "return base.Shape.area", 5: "return base.Shap.area", 6: "x = 1"}
 

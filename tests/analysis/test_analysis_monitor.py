@@ -39,7 +39,7 @@ MEMBERS = {"start", "step", "value", "increment", "describe"}
 @pytest.fixture(scope="module")
 def tiny_tokenizer():
     from inkling.models.corpus import stdlib_root
-    from inkling.models.tokenizer_recipe import train_tokenizer
+    from inkling.training.tokenizer_recipe import train_tokenizer
     root = stdlib_root()
     texts = [(root / n).read_text(encoding="utf-8") for n in
              ("textwrap.py", "bisect.py", "heapq.py", "shlex.py", "os.py")]
@@ -263,7 +263,7 @@ def test_masked_decode_on_a_tiny_model_emits_only_members(tiny_runtime, tmp_path
 
 @pytest.mark.slow
 def test_masked_decode_on_the_bundled_model_emits_only_members(bundled_model_dir, tmp_path):
-    from inkling.cache.model_loader import load_runtime
+    from inkling.runtime.model_loader import load_runtime
     runtime = load_runtime(bundled_model_dir, device="cpu", dtype="float32")
     _check_masked_decode(runtime, tmp_path, seeds=4)
 

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 def test_pie_stays_close_to_full_and_naive_drifts(bundled_model_dir, capsys):
     from cache_kl import measure
 
-    from inkling.cache.model_loader import load_runtime
+    from inkling.runtime.model_loader import load_runtime
     runtime = load_runtime(bundled_model_dir, device="cpu", dtype="float32")
     res = measure(runtime, 24, seed=1)
     pie, naive = statistics.mean(res["pie"]), statistics.mean(res["naive"])

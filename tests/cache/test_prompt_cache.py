@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from inkling.cache.cache_pool import CachePool
 from inkling.cache.edit_hunks import segments
-from inkling.cache.model_loader import load_runtime
+from inkling.runtime.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
 
 from conftest import make_tiny_model

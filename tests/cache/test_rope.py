@@ -3,8 +3,9 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM, DynamicCache
 
-from inkling.cache.rope import RopeRotator, UnsupportedRope
-from inkling.cache.runtime import cache_keyword
+from inkling.cache.rope import RopeRotator
+from inkling.runtime.rotary import UnsupportedRope
+from inkling.runtime.model_runtime import cache_keyword
 
 
 def _model(**overrides):

@@ -54,7 +54,7 @@ def silent_runtime(tmp_path_factory):
     from conftest import make_tiny_model
     from transformers import LlamaForCausalLM
 
-    from inkling.cache.model_loader import load_runtime
+    from inkling.runtime.model_loader import load_runtime
     path = make_tiny_model(tmp_path_factory.mktemp("silent"), tie_word_embeddings=False)
     model = LlamaForCausalLM.from_pretrained(path)
     with torch.no_grad():

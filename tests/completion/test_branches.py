@@ -180,7 +180,7 @@ def test_superposed_gives_distinct_ranked_drafts_and_counts_forwards(wide_runtim
 
 
 def test_superposed_needs_input_embeddings(wide_runtime, monkeypatch):
-    from inkling.cache.errors import ModelError
+    from inkling.runtime.errors import ModelError
     monkeypatch.setattr(wide_runtime.model, "get_input_embeddings", lambda: None)
     engine = Engine(InklingOptions().merged({"completion": {"decoder": "superposed"}}),
                     runtime=wide_runtime)

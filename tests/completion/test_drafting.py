@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 import pytest
 import torch
 
-from inkling.cache.model_loader import load_runtime
+from inkling.runtime.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
 from inkling.completion.decoding.greedy import greedy_decode
 from inkling.completion.decoding.request import DecodeRequest

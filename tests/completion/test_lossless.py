@@ -18,7 +18,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from inkling.cache.model_loader import load_runtime
+from inkling.runtime.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
 from inkling.completion import engine as engine_module
 from inkling.completion.decoding import speculative
@@ -33,10 +33,10 @@ from inkling.completion.options import InklingOptions
 from inkling.completion.drafting.prompt_lookup import prompt_lookup
 from inkling.completion.decoding.speculative import near_tie, speculative_decode
 from inkling.completion.decoding.stop_rules import StopRule
-from inkling.lsp.replay import Replayer
-from inkling.lsp.retype_trace import RetypeOptions, retype_trace
-from inkling.lsp.syntax_check import SyntaxChecker
-from inkling.lsp.trace_file import read_trace
+from inkling.evaluation.replay import Replayer
+from inkling.evaluation.retype_trace import RetypeOptions, retype_trace
+from inkling.evaluation.syntax_check import SyntaxChecker
+from inkling.evaluation.trace_file import read_trace
 from inkling.models.corpus import load_corpus, stdlib_root
 
 from conftest import SHARED, make_tiny_model

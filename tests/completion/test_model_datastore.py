@@ -156,13 +156,13 @@ def test_cli_builds_one_and_refuses_bad_counts(tiny_model_dir, tmp_path):
     folder = tmp_path / "code"
     folder.mkdir()
     (folder / "m.py").write_text("def f(x):\n    return x + 1\n" * 20)
-    run = subprocess.run([sys.executable, "-m", "inkling.lsp.cli", "datastore", "model",
+    run = subprocess.run([sys.executable, "-m", "inkling.cli.main", "datastore", "model",
                           "--model", str(tiny_model_dir), "--from", str(folder), "--items", "5",
                           "--batch", "2", "--out", str(out)], capture_output=True, text=True,
                          timeout=300)
     assert run.returncode == 0, run.stderr
     assert "5 continuations" in run.stderr and md.load(out, tiny_model_dir).items == 5
-    bad = subprocess.run([sys.executable, "-m", "inkling.lsp.cli", "datastore", "model",
+    bad = subprocess.run([sys.executable, "-m", "inkling.cli.main", "datastore", "model",
                           "--model", str(tiny_model_dir), "--items", "0", "--out", str(out)],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and "--items" in bad.stderr

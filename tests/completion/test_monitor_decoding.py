@@ -42,7 +42,7 @@ def test_without_the_monitor_a_random_model_writes_anything(tiny_runtime):
 
 def test_the_vocabulary_index_is_prepared_once_a_model(tiny_model_dir, monkeypatch):
     from inkling.analysis.vocabulary import TokenVocabulary
-    from inkling.cache.model_loader import load_runtime
+    from inkling.runtime.model_loader import load_runtime
     runtime = load_runtime(tiny_model_dir, device="cpu", dtype="float32")
     built = []
     real = TokenVocabulary.from_tokenizer

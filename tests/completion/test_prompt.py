@@ -1,4 +1,4 @@
-from inkling.cache.fim import INKLING
+from inkling.runtime.fim import INKLING
 from inkling.completion.prompt.builder import (CHARS_PER_TOKEN_WINDOW, budgets, build_prompt,
                                                normalise_eol)
 

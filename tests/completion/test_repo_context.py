@@ -291,7 +291,7 @@ def test_options_name_a_bad_value():
 
 
 def test_replay_reports_context_tokens_and_a_sample_block(tiny_model_dir, tmp_path, capsys):
-    from inkling.lsp.cli import main
+    from inkling.cli.main import main
     events = [{"kind": "header", "version": 1, "name": "ctx", "language": "python"},
               {"kind": "file", "path": "pkg/__init__.py", "text": ""},
               {"kind": "file", "path": "pkg/shapes.py", "text": SHAPES},
@@ -316,8 +316,8 @@ def test_replay_reports_context_tokens_and_a_sample_block(tiny_model_dir, tmp_pa
 
 
 def test_retype_cli_root_and_workspace_files(tmp_path, capsys):
-    from inkling.lsp.cli import main
-    from inkling.lsp.trace_file import read_trace
+    from inkling.cli.main import main
+    from inkling.evaluation.trace_file import read_trace
     root = _workspace(tmp_path)
     (root / "pkg" / "main.py").write_text(MAIN + "p\n")
     assert main(["trace", "retype", str(root / "pkg" / "shapes.py"), "--root", str(root),

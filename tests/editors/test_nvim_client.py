@@ -33,7 +33,7 @@ pynvim = pytest.importorskip("pynvim")
 
 REPO = Path(__file__).resolve().parents[2]
 PLUGIN = REPO / "editors" / "nvim"
-SERVER = [sys.executable, "-m", "inkling.lsp.cli", "serve"]
+SERVER = [sys.executable, "-m", "inkling.cli.main", "serve"]
 # the options the issue asks for: several drafts from the "branches" decoder
 DRAFT_OPTIONS = {"completion": {"decoder": "branches", "drafts": 3, "automaticDrafts": 1}}
 

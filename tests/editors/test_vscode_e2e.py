@@ -45,7 +45,7 @@ from pathlib import Path
 
 import pytest
 
-from inkling.cache.native_build import cache_root as native_cache
+from inkling.runtime.native_build import cache_root as native_cache
 
 REPO = Path(__file__).resolve().parents[2]
 EXTENSION = REPO / "editors" / "vscode"

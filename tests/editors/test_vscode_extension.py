@@ -111,7 +111,7 @@ def test_extension_drives_the_real_server(tmp_path, request):
     compiled = _npm("run", "compile")
     assert compiled.returncode == 0, compiled.stdout + compiled.stderr
     env = {**os.environ, "OMP_NUM_THREADS": "1",
-           "INKLING_TEST_SERVER": json.dumps([sys.executable, "-m", "inkling.lsp.cli", "serve"]),
+           "INKLING_TEST_SERVER": json.dumps([sys.executable, "-m", "inkling.cli.main", "serve"]),
            "INKLING_TEST_OPTIONS": json.dumps(settings),
            "INKLING_TEST_DEFAULTS": json.dumps(dataclasses.asdict(
                InklingOptions().merged(tree)))}

@@ -76,7 +76,7 @@ vim.o.laststatus = 2
 vim.cmd("syntax on")
 vim.o.statusline = " %f %= %{{v:lua.require'inkling'.statusline()}} "
 require("inkling").setup({{
-  cmd = vim.json.decode([==[{json.dumps([sys.executable, "-m", "inkling.lsp.cli", "serve"])}]==]),
+  cmd = vim.json.decode([==[{json.dumps([sys.executable, "-m", "inkling.cli.main", "serve"])}]==]),
   init_options = vim.json.decode([==[{json.dumps(options)}]==]),
 }})
 -- for the capture script: the ghost text on screen, written on every change

@@ -114,7 +114,7 @@ export interface ServerCommand {
 }
 
 /**
- * The command that starts `inkling serve` over stdio: `pythonPath -m inkling.lsp.cli serve`
+ * The command that starts `inkling serve` over stdio: `pythonPath -m inkling.cli.main serve`
  * when a Python is configured, else `serverCommand` (default `inkling serve`); paths may use
  * `${workspaceFolder}`, `${userHome}` and `~/`.
  */
@@ -124,7 +124,7 @@ export function serverCommand(
   vars: { workspaceFolder?: string; userHome?: string } = {},
 ): ServerCommand {
   if (typeof pythonPath === "string" && pythonPath.trim() !== "") {
-    return { command: expandPath(pythonPath.trim(), vars), args: ["-m", "inkling.lsp.cli", "serve"] };
+    return { command: expandPath(pythonPath.trim(), vars), args: ["-m", "inkling.cli.main", "serve"] };
   }
   let parts: string[] = [];
   if (Array.isArray(serverCommandSetting)) {

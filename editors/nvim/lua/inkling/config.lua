@@ -4,7 +4,7 @@ local util = require("inkling.util")
 local M = {}
 
 M.defaults = {
-  -- The server command. `python` (when set) wins: {python, "-m", "inkling.lsp.cli", "serve"}.
+  -- The server command. `python` (when set) wins: {python, "-m", "inkling.cli.main", "serve"}.
   cmd = { "inkling", "serve" },
   python = nil,
   -- File types to attach to (LSP language ids are the file types): what the bundled model
@@ -64,7 +64,7 @@ end
 
 function M.server_cmd(cfg)
   if cfg.python and cfg.python ~= "" then
-    return { cfg.python, "-m", "inkling.lsp.cli", "serve" }
+    return { cfg.python, "-m", "inkling.cli.main", "serve" }
   end
   return cfg.cmd
 end

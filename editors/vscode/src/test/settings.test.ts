@@ -109,9 +109,9 @@ test("the server command: pythonPath wins, else serverCommand, else `inkling ser
   assert.deepEqual(serverCommand("inkling  serve", ""), { command: "inkling", args: ["serve"] });
   assert.deepEqual(serverCommand([], ""), { command: "inkling", args: ["serve"] });
   assert.deepEqual(serverCommand(["inkling", "serve"], " /venv/bin/python "),
-    { command: "/venv/bin/python", args: ["-m", "inkling.lsp.cli", "serve"] });
+    { command: "/venv/bin/python", args: ["-m", "inkling.cli.main", "serve"] });
   assert.deepEqual(serverCommand(["x"], "${workspaceFolder}/.venv/bin/python", { workspaceFolder: "/ws" }),
-    { command: "/ws/.venv/bin/python", args: ["-m", "inkling.lsp.cli", "serve"] });
+    { command: "/ws/.venv/bin/python", args: ["-m", "inkling.cli.main", "serve"] });
 });
 
 test("paths expand ${workspaceFolder}, ${userHome} and ~/", () => {

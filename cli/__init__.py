@@ -1,0 +1,2 @@
+"""The `inkling` command line: thin commands over the server, the evaluation tools and
+training."""

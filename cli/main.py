@@ -1,0 +1,348 @@
+"""The `inkling` command line: `complete`, `serve`, `evaluate`, `train` and `build-native`
+here, `replay` and `trace` in replay_cli.py, `datastore` in datastore_cli.py; what they
+share is in cli_flags.py.
+
+The model, the server and the training recipe are imported by the command that runs
+them, not here: `inkling --help` and the trace commands never load torch (each such
+import says what it costs).
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import logging
+import sys
+from pathlib import Path
+
+from inkling.runtime.errors import ModelError
+from inkling.completion.document import Position, utf16_len
+from inkling.completion.errors import InklingError
+from inkling.completion.options import (CACHE_MODES, DECODERS, DRAFT_MODES, FIM_ORDERS,
+                                        MONITOR_MODES, InklingOptions)
+from inkling.models import resolve_model_path
+from inkling.training.model_card import write_model_card
+from inkling.training.train_options import HELP, TrainOptions
+
+from inkling.cli import datastore as datastore_cli
+from inkling.cli import replay as replay_cli
+from inkling.cli.flags import add_model_flags, add_ray_flags, load_progress, model_changes, ray_options
+
+# Imported inside the commands that need them, because each costs seconds (measured with
+# `python -X importtime`, cumulative, on a busy 2-core machine): inkling.completion.engine
+# 1.8 to 2.5 s (torch, through the prompt cache: 1.4 to 1.9 s of it); inkling.training.training
+# 1.9 to 2.4 s (torch and transformers); inkling.lsp.server 2.4 to 3.0 s (pygls and the
+# Engine). `inkling --help` runs in 0.25 to 0.4 s in all, with none of them.
+
+
+class CliError(Exception):
+    """A problem with the user's input: printed as one line, exit status 2."""
+
+
+def _flag_bool(text: str) -> bool:
+    if text.lower() in ("1", "true", "yes", "on"):
+        return True
+    if text.lower() in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not a boolean (true or false)")
+
+
+def _add_dataclass_flags(p: argparse.ArgumentParser, cls, texts: dict | None = None) -> None:
+    # default None: the command knows which options were named (a resume keeps the others)
+    for f in dataclasses.fields(cls):
+        flag = "--" + f.name.replace("_", "-")
+        kind = _flag_bool if isinstance(f.default, bool) else type(f.default)
+        text = (texts or {}).get(f.name, "")
+        p.add_argument(flag, type=kind, default=None, dest=f.name,
+                       help=f"{text} (default: {f.default!r})".strip())
+
+
+def _cmd_train(args) -> int:
+    import importlib.util
+    if importlib.util.find_spec("matplotlib") is None:    # asked now, not after the run
+        raise CliError("inkling train plots its loss curve with matplotlib, which this "
+                       "install lacks: pip install 'inkling[train]'")
+    from inkling.training.training import train          # torch, transformers: see the top
+    given = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainOptions)
+             if getattr(args, f.name) is not None}
+    opts = TrainOptions(**given)
+    try:
+        train(opts, given)
+    except (FileNotFoundError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    return 0
+
+
+def _read_source(path_arg: str) -> str:
+    path = Path(path_arg)
+    if not path.exists():
+        raise CliError(f"{path_arg}: no such file")
+    if not path.is_file():
+        raise CliError(f"{path_arg}: not a regular file")
+    data = path.read_bytes()
+    if b"\0" in data[:8192]:
+        raise CliError(f"{path_arg}: looks like a binary file (it contains NUL bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{path_arg}: not UTF-8 text (byte {exc.start} cannot be decoded)") from None
+
+
+def _cli_position(doc, line: int, col: int):
+    """1-based line and column (in characters, as editors show them) -> LSP Position."""
+    if not 1 <= line <= doc.line_count:
+        raise CliError(f"{doc.uri}: line {line} is out of range (the file has "
+                       f"{doc.line_count} lines)")
+    text = doc.line_text(line - 1)
+    if not 1 <= col <= len(text) + 1:
+        raise CliError(f"{doc.uri}: column {col} is out of range (line {line} has "
+                       f"{len(text)} characters, so columns 1 to {len(text) + 1})")
+    return Position(line - 1, utf16_len(text[:col - 1]))
+
+
+def _options_from_args(args):
+    """The options `inkling complete`'s flags ask for: a flag not given (None) keeps the
+    options tree's default."""
+    completion = {key: value for key, value in (
+        ("fim_order", args.fim_order), ("decoder", args.decoder), ("draft", args.draft),
+        ("monitor", args.monitor), ("drafts", args.drafts)) if value is not None}
+    if args.max_new_tokens:
+        completion["max_new_tokens"] = args.max_new_tokens
+    changes = {"model": model_changes(args), "completion": completion}
+    if args.cache is not None:
+        changes["cache"] = {"mode": args.cache}
+    return InklingOptions().merged(changes)
+
+
+def _cmd_complete(args) -> int:
+    from inkling.completion.engine import Engine        # torch: see the top
+    text = _read_source(args.file)
+    engine = Engine(_options_from_args(args))
+    k = engine.options.completion.drafts
+    uri = Path(args.file).resolve().as_uri()
+    engine.open(uri, text)
+    position = _cli_position(engine.document(uri), args.line, args.col)
+    engine.load_model(load_progress())
+    if engine.uses_datastore:
+        engine.build_datastore(load_progress())
+    result = engine.complete(uri, position, k=k, trigger="invoked")
+    if not result.drafts:
+        print("inkling: no suggestion at this position", file=sys.stderr)
+    if args.json:
+        print(json.dumps({
+            "file": args.file, "line": args.line, "col": args.col,
+            "drafts": [{"id": d.id, "text": d.text, "logprob": round(d.logprob, 4)}
+                       for d in result.drafts],
+            "block": result.block, "stopped_by": result.stopped_by,
+            "latency_ms": round(result.latency_ms, 1),
+            "first_token_ms": round(result.first_token_ms, 1),
+            "forwards": result.forwards, "prefill_tokens": result.prefill_tokens}, indent=2))
+    else:
+        for i, d in enumerate(result.drafts):      # fewer than k where drafts repeated
+            if len(result.drafts) > 1:
+                print(f"--- draft {i + 1} of {len(result.drafts)}")
+            print(d.text)
+    return 0
+
+
+def _cmd_evaluate(args) -> int:
+    from inkling.completion.engine import Engine        # torch: see the top
+
+    from inkling.evaluation.held_out import evaluate_next_line                          # the Engine too
+    if args.drafts < 1:
+        raise CliError(f"--drafts {args.drafts}: at least 1")
+    if args.write_card and args.drafts != 1:
+        raise CliError(f"--write-card with --drafts {args.drafts}: the card's figure is one "
+                       "draft's next-line exact match; measure several drafts without it")
+    changes = {"model": model_changes(args)}
+    if args.decoder is not None:
+        changes["completion"] = {"decoder": args.decoder}
+    base = InklingOptions().merged(changes)
+    decoder = base.completion.decoder
+    decoder = decoder if args.drafts > 1 or decoder == "beam" else "greedy"
+    orders = ["spm", "psm"] if args.fim_order == "both" else [args.fim_order]
+    sets = ["stdlib", "package"] if args.held_out == "both" else [args.held_out]
+    if args.ray:
+        from inkling.evaluation.ray_evaluate import evaluate_on_ray                       # the Engine too
+        results, _ = evaluate_on_ray(args.model or "", base, [(h, o) for h in sets
+                                                             for o in orders],
+                                     args.lines_per_file, args.seed, ray_options(args),
+                                     sys.stderr, args.drafts)
+        results = [r.summary() for r in results]
+    else:
+        engine = Engine(base)
+        engine.load_model(load_progress())
+        results = [evaluate_next_line(args.model or "", order, args.lines_per_file, args.seed,
+                                      engine, held_out, args.drafts).summary()
+                   for held_out in sets for order in orders]
+    for r in results:
+        r["decoder"] = decoder
+        many = (f"; one of the {r['drafts']} drafts {100 * r['exact_any_match']:.1f}% "
+                f"({r['exact_any']}/{r['lines']})" if r["drafts"] > 1 else "")
+        first = "the first draft " if r["drafts"] > 1 else ""
+        how = f", {decoder}" if decoder != "greedy" else ""
+        print(f"next-line exact match ({r['held_out']}, {r['fim_order']}{how}): {first}"
+              f"{100 * r['exact_match']:.1f}% ({r['exact']}/{r['lines']} lines){many}, "
+              f"latency p50 {r['latency_ms_p50']} ms")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+    if args.write_card:
+        command = "inkling evaluate " + " ".join(sys.argv[2:]) if len(sys.argv) > 1 else ""
+        path = write_model_card(resolve_model_path(args.model or ""), results, command.strip())
+        print(f"model card written to {path}")
+    return 0
+
+
+def _cmd_serve(args) -> int:
+    from inkling.completion.engine import Engine        # torch: see the top
+
+    from inkling.lsp.server import serve                           # pygls and the Engine: see the top
+    logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    serve(Engine(InklingOptions().merged({"model": model_changes(args)})), args.tcp, args.host)
+    return 0
+
+
+def _cmd_build_native(args) -> int:
+    """Build the native forward now, in the foreground: a progress line (updated in place
+    on a terminal, once a minute otherwise), then where the module is and how long it took;
+    exit status 1 with the compiler's first error."""
+    import time
+
+    from inkling.runtime import native_build  # torch: see the top
+    start, said = time.monotonic(), [-60.0]
+
+    def progress(message: str) -> None:
+        if sys.stderr.isatty():
+            print(f"\r\033[K{message}", end="", file=sys.stderr, flush=True)
+        elif time.monotonic() - said[0] >= 60:
+            said[0] = time.monotonic()
+            print(message, file=sys.stderr, flush=True)
+    try:
+        p = native_build.plan()
+        was_built = p.module.is_file()
+        native_build.load_module(native_build.build(p, progress))
+    except (native_build.BuildFailed, ImportError, OSError) as exc:
+        print(f"{chr(10) if sys.stderr.isatty() else ''}inkling: the native forward did not "
+              f"build: {exc}", file=sys.stderr)
+        return 1
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    flags = " ".join(p.flags) or "default flags"
+    how = "was built already" if was_built else \
+        f"is ready after {time.monotonic() - start:.0f} s ({flags})"
+    print(f"the native forward {how}: {p.module}")
+    return 0
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return version("inkling")
+    except PackageNotFoundError:                        # run from a source tree, not installed
+        return "(not installed)"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="inkling", description="Code completion with a local language model.")
+    parser.add_argument("--version", action="version", version=f"inkling {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    p = sub.add_parser("complete", help="print the suggestion at a position in a file",
+                       description="Complete code at LINE:COL of FILE (both count from 1).")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--line", type=int, required=True, help="line, from 1")
+    p.add_argument("--col", type=int, required=True, help="column in characters, from 1")
+    # flags not given (None): the options tree decides (completion/options.py)
+    d = InklingOptions()
+    p.add_argument("--drafts", type=int, default=None, metavar="K",
+                   help=f"number of drafts (default: {d.completion.drafts})")
+    p.add_argument("--max-new-tokens", type=int, default=None, metavar="N",
+                   help=f"token budget of a line (default: {d.completion.max_new_tokens})")
+    p.add_argument("--fim-order", default=None, choices=FIM_ORDERS,
+                   help=f"default: {d.completion.fim_order}")
+    p.add_argument("--decoder", default=None, choices=DECODERS,
+                   help=f"how several drafts are decoded (greedy gives one; default: "
+                   f"{d.completion.decoder})")
+    p.add_argument("--draft", default=None, choices=DRAFT_MODES,
+                   help=f"retrieval drafting verified by the model (lossless; default: "
+                   f"{d.completion.draft})")
+    p.add_argument("--monitor", default=None, choices=MONITOR_MODES,
+                   help=f"monitor-guided decoding (default: {d.completion.monitor})")
+    p.add_argument("--cache", default=None, choices=CACHE_MODES,
+                   help=f"KV cache mode (default: {d.cache.mode})")
+    p.add_argument("--json", action="store_true", help="print JSON with the drafts and timings")
+    add_model_flags(p)
+    p.set_defaults(func=_cmd_complete)
+
+    p = sub.add_parser("serve", help="run the language server (stdio, or --tcp PORT)",
+                       description="The inkling language server. Settings come from the "
+                       "client's initializationOptions and workspace/didChangeConfiguration.")
+    p.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default)")
+    p.add_argument("--tcp", type=int, metavar="PORT", help="listen on a TCP port instead")
+    p.add_argument("--host", default="127.0.0.1", help="address for --tcp (default: loopback)")
+    p.add_argument("--log-level", default="warning",
+                   choices=("debug", "info", "warning", "error"),
+                   help="what the server logs to standard error (default: warning)")
+    add_model_flags(p)
+    p.set_defaults(func=_cmd_serve)
+
+    p = sub.add_parser("evaluate", help="measure next-line exact match on held-out files",
+                       description="Next-line exact match of a model on the held-out "
+                       "standard-library files and package, through the Engine.")
+    p.add_argument("--fim-order", default="both", choices=("both", "auto", "spm", "psm"),
+                   help="the fill-in-the-middle prompt layout: suffix-prefix-middle, "
+                   "prefix-suffix-middle, the model's own (auto), or spm and psm (default both)")
+    p.add_argument("--lines-per-file", type=int, default=40, metavar="N",
+                   help="lines drawn from each held-out file (default 40)")
+    p.add_argument("--held-out", default="both",
+                   choices=("both", "stdlib", "package", "tuning", "reporting"),
+                   help="the held-out standard-library files, the held-out package "
+                   "(toolz 1.0.0), both of them measured apart (default), the tuning set "
+                   "(the two together: what the defaults were chosen on) or the reporting "
+                   "set (pinned packages no default was chosen on); none is trained on")
+    p.add_argument("--seed", type=int, default=0,
+                   help="seed of the draw of lines (default 0: the model card's lines)")
+    p.add_argument("--drafts", type=int, default=1, metavar="K",
+                   help="drafts a completion (default 1, the card's figure); K > 1 decodes K "
+                   "as an invoked completion does, and reports the first draft's exact match "
+                   "and any draft's")
+    p.add_argument("--decoder", default=None, choices=DECODERS,
+                   help=f"the decoder (default: {d.completion.decoder}; greedy, branches, "
+                   "superposed and sequential decode one draft greedily, beam by beam search)")
+    p.add_argument("--json", metavar="PATH", help="write the results as JSON")
+    p.add_argument("--write-card", action="store_true",
+                   help="write the model card (README.md) into the model folder")
+    add_model_flags(p)
+    add_ray_flags(p, "the evaluation (every held-out file a task)")
+    p.set_defaults(func=_cmd_evaluate)
+
+    p = sub.add_parser("train", help="train the bundled model from the standard library",
+                       description="Reproduce the bundled model: tokenizer, fill-in-the-middle "
+                       "samples, a small Llama, loss log and loss curve.")
+    _add_dataclass_flags(p, TrainOptions, HELP)
+    p.set_defaults(func=_cmd_train)
+    p = sub.add_parser("build-native", help="build the native CPU forward now (once per "
+                       "machine)", description="Compile the native forward's C++ layers for "
+                       "this machine now, with a progress line. Otherwise the first start "
+                       "builds them in the background and serves with the compact forward.")
+    p.set_defaults(func=_cmd_build_native)
+    replay_cli.add_commands(sub)
+    datastore_cli.add_commands(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except CliError as exc:
+        print(f"inkling: error: {exc}", file=sys.stderr)
+        return 2
+    except (ModelError, InklingError) as exc:   # the Engine's and the runtime's: they
+        print(f"inkling: error: {exc}", file=sys.stderr)   # name their culprit
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

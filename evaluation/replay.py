@@ -1,0 +1,251 @@
+"""Headless replay of edit traces through the Engine, exactly as the LSP server drives it.
+
+Each trace gets a fresh Engine (sharing the loaded model) and a fresh temporary
+workspace root; paths become ``file://`` URIs under it. Problems with the trace
+(a range outside the document, a completion on a closed document, a failed check)
+are recorded with the trace's name and line; errors of configuration (an option
+that is not implemented yet) propagate, since no trace could replay.
+"""
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from inkling.analysis import AnalysisOptions, CodeAnalysis
+from inkling.analysis.trigger_identifier import identifier_matches
+from inkling.completion.engine import Engine
+from inkling.completion.errors import DocumentError
+from inkling.completion.options import InklingOptions
+
+from inkling.lsp.languages import language_for
+from inkling.evaluation.metrics import exact_line, shown
+from inkling.evaluation.replay_clock import ReplayClock
+from inkling.evaluation.replay_result import CompletionRecord, ReplayFailure, TraceResult
+from inkling.evaluation.syntax_check import SyntaxChecker
+from inkling.evaluation.trace_file import (AcceptEvent, ChangeEvent, CheckEvent, CloseEvent, CompleteEvent, Event,
+                         FileEvent, OpenEvent, Trace, TraceError)
+
+Tick = Callable[[int], None]      # called with a number of events done
+log = logging.getLogger(__name__)
+
+
+class _Session:
+    """One trace's replay: a workspace root, an Engine, open documents' versions."""
+
+    def __init__(self, trace: Trace, root: Path, engine: Engine, checker: SyntaxChecker,
+                 result: TraceResult):
+        self.trace, self.root, self.engine = trace, root, engine
+        self.checker, self.result = checker, result
+        self.versions: dict[str, int] = {}
+        # per path, the latest completion's expected text and drafts (None once accepted)
+        self.latest: dict[str, tuple[str, tuple] | None] = {}
+        # the metrics' view of the workspace (undefined_names, identifier_match): the
+        # Engine's own analysis in process (each document parsed once); through LSP the
+        # server's is in another process, so the client keeps its own
+        self.own_analysis = not isinstance(engine, Engine)
+        if self.own_analysis:
+            self.analysis = CodeAnalysis(AnalysisOptions(background=False, watch=False))
+            self.analysis.set_workspace_folders([root])
+        else:
+            self.analysis = engine.analysis
+        self.clock = ReplayClock()
+
+    def uri(self, path: str) -> str:
+        return (self.root / path).as_uri()
+
+    def language(self, path: str) -> str:
+        return language_for(path, self.trace.header.language)
+
+    def apply(self, e: Event) -> None:
+        handler = {FileEvent: self._file, OpenEvent: self._open, ChangeEvent: self._change,
+                   CompleteEvent: self._complete, AcceptEvent: self._accept,
+                   CheckEvent: self._check, CloseEvent: self._close}[type(e)]
+        handler(e)
+
+    def _file(self, e: FileEvent) -> None:
+        target = self.root / e.path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(e.text.encode("utf-8"))
+        if self.own_analysis:
+            self.analysis.index_file(target)
+        self.engine.workspace_file_changed(str(target))    # as the server's file watcher does
+
+    def _open(self, e: OpenEvent) -> None:
+        if e.path in self.versions:
+            raise TraceError(self.trace.source, e.line, f"open of {e.path}, which is already "
+                             "open (close it first)")
+        self.versions[e.path] = 1
+        self.engine.open(self.uri(e.path), e.text, 1, self.language(e.path))
+        if self.own_analysis:
+            self.analysis.open(self.uri(e.path), e.text, self.language(e.path))
+
+    def _change(self, e: ChangeEvent) -> None:
+        version = self.versions.get(e.path, 0) + 1
+        t0 = time.perf_counter()
+        self.engine.apply_change(self.uri(e.path), list(e.changes), version)
+        self.result.edit_ms.append((time.perf_counter() - t0) * 1000)
+        self.versions[e.path] = version
+        if self.own_analysis:
+            uri = self.uri(e.path)
+            self.analysis.change(uri, self.engine.document(uri).text)
+
+    def _complete(self, e: CompleteEvent) -> None:
+        uri, language = self.uri(e.path), self.language(e.path)
+        doc = self.engine.document(uri)
+        text, offset = doc.text, doc.offset_at(e.position)
+        out = self.engine.complete(uri, e.position, trigger=e.trigger)   # k: the engine's
+        # through the protocol, out.latency_ms is the client's round trip; the server's
+        # Engine took that less the protocol's part
+        engine_ms = out.latency_ms - self.engine.overhead_ms[-1] if self.own_analysis else None
+        drafts = tuple(d.text for d in out.drafts)
+        first = drafts[0] if drafts else ""
+        self.latest[e.path] = (e.expected, tuple(out.drafts))
+        if self.own_analysis:
+            self.analysis.change(uri, text)
+        # judged only where the first draft shows something: an emptied draft is not valid
+        valid, undefined, failed = self._judge(uri, language, text, offset, first) \
+            if shown(first) else (None, None, ())
+        found = self.analysis.trigger_identifier(uri, offset, e.expected)
+        matched = identifier_matches(first, e.expected, found) if found is not None else None
+        self.result.completions.append(CompletionRecord(
+            e.line, e.path, e.expected, drafts, out.latency_ms, out.first_token_ms, out.model_ms,
+            out.forwards, out.tokens, out.prefill_tokens, out.reused_tokens, valid,
+            out.stale_tokens, out.refreshed, undefined, matched, out.draft_ms,
+            out.context_tokens, out.context_text, asked=out.asked,
+            guard_cut=out.guard.chars, guard_emptied=out.guard.emptied, failed=failed,
+            engine_ms=engine_ms))
+        self.engine.settle()             # after the answer, as the server does
+
+    def _judge(self, uri: str, language: str, text: str, offset: int, draft: str
+               ) -> tuple[bool | None, tuple[str, ...] | None, tuple[str, ...]]:
+        """syntax_valid and the undefined names of a shown ``draft`` (None: not measured
+        for ``language``), and the metrics whose analysis failed on it (logged, counted)."""
+        failed = []
+        try:
+            valid = self.checker.valid(language, text, offset, draft)
+        except Exception:            # noqa: BLE001 -- counted in analysis_failures, not lost
+            log.exception("syntax_valid failed at %s, offset %d", uri, offset)
+            valid = None
+            failed.append("syntax_valid")
+        names = self.analysis.undefined_names(uri, offset, draft)   # None: it logged why
+        if names is None and language == "python":
+            failed.append("undefined_names")
+        return valid, (tuple(names) if names is not None else None), tuple(failed)
+
+    def _accept(self, e: AcceptEvent) -> None:
+        """The person takes draft ``e.draft`` of the latest completion in the document if its
+        first line is what they typed next (exact_line against that completion's expected
+        text); a draft that does not match, an empty one, or one the model did not give is
+        not taken, nor a completion already accepted."""
+        if e.path not in self.latest:
+            raise TraceError(self.trace.source, e.line, f"accept in {e.path} before any "
+                             "completion there (since it was opened)")
+        self.result.accepts += 1
+        latest, self.latest[e.path] = self.latest[e.path], None
+        if latest is None or e.draft >= len(latest[1]):
+            return
+        expected, draft = latest[0], latest[1][e.draft]
+        if draft.text and exact_line(draft.text, expected):
+            self.engine.accept(draft.id)
+            self.result.accepted += 1
+
+    def _check(self, e: CheckEvent) -> None:
+        actual = self.engine.document_sha256(self.uri(e.path))
+        self.result.checks += 1
+        if actual != e.sha256:
+            self.result.failures.append(ReplayFailure(
+                self.trace.source, e.line, f"check failed for {e.path}: the document's sha256 is "
+                f"{actual[:16]}..., the trace expects {e.sha256[:16]}...", "check"))
+
+    def _close(self, e: CloseEvent) -> None:
+        self.engine.close(self.uri(e.path))
+        if self.own_analysis:
+            self.analysis.close(self.uri(e.path))
+        self.versions.pop(e.path, None)
+        self.latest.pop(e.path, None)
+
+    def failure(self, e: Event, exc: Exception) -> ReplayFailure:
+        """``exc`` as a failure at ``e``'s line, without the temporary root in its text."""
+        message = exc.message if isinstance(exc, TraceError) else str(exc)
+        message = message.replace(self.root.as_uri() + "/", "")
+        return ReplayFailure(self.trace.source, e.line, f"{type(e).__name__[:-5].lower()} "
+                             f"event: {message}")
+
+
+def _run(session: _Session, tick: Tick) -> None:
+    """Apply a trace's events in order; the first error ends the trace (recorded)."""
+    events = session.trace.events
+    for done, event in enumerate(events, start=1):
+        try:
+            quiet = session.clock.quiet_before(event)       # the idle policy, as the server's
+            session.result.idle_tokens += session.engine.idle(quiet)   # timer runs it
+            session.apply(event)
+        except (DocumentError, TraceError, OSError) as exc:
+            session.result.failures.append(session.failure(event, exc))
+            tick(len(events) - done + 1)
+            return
+        tick(1)
+
+
+@dataclass
+class Replayer:
+    options: InklingOptions
+    runtime: object                  # a loaded ModelRuntime, shared by every trace's Engine
+    checker: SyntaxChecker
+    datastore: object = None         # a Datastore, built for the first trace that drafts
+
+    def replay(self, trace: Trace, tick: Tick = lambda n: None) -> TraceResult:
+        result = TraceResult(trace.source, trace.name)
+        model_s0, t0 = self.runtime.stats.seconds, time.perf_counter()
+        with tempfile.TemporaryDirectory(prefix="inkling-replay-") as tmp:
+            root = Path(tmp).resolve()
+            engine = Engine(self.options, self.runtime, self.datastore)
+            engine.workspace_folders = [root.as_uri()]      # as the server's initialize sets it
+            try:
+                prepared = engine.prepare()                 # as the server does once loaded
+                if prepared.failed:                         # no trace could replay as asked
+                    raise prepared.failed[0][1]
+                self.datastore = engine.datastore           # built once, for every trace
+                _run(_Session(trace, root, engine, self.checker, result), tick)
+            finally:
+                engine.shutdown()                           # its watchers
+        result.total_ms = (time.perf_counter() - t0) * 1000
+        result.model_ms = (self.runtime.stats.seconds - model_s0) * 1000
+        return result
+
+
+class LspReplayer:
+    """Replays traces through `inkling serve` over stdio (``inkling replay --via-lsp``):
+    the same sessions, with an LSP client in place of the in-process Engine."""
+
+    def __init__(self, options: InklingOptions, checker: SyntaxChecker):
+        from inkling.lsp.lsp_engine import LspEngine
+        self._tmp = tempfile.TemporaryDirectory(prefix="inkling-replay-lsp-")
+        self.root = Path(self._tmp.name).resolve()
+        self.options, self.checker = options, checker
+        self.engine = LspEngine(options, self.root.as_uri())
+        self._count = 0
+
+    def replay(self, trace: Trace, tick: Tick = lambda n: None) -> TraceResult:
+        result = TraceResult(trace.source, trace.name)
+        self._count += 1
+        root = self.root / f"trace-{self._count}"
+        root.mkdir()
+        t0 = time.perf_counter()
+        session = _Session(trace, root, self.engine, self.checker, result)
+        _run(session, tick)
+        for path in list(session.versions):            # leave the server as we found it
+            self.engine.close(session.uri(path))
+        result.total_ms = (time.perf_counter() - t0) * 1000
+        result.model_ms = sum(r.model_ms for r in result.completions)
+        return result
+
+    def close(self) -> None:
+        try:
+            self.engine.shutdown()
+        finally:
+            self._tmp.cleanup()

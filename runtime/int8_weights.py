@@ -1,0 +1,89 @@
+"""int8 weights with a float scale per output channel, in a model folder's safetensors.
+
+A quantized weight ``NAME`` (``[out, in]`` as transformers holds it) is stored as two
+tensors: ``NAME.int8`` (int8 [out, in], values in -127 .. 127) and ``NAME.scale``
+(float32 [out]), with ``weight[o, i] = int8[o, i] * scale[o]``; the other tensors (the
+norms, and whatever stays float16) keep their names. ``inkling.json`` says
+``"weights": "int8"``. Plain transformers does not read these names (it would report the
+weights missing rather than load wrong ones): :func:`load_int8_model` builds the model
+from its config, with the dequantized float weights for transformers' forward, and keeps
+the int8 values and scales (``model.inkling_int8``: NAME -> (int8 [out, in], scale
+[out])) for the native forward's int8 panels (``native_llama.py``).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import torch
+
+from inkling.runtime.errors import ModelError
+
+MARKER = "int8"
+INT8_SUFFIX, SCALE_SUFFIX = ".int8", ".scale"
+
+
+def quantize_rows(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """w [out, in] float -> (int8 [out, in], float32 scale [out]): each row by its largest
+    magnitude over 127, rounded to the nearest."""
+    w = w.float()
+    scale = (w.abs().amax(dim=1) / 127.0).clamp_min(1e-12)           # [out]
+    q = torch.round(w / scale[:, None]).clamp_(-127, 127).to(torch.int8)
+    return q, scale
+
+
+def dequantize(q: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    """int8 [out, in], scale [out] -> float32 [out, in]."""
+    return q.float() * scale[:, None]
+
+
+def is_int8_folder(path: Path) -> bool:
+    meta = Path(path) / "inkling.json"
+    return meta.is_file() and json.loads(meta.read_text()).get("weights") == MARKER
+
+
+def read_tensors(path: Path) -> dict[str, torch.Tensor]:
+    """Every tensor of the folder's safetensors files."""
+    from safetensors.torch import load_file
+    tensors: dict[str, torch.Tensor] = {}
+    for f in sorted(Path(path).glob("*.safetensors")):
+        tensors.update(load_file(str(f)))
+    return tensors
+
+
+def split_int8(tensors: dict[str, torch.Tensor]
+               ) -> tuple[dict[str, torch.Tensor], dict[str, tuple[torch.Tensor, torch.Tensor]]]:
+    """(float state dict with the int8 weights dequantized, NAME -> (int8, scale))."""
+    state, int8 = {}, {}
+    for key, t in tensors.items():
+        if key.endswith(INT8_SUFFIX):
+            name = key.removesuffix(INT8_SUFFIX)
+            scale = tensors.get(name + SCALE_SUFFIX)
+            if scale is None or t.dtype != torch.int8 or scale.shape != t.shape[:1]:
+                raise ModelError(f"{key}: an int8 weight needs {name}{SCALE_SUFFIX} of "
+                                 f"[{t.shape[0]}] float32 beside it")
+            int8[name] = (t, scale.float())
+            state[name] = dequantize(t, scale.float())
+        elif not key.endswith(SCALE_SUFFIX):
+            state[key] = t
+    return state, int8
+
+
+def load_int8_model(path: Path, dtype: torch.dtype):
+    """The model of an int8 folder: its config's architecture, the dequantized weights
+    (``dtype``), ``inkling_int8`` holding the int8 values and scales."""
+    from transformers import AutoConfig, AutoModelForCausalLM
+    config = AutoConfig.from_pretrained(path, local_files_only=True)
+    config._attn_implementation = "sdpa"
+    # float32 while the weights go in (the config's dtype would round them to float16)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    state, int8 = split_int8(read_tensors(path))
+    missing, unexpected = model.load_state_dict(state, strict=False)
+    tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
+    if set(missing) - tied or unexpected:
+        raise ModelError(f"model {path}: int8 weights do not match its config (missing "
+                         f"{sorted(set(missing) - tied)[:3]}, unexpected {unexpected[:3]})")
+    model.tie_weights()
+    model.to(dtype)
+    model.inkling_int8 = int8
+    return model

@@ -1,0 +1,80 @@
+"""The native build's lock (``runtime/native_build.py``): one builder at a time per
+machine and module, and never a wait on a builder that is gone.
+
+The lock is the kernel's ``flock`` on the lock file, held while one process builds. The
+kernel releases it however that process ends (a SIGKILL too), so a lock whose process is
+gone is free at once and the next builder takes it over; no pid is probed, no age
+guessed. The file's text names the holder ({"pid", "host", "started"}) for the
+messages, and is emptied on release: a file still naming a holder whose flock is gone
+was left by a killed build (the taker-over logs that).
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+import time
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def holder(lock: Path) -> dict | None:
+    """Who holds ``lock`` now ({pid, host, started}; {} where unsaid), or None: no live
+    process holds it (a file naming a process that is gone is not held)."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        return None if _try_flock(fd) else _read_holder(fd)
+    finally:
+        os.close(fd)                 # (releases the flock where this call took it)
+
+
+def take(lock: Path) -> int | None:
+    """The lock's descriptor, flocked and naming this process; None where a live process
+    holds it. A lock left by a process that is gone is taken over (and logged)."""
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+    if not _try_flock(fd):
+        os.close(fd)
+        return None
+    left = _read_holder(fd)
+    if left.get("pid"):
+        log.info("taking over the native build's lock from %s (its process is gone)",
+                 describe(left))
+    me = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
+                     "started": time.time()}).encode()
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, me, 0)
+    return fd
+
+
+def release(fd: int) -> None:
+    """Unsay the holder and release the flock. The file stays: unlinking a flocked file
+    would let two processes each hold a file of that name."""
+    os.ftruncate(fd, 0)
+    os.close(fd)
+
+
+def describe(who: dict) -> str:
+    """A holder in words: 'pid N on HOST, started S s ago'."""
+    ago = time.time() - float(who.get("started") or time.time())
+    return f"pid {who.get('pid', '?')} on {who.get('host', '?')}, started {ago:.0f} s ago"
+
+
+def _try_flock(fd: int) -> bool:
+    import fcntl                     # POSIX only; the native build is g++ / clang's
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    return True
+
+
+def _read_holder(fd: int) -> dict:
+    try:
+        said = json.loads(os.pread(fd, 4096, 0) or b"{}")
+    except (OSError, ValueError):
+        return {}
+    return said if isinstance(said, dict) else {}
