@@ -12,6 +12,8 @@ import logging
 import re
 import threading
 
+from pygls.io_ import StdinAsyncReader, StdoutWriter
+
 log = logging.getLogger("inkling.server")
 _CONTENT_LENGTH = re.compile(rb"^content-length:\s*(\d+)\s*$", re.IGNORECASE)
 MAX_BODY = 64 << 20          # bytes: a longer frame is refused (no document is that large)
@@ -52,7 +54,6 @@ async def read_messages(reader, protocol, stop: threading.Event) -> None:
 
 def run_stdio(server, stdin, stdout) -> None:
     """Serve over stdio until the client closes stdin or sends exit."""
-    from pygls.io_ import StdinAsyncReader, StdoutWriter
     server._stop_event = threading.Event()
     server.protocol.set_writer(StdoutWriter(stdout))
     reader = StdinAsyncReader(stdin, server.thread_pool)

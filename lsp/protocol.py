@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import sys
 from dataclasses import dataclass
 from typing import Any
@@ -189,7 +190,6 @@ class InklingProtocol(LanguageServerProtocol):
 def flush_and_exit(code: int) -> None:
     """End the process at once (no thread is waited for: a forward in progress, the
     stdin reader, file watchers), after flushing what was written."""
-    import os
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

@@ -1,0 +1,128 @@
+"""The pygls server of `inkling serve`: its state and the messages it sends.
+
+Threads: the Engine's state belongs to the model worker (lsp/model_worker.py: every call
+into the Engine is a job there, run in the order the messages arrived). Everything here
+belongs to the event loop, which never waits on the model: the counters, the typing
+cadence, the last answer's figures, the per-document cancel tokens, the idle timer and the
+popups' memory. The one thing the loop reads of the Engine is ``engine.options``, a value
+replaced whole by ``configure``.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+
+from lsprotocol import types as lsp
+from pygls.lsp.server import LanguageServer
+
+from inkling.completion.engine import Engine
+from inkling.completion.errors import DocumentError, InklingError
+
+from inkling.lsp.idle_refresh import IdleRefresh
+from inkling.lsp.message_loop import run_stdio, run_tcp
+from inkling.lsp.model_worker import ModelWorker
+from inkling.lsp.notices import Notices
+from inkling.lsp.protocol import InklingProtocol, flush_and_exit
+from inkling.lsp.server_stats import ServerStats
+from inkling.lsp.strict_converter import strict_converter
+from inkling.lsp.typing_cadence import TypingCadence
+
+log = logging.getLogger("inkling.server")
+VERSION = "0.1.0"
+STATUS = "inkling/status"
+
+
+class InklingServer(LanguageServer):
+    """The Engine and its model worker, and the event loop's own bookkeeping."""
+
+    def __init__(self, engine: Engine):
+        super().__init__("inkling", VERSION, protocol_cls=InklingProtocol,
+                         converter_factory=strict_converter)
+        self.engine = engine
+        self.worker = ModelWorker()
+        self.stats = ServerStats()
+        self.cadence = TypingCadence()
+        self.idle = IdleRefresh(engine, self.worker, self.log)
+        self.state = "starting"
+        self.last_latency_ms: float | None = None
+        self.last_completion: dict | None = None
+        self.notices = Notices(lambda message: self.window_show_message(
+            lsp.ShowMessageParams(type=lsp.MessageType.Error, message=message)))
+
+    # ------------------------------------------------------------- messages
+    def status(self, state: str, message: str = "", progress: int | None = None) -> None:
+        self.state = state
+        self.protocol.notify(STATUS, {"state": state, "message": message, "progress": progress,
+                                      "latencyMs": self.last_latency_ms,
+                                      "mechanisms": self.engine.options.mechanisms_text()})
+
+    def log(self, message: str, kind: lsp.MessageType = lsp.MessageType.Info) -> None:
+        self.window_log_message(lsp.LogMessageParams(type=kind, message=message))
+
+    def show_once(self, message: str, kind: lsp.MessageType = lsp.MessageType.Error) -> None:
+        """Something the user must act on: logged, and a popup at most once a minute."""
+        self.log(message, kind)
+        self.notices.show(message)
+
+    def report_fault(self, message: str) -> None:
+        """A real fault (the protocol logged its traceback): a rate-limited popup."""
+        self.show_once(message)
+
+    def report_server_error(self, error: Exception, source) -> None:
+        """pygls' own error reports: one log line (no popup; requests are answered)."""
+        log.error("%s", error)
+
+    # -------------------------------------------------------------- lifecycle
+    def start_io(self, stdin=None, stdout=None) -> None:
+        run_stdio(self, stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
+
+    def start_tcp(self, host: str, port: int) -> None:
+        run_tcp(self, host, port)
+
+    async def shutdown_engine(self) -> None:
+        """The shutdown request: cancel every job, let the Engine stop its watchers on its
+        own thread (waiting at most 2 s for the forward in progress), then close the
+        worker to new work."""
+        self.worker.cancel_all()
+        self.idle.cancel()
+        try:
+            await asyncio.wait_for(self.worker.run(self.engine.shutdown), 2.0)
+        except (asyncio.TimeoutError, RuntimeError):
+            log.info("shutdown: the model worker did not stop within 2 s")
+        self.worker.shutdown()
+
+    def exit_now(self, code: int) -> None:
+        """The exit notification: end the process at once (a forward in progress is not
+        waited for), with ``code``."""
+        self.worker.cancel_all()
+        flush_and_exit(code)
+
+    # ---------------------------------------------------------- Engine calls
+    async def configure(self, settings) -> None:
+        """Apply settings (on the worker, behind the work already queued)."""
+        if not settings:
+            return
+        if isinstance(settings, dict) and isinstance(settings.get("inkling"), dict):
+            settings = settings["inkling"]
+        try:
+            await self.worker.run(self.engine.configure, settings)
+            self.log("configuration applied")
+        except InklingError as exc:
+            self.show_once(f"inkling: invalid setting, keeping the previous value: {exc}")
+
+    def submit(self, what: str, fn, *args) -> None:
+        """Run an Engine call for a notification (no answer to wait for); a refusal
+        (DocumentError) is one log line naming the culprit."""
+        self.worker.run(fn, *args).add_done_callback(lambda f: self._submitted(what, f))
+
+    def _submitted(self, what: str, future: asyncio.Future) -> None:
+        if future.cancelled():
+            return
+        exc = future.exception()
+        if isinstance(exc, DocumentError):
+            message = f"inkling: {what} refused, document kept as it was: {exc}"
+            log.warning("%s", message)
+            self.log(message, lsp.MessageType.Warning)
+        elif exc is not None:
+            self.protocol.fault(exc, what)

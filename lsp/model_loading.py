@@ -1,0 +1,58 @@
+"""Loading the model and preparing what completions search besides the document, as jobs
+on the model worker with $/progress and ``inkling/status``; a failure is shown once and
+the server keeps serving."""
+from __future__ import annotations
+
+import gc
+
+from inkling.completion.errors import InklingError
+from inkling.runtime.errors import ModelError
+
+from inkling.lsp.language_server import InklingServer
+from inkling.lsp.progress import WorkDoneProgress
+from inkling.lsp.server_stats import forward_in_use
+
+
+async def load_model(ls: InklingServer) -> None:
+    """Load the model (``Engine.load_model``), then prepare drafting; status "ready" once
+    both are done, "error" when the model cannot load."""
+    progress = WorkDoneProgress(ls, "load", "loading")
+    await progress.begin("inkling: loading model")
+    ls.status("loading", "loading model", 0)
+    try:
+        runtime = await ls.worker.run(ls.engine.load_model, progress.report)
+    except (ModelError, InklingError) as exc:
+        progress.end("failed")
+        ls.status("error", str(exc))
+        ls.show_once(f"inkling: {exc}")
+        return
+    progress.end("ready")
+    used = forward_in_use(ls.engine)
+    ls.log(f"model {runtime.path} loaded on {runtime.device} ({runtime.dtype}), "
+           f"{used['kind']} forward" + (f" ({used['note']})" if used["note"] else ""))
+    await prepare_drafting(ls)
+    # the model, the datastores and the workspace's indexes live as long as the server:
+    # out of the collector's oldest generation, whose sweeps over them (a few hundred
+    # thousand objects) otherwise paused a completion now and then for about 200 ms
+    gc.freeze()
+    ls.status("ready", f"model {runtime.path.name} ready: "
+              f"{ls.engine.options.mechanisms_text()}")
+
+
+async def prepare_drafting(ls: InklingServer) -> None:
+    """What completions search besides the document (the workspace, indexed and watched;
+    the datastores), built once by ``Engine.prepare``; a step that fails is shown once,
+    the others still run."""
+    progress = WorkDoneProgress(ls, "prepare", "indexing")
+    await progress.begin("inkling: indexing")
+    try:
+        report = await ls.worker.run(ls.engine.prepare, progress.report)
+    except (OSError, InklingError) as exc:
+        progress.end("failed")
+        ls.show_once(f"inkling: indexing failed: {exc}")
+        return
+    progress.end("; ".join(report.done) or "nothing to index")
+    for line in report.done:
+        ls.log(line)
+    for step, exc in report.failed:
+        ls.show_once(f"inkling: {step} not built: {exc}")
