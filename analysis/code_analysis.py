@@ -10,8 +10,7 @@ Lifecycle (the Engine's side)::
 
 Per completion::
 
-    vocab = analysis.vocabulary(runtime.tokenizer, runtime.vocab_size)   # cached (the
-        # Engine passes the one its model shares instead: completion/open_analysis.py)
+    vocab = token_vocabulary(runtime)   # the model's, built once (completion/open_analysis.py)
     state = analysis.monitor(uri, offset, vocab)      # MonitorState or None (no monitor)
     guard = analysis.guard(uri, offset)               # SyntaxGuard or None (no grammar)
 
@@ -28,17 +27,16 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
-from pathlib import Path
 
 from .analysis_options import AnalysisOptions
 from .cursor_scope import cursor_scope
 from .document_tree import DocumentTree
-from .draft_names import DraftNames, readable_parts
+from .draft_names import DraftNames
 from .grammars import Grammars
 from .monitor import MonitorContext, MonitorState
+from .open_document import OpenDocument, readable_names, scan_state
 from .open_string import SCANNED_LANGUAGES, string_quote
-from .python_scanner import ScanState
+from .own_workspace import OwnWorkspace
 from .resolver import Resolver
 from .statement_start import scan_start
 from .symbol_index import SymbolIndex
@@ -48,33 +46,9 @@ from .text_edit import TextEdit
 from .token_masks import MaskCache
 from .trigger_identifier import TriggerIdentifier, first_trigger_identifier
 from .vocabulary import TokenVocabulary
-from .workspace import Workspace, WorkspaceLimits
 from .workspace import local_path as _path
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class OpenDocument:
-    uri: str
-    path: Path | None
-    language: str
-    tree: DocumentTree | None          # None: no grammar for the language
-    symbols: FileSymbols | None = None
-    symbols_version: int = -1
-    free_names: tuple | None = None         # what a free read may name (``readable_parts``)
-    free_version: int = -1                  # the tree version and the workspace's names
-    free_workspace: frozenset | None = None  # (an index change makes a new set) they are of
-    # the last monitor's lexical scan: (the text scanned, from where, the state after it);
-    # the next keystroke's scan in the same statement goes on from it
-    scanned: tuple[str, int, ScanState] | None = None
-
-
-@dataclass
-class _VocabularyEntry:
-    tokenizer: object                  # kept so that its id is not reused
-    vocab: TokenVocabulary
-    masks: MaskCache
 
 
 class CodeAnalysis:
@@ -85,57 +59,28 @@ class CodeAnalysis:
         self.grammars = Grammars()
         self.index = SymbolIndex(self.options, self.grammars)
         self._docs: dict[str, OpenDocument] = {}
-        self._workspace: Workspace | None = None   # its own, when used alone
-        self._vocabs: dict[int, _VocabularyEntry] = {}
-        self._indexers: list[threading.Thread] = []
-        self._vocab_lock = threading.Lock()
+        self._own = OwnWorkspace(self.index, self.options)
+        self._masks: dict[int, tuple[TokenVocabulary, MaskCache]] = {}   # by id(vocabulary)
+        self._masks_lock = threading.Lock()
 
     # -------------------------------------------------------------- workspace
     # Workspace files reach ``self.index`` (a WorkspaceSubscriber) from a Workspace
     # (analysis/workspace.py): the Engine's, shared with its drafting index
     # (``workspace.subscribe(analysis.index)``), or, for a CodeAnalysis used alone (the
-    # replay's metrics, tests, benchmarks), one of its own made by set_workspace_folders.
+    # replay's metrics, tests, benchmarks), one of its own (analysis/own_workspace.py).
     def set_workspace_folders(self, folders: list) -> None:
         """Used alone: index ``folders`` (URIs or paths) through a Workspace of its own
         (in a background thread when ``options.background``), watched when
         ``options.watch``."""
-        if self._workspace is None:
-            o = self.options
-            self._workspace = Workspace((), WorkspaceLimits(o.max_files, o.max_file_bytes,
-                                                            o.max_total_bytes))
-            self._workspace.subscribe(self.index)
-        if self.options.background:
-            t = threading.Thread(target=self._index_quietly, args=(folders,), daemon=True,
-                                 name="inkling-index")
-            self._indexers.append(t)
-            t.start()
-        else:
-            self._index_quietly(folders)
-
-    def _index_quietly(self, folders: list) -> None:
-        try:
-            self._workspace.set_folders(folders)     # walks a folder added since a walk
-            self._workspace.walk()                   # the first time
-            if self.options.watch:
-                self._workspace.start()
-        except Exception:            # noqa: BLE001
-            log.exception("indexing %s failed", folders)
-
-    def wait_until_indexed(self, timeout: float | None = None) -> bool:
-        """Wait for background indexing; True when it has finished."""
-        for t in list(self._indexers):
-            t.join(timeout)
-        return not any(t.is_alive() for t in self._indexers)
+        self._own.set_folders(folders)
 
     def index_file(self, path) -> None:
         """Re-index one file from disk now (what the watcher does on a change), through
         the Workspace of its own."""
-        if self._workspace is not None:
-            self._workspace.file_changed(path)
+        self._own.file_changed(path)
 
     def shutdown(self) -> None:
-        if self._workspace is not None:
-            self._workspace.stop()
+        self._own.stop()
 
     # -------------------------------------------------------------- documents
     def open(self, uri: str, text: str, language_id: str = "python") -> None:
@@ -170,7 +115,7 @@ class CodeAnalysis:
         try:
             symbols = self.symbols(uri)
             if symbols is not None and symbols.parsed:
-                self._readable(doc, symbols)
+                readable_names(doc, symbols, self.index)
         except Exception:            # noqa: BLE001
             log.exception("preparing the analysis of %s failed", uri)
 
@@ -198,7 +143,7 @@ class CodeAnalysis:
             if len(tree.source) > self.options.max_symbol_bytes:
                 doc.symbols = FileSymbols.unknown(module[0] if module else "", str(doc.path))
             else:
-                doc.symbols = self.index.extractor().extract(
+                doc.symbols = self.index.parsers.extractor().extract(
                     tree.root, module[0] if module else "", str(doc.path or ""),
                     doc.path is not None and doc.path.name == "__init__.py", all_names=False)
             doc.symbols_version = tree.version
@@ -207,28 +152,12 @@ class CodeAnalysis:
         return doc.symbols
 
     # --------------------------------------------------------------- decoding
-    def vocabulary(self, tokenizer, vocab_size: int | None = None) -> TokenVocabulary:
-        """The vocabulary index of a ``tokenizers.Tokenizer`` (built once per tokenizer)."""
-        return self._vocab_entry(tokenizer, vocab_size).vocab
-
-    def _vocab_entry(self, tokenizer, vocab_size: int | None = None) -> _VocabularyEntry:
-        with self._vocab_lock:
-            entry = self._vocabs.get(id(tokenizer))
-            if entry is None or (vocab_size and entry.vocab.size < vocab_size):
-                vocab = TokenVocabulary.from_tokenizer(tokenizer, vocab_size)
-                entry = _VocabularyEntry(tokenizer, vocab,
-                                         MaskCache(vocab, self.options.mask_cache_bytes))
-                self._vocabs[id(tokenizer)] = entry
-            return entry
-
-    def masks_for(self, vocab: TokenVocabulary) -> MaskCache:
-        with self._vocab_lock:
-            for entry in self._vocabs.values():
-                if entry.vocab is vocab:
-                    return entry.masks
-            entry = _VocabularyEntry(None, vocab, MaskCache(vocab, self.options.mask_cache_bytes))
-            self._vocabs[id(vocab)] = entry
-            return entry.masks
+    def _masks_for(self, vocab: TokenVocabulary) -> MaskCache:
+        """The mask cache of ``vocab`` (one per vocabulary, kept with it)."""
+        with self._masks_lock:
+            if id(vocab) not in self._masks:
+                self._masks[id(vocab)] = (vocab, MaskCache(vocab, self.options.mask_cache_bytes))
+            return self._masks[id(vocab)][1]
 
     def monitor(self, uri: str, offset: int, vocab: TokenVocabulary | None = None,
                 text: str | None = None) -> MonitorState | None:
@@ -251,43 +180,14 @@ class CodeAnalysis:
         if symbols is None or not symbols.parsed:
             return None
         tree, text = doc.tree, doc.tree.text
-        scope = cursor_scope(symbols, text, offset, tree.root, self.index.extractor())
+        scope = cursor_scope(symbols, text, offset, tree.root, self.index.parsers.extractor())
         start = scan_start(tree.root, text, offset, headers=scope.headers)
-        scan = self._scan(doc, text[start:offset], start)
-        masks = self.masks_for(vocab) if vocab is not None else None
+        scan = scan_state(doc, text[start:offset], start)
+        masks = self._masks_for(vocab) if vocab is not None else None
         context = MonitorContext(scope, Resolver(self.index), self.index, masks,
                                  self.options.statement_start_self,
-                                 readable=lambda: self._readable(doc, symbols))
+                                 readable=lambda: readable_names(doc, symbols, self.index))
         return MonitorState.at(context, scan)
-
-    @staticmethod
-    def _scan(doc: OpenDocument, segment: str, start: int) -> ScanState:
-        """The scanner's state after ``segment`` (the text from ``start`` to the cursor),
-        going on from the last scan when it scanned a prefix of the segment from the
-        same place (the person typing on in a statement): the scanner is incremental,
-        so that is the state a whole scan gives."""
-        last = doc.scanned
-        if last is not None and last[1] == start and segment.startswith(last[0]):
-            scan = last[2].advance(segment[len(last[0]):])
-        else:
-            scan = ScanState().advance(segment)
-        doc.scanned = (segment, start, scan)
-        return scan
-
-    def _readable(self, doc: OpenDocument, symbols: FileSymbols) -> tuple | None:
-        """The names a free read in ``doc`` may name, as (workspace's, document's); cached
-        per tree version and workspace index (files indexed later change it), and the
-        workspace's part is the same set while it is unchanged,
-        so its masks are kept from one keystroke to the next."""
-        tree, workspace = doc.tree, self.index.workspace_names()
-        if doc.free_version != tree.version or doc.free_workspace is not workspace:
-            bound = self.index.extractor().bound_names(tree.root)
-            parts = readable_parts(symbols, bound, self.index, Resolver(self.index))
-            if parts is not None and doc.free_names is not None and parts[0] == doc.free_names[0]:
-                parts = (doc.free_names[0], parts[1])        # the same object: masks kept
-            doc.free_names = parts
-            doc.free_version, doc.free_workspace = tree.version, workspace
-        return doc.free_names
 
     def guard(self, uri: str, offset: int) -> SyntaxGuard | None:
         """The syntax guard at ``offset`` of ``uri``; None without a grammar."""
@@ -297,7 +197,7 @@ class CodeAnalysis:
         text, scan = doc.tree.text, None
         if doc.language in SCANNED_LANGUAGES:      # the same scan as the monitor's
             start = scan_start(doc.tree.root, text, offset)
-            scan = self._scan(doc, text[start:offset], start)
+            scan = scan_state(doc, text[start:offset], start)
         return SyntaxGuard(text, offset, doc.language, self.grammars,
                            tree=doc.tree.tree.copy(),
                            open_string=string_quote(scan) if scan is not None else "", scan=scan)

@@ -13,6 +13,8 @@ import keyword
 import re
 from dataclasses import dataclass
 
+from tree_sitter import QueryCursor
+
 from .cursor_scope import cursor_scope
 from .python_scanner import ScanState
 from .statement_start import scan_start
@@ -36,10 +38,9 @@ class DraftNames:
 
     def undefined(self, text: str, offset: int, draft: str, path: str = "") -> list[str]:
         """The names ``draft`` (inserted at ``offset``) uses that cannot be right."""
-        from tree_sitter import QueryCursor
         new_text = text[:offset] + draft + text[offset:]
         parser = self.index.grammars.parser("python")
-        extractor = self.index.extractor()
+        extractor = self.index.parsers.extractor()
         source = new_text.encode("utf-8", "surrogatepass")
         root = parser.parse(source).root_node
         names = self.index.module_names_for(path) if path else []

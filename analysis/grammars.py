@@ -8,6 +8,8 @@ import importlib
 import logging
 from dataclasses import dataclass, field
 
+from tree_sitter import Language, Parser
+
 log = logging.getLogger(__name__)
 
 # language name -> (module, function returning the language pointer)
@@ -47,7 +49,6 @@ class Grammars:
         lang = self.language(name)
         if lang is None:
             return None
-        from tree_sitter import Parser
         return Parser(lang)
 
     def monitored(self, name: str) -> bool:
@@ -71,7 +72,6 @@ def _load(name: str):
         return None
     try:
         module = importlib.import_module(spec[0])
-        from tree_sitter import Language
         return Language(getattr(module, spec[1])())
     except (ImportError, AttributeError, ValueError, OSError):
         return None

@@ -7,6 +7,8 @@ another reference and every node of a draft tree can keep its own path's state.
 """
 from __future__ import annotations
 
+import builtins
+import inspect
 import re
 from dataclasses import dataclass, field
 from typing import Callable
@@ -15,7 +17,7 @@ from functools import cached_property
 from .cursor_scope import CursorScope
 from .module_paths import resolve_relative
 from .python_scanner import ScanState
-from .resolver import MODULE_DUNDERS, Resolver
+from .resolver import MODULE_DUNDERS, Resolver, keyword_arguments
 from .symbol_index import SymbolIndex
 from .token_masks import MaskCache
 from .trigger_site import (NONE, TriggerSite, pending_chain, read_site, statement_receiver,
@@ -61,8 +63,8 @@ class MonitorContext:
         key = ("call-keywords", callee)
         if key not in self._allowed:
             try:
-                found = self.resolver.call_keywords(
-                    self.scope.resolve_chain(self.resolver, callee))
+                found = keyword_arguments(self.resolver,
+                                          self.scope.resolve_chain(self.resolver, callee))
                 if found is None and "." not in callee and not self._bound_here(callee):
                     found = builtin_keywords(callee)
             except Exception:          # noqa: BLE001 - analysis never breaks decoding
@@ -115,7 +117,7 @@ class MonitorContext:
                                                                           module)
         if site.kind == "keyword":
             entity = self.scope.resolve_chain(self.resolver, site.target)
-            names = self.resolver.call_keywords(entity)
+            names = keyword_arguments(self.resolver, entity)
             return None if names is None else names - site.used
         return None
 
@@ -130,8 +132,6 @@ def implicit_attributes(resolver: Resolver, module: str) -> frozenset[str]:
 def builtin_keywords(name: str) -> frozenset | None:
     """The keyword arguments builtin ``name`` takes (its signature), or None when it is
     no builtin, its signature is not known, or it takes ``**kwargs``."""
-    import builtins
-    import inspect
     fn = getattr(builtins, name, None)
     if fn is None or not callable(fn):
         return None

@@ -10,6 +10,8 @@ import re
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
 
+from tree_sitter import Query, QueryCursor
+
 from .symbols import ClassSymbol, FileSymbols, FunctionSymbol, ImportBinding
 
 MAX_DEPTH = 48                      # nested compound statements / classes followed
@@ -247,7 +249,6 @@ class PythonSymbolExtractor:
     """Compiled queries for one tree-sitter Python language; ``extract`` is pure."""
 
     def __init__(self, language):
-        from tree_sitter import Query
         self.language = language
         self._self_attrs = Query(language, SELF_ATTRIBUTE_QUERY)
         self._bindings = Query(language, BINDING_QUERY)
@@ -282,7 +283,6 @@ class PythonSymbolExtractor:
 
     def _captured(self, query, node, start: int | None = None, end: int | None = None
                   ) -> set[str]:
-        from tree_sitter import QueryCursor
         cursor = QueryCursor(query)
         if start is not None:
             cursor.set_byte_range(start, end)
@@ -399,7 +399,6 @@ class PythonSymbolExtractor:
         """``self.x`` (or ``cls.x``) assigned in any method of the class body."""
         if body is None:
             return set()
-        from tree_sitter import QueryCursor
         firsts = {f.params[0] for f in methods.values()
                   if f.params and "staticmethod" not in f.decorators}
         if not firsts:

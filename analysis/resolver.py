@@ -4,7 +4,8 @@ keywords. Anything not known for certain resolves to None ("no constraint").
 
 A Resolver is short-lived (one per completion) and memoises within its lifetime;
 cycles (a class inheriting from itself, modules importing each other) and depth are
-guarded, so resolution always terminates.
+guarded, so resolution always terminates. What a call accepts (``keyword_arguments``)
+is read off what the Resolver finds, by the module-level functions below it.
 """
 from __future__ import annotations
 
@@ -44,9 +45,6 @@ class Resolver:
             self._memo[key] = self.index.module(name) if name else None
         return self._memo[key]
 
-    def absolute(self, within: FileSymbols, module: str, level: int) -> str:
-        return resolve_relative(within.module, within.is_package, module, level)
-
     def module_members(self, name: str) -> frozenset[str] | None:
         """Names ``name.`` may be followed by, or None when not known for certain."""
         return self._guarded(("members", name), lambda: self._module_members(name))
@@ -65,20 +63,14 @@ class Resolver:
         None when one of them may bring any name."""
         names: set[str] = set()
         for star in sym.star_imports:
-            target = self.absolute(sym, star.module, star.level)
-            if self.unavailable(target):
+            target = absolute(sym, star.module, star.level)
+            if unavailable(self.index, target):
                 continue
             exported = self.exported(target)
             if exported is None:
                 return None
             names |= exported
         return names
-
-    def unavailable(self, module: str) -> bool:
-        """A standard-library module this platform does not have (``nt`` on Linux): an
-        import of it sits in a branch that does not run here."""
-        return module.split(".")[0] in sys.stdlib_module_names and \
-            not self.index.has_module(module)
 
     def exported(self, name: str) -> frozenset[str] | None:
         """What ``from name import *`` binds."""
@@ -116,7 +108,7 @@ class Resolver:
         if name in sym.names:
             return None                              # a variable: its type is not known
         for star in sym.star_imports:
-            target = self.absolute(sym, star.module, star.level)
+            target = absolute(sym, star.module, star.level)
             exported = self.exported(target)
             if exported is not None and name in exported:
                 return self.lookup(self.module(target), name)
@@ -124,7 +116,7 @@ class Resolver:
 
     def binding(self, within: FileSymbols, b) -> Entity | None:
         """What an import binding refers to."""
-        target = self.absolute(within, b.module, b.level)
+        target = absolute(within, b.module, b.level)
         if not b.name:
             return ModuleRef(target) if self.index.has_module(target) else None
         if target and self.index.has_module(f"{target}.{b.name}"):
@@ -142,10 +134,11 @@ class Resolver:
                 return ModuleRef(f"{entity.name}.{name}")
             return found
         if isinstance(entity, (ClassRef, InstanceRef)):
-            return self._class_attribute(entity, name)
+            return self.class_attribute(entity, name)
         return None
 
-    def _class_attribute(self, entity, name: str) -> Entity | None:
+    def class_attribute(self, entity: ClassRef | InstanceRef, name: str) -> Entity | None:
+        """What ``entity.name`` stands for, ``entity`` a class or an instance of one."""
         cls = entity.cls if isinstance(entity, InstanceRef) else entity
         for owner in self.mro(cls) or ():
             c = self.class_symbol(owner)
@@ -240,38 +233,6 @@ class Resolver:
             return self.class_members(entity.cls)
         return None
 
-    # -------------------------------------------------------------- functions
-    def function(self, entity: Entity | None) -> tuple[FunctionSymbol, bool] | None:
-        """The function a call to ``entity`` runs (a class runs its ``__init__``) and
-        whether its first parameter is bound."""
-        if isinstance(entity, FunctionRef):
-            if entity.module == "builtins":
-                return None
-            owner = entity.owner
-            sym = entity.symbols if entity.symbols is not None else self.module(entity.module)
-            if sym is None:
-                return None
-            if not owner:
-                f = sym.functions.get(entity.name)
-                return (f, entity.bound) if f is not None else None
-            c = self.class_symbol(ClassRef(entity.module, owner, sym))
-            f = c.methods.get(entity.name) if c is not None else None
-            return (f, entity.bound) if f is not None else None
-        if isinstance(entity, ClassRef) and entity.module != "builtins":
-            init = self._class_attribute(InstanceRef(entity), "__init__")
-            return self.function(init) if isinstance(init, FunctionRef) else None
-        return None
-
-    def call_keywords(self, entity: Entity | None) -> frozenset[str] | None:
-        """Keyword argument names a call to ``entity`` accepts; None when any may be."""
-        found = self.function(entity)
-        if found is None:
-            return None
-        f, bound = found
-        if any(d not in ("staticmethod", "classmethod") for d in f.decorators):
-            return None                          # a decorator may change the signature
-        return f.keyword_names(bound)
-
     # ----------------------------------------------------------------- chains
     def dotted(self, sym: FileSymbols | None, name: str) -> Entity | None:
         """``a.b.c`` in module ``sym``'s namespace."""
@@ -295,6 +256,54 @@ class Resolver:
             self._active.discard(key)
 
 
+def absolute(within: FileSymbols, module: str, level: int) -> str:
+    """The absolute name of ``module`` imported with ``level`` dots in ``within``."""
+    return resolve_relative(within.module, within.is_package, module, level)
+
+
+def unavailable(index: SymbolIndex, module: str) -> bool:
+    """A standard-library module this platform does not have (``nt`` on Linux): an
+    import of it sits in a branch that does not run here."""
+    return module.split(".")[0] in sys.stdlib_module_names and not index.has_module(module)
+
+
+# ------------------------------------------------------------------------ calls
+def called_function(resolver: Resolver, entity: Entity | None
+                    ) -> tuple[FunctionSymbol, bool] | None:
+    """The function a call to ``entity`` runs (a class runs its ``__init__``) and
+    whether its first parameter is bound."""
+    if isinstance(entity, FunctionRef):
+        if entity.module == "builtins":
+            return None
+        owner = entity.owner
+        sym = entity.symbols if entity.symbols is not None else resolver.module(entity.module)
+        if sym is None:
+            return None
+        if not owner:
+            f = sym.functions.get(entity.name)
+            return (f, entity.bound) if f is not None else None
+        c = resolver.class_symbol(ClassRef(entity.module, owner, sym))
+        f = c.methods.get(entity.name) if c is not None else None
+        return (f, entity.bound) if f is not None else None
+    if isinstance(entity, ClassRef) and entity.module != "builtins":
+        init = resolver.class_attribute(InstanceRef(entity), "__init__")
+        return called_function(resolver, init) if isinstance(init, FunctionRef) else None
+    return None
+
+
+def keyword_arguments(resolver: Resolver, entity: Entity | None
+                      ) -> frozenset[str] | None:
+    """Keyword argument names a call to ``entity`` accepts; None when any may be."""
+    found = called_function(resolver, entity)
+    if found is None:
+        return None
+    f, bound = found
+    if any(d not in ("staticmethod", "classmethod") for d in f.decorators):
+        return None                          # a decorator may change the signature
+    return f.keyword_names(bound)
+
+
+# --------------------------------------------------------------------- builtins
 def builtin(name: str) -> Entity | None:
     if name not in _BUILTIN_NAMES:
         return None

@@ -1,6 +1,7 @@
 """Where the statement holding a cursor starts, from the tree (for scanning it lexically)."""
 from __future__ import annotations
 
+from .cursor_scope import enclosing_headers
 from .text_edit import byte_offset
 
 MAX_SCAN_CHARS = 50_000
@@ -41,7 +42,6 @@ def scan_start(root, text: str, offset: int, max_chars: int = 20_000, headers=No
     unless a triple-quoted string opens between the innermost enclosing ``def``/``class``
     line and it (a docstring still being typed leaves the tree no string to see): then
     that line, when it is near."""
-    from .cursor_scope import enclosing_headers
     start = statement_start(root, text, offset)
     if headers is None:
         headers = enclosing_headers(text, offset, root)

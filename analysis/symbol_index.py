@@ -2,47 +2,41 @@
 
 Sources: workspace files on disk (handed over by the ``Workspace``, whose subscriber
 this is: its walk, then its watcher), open documents (their in-editor symbols win over
-the disk), and the standard library (parsed lazily, on first use). Thread-safe: the
-Workspace writes (from the walking thread or watchdog's) while the Engine's worker reads.
+the disk), and the modules outside the workspace (the standard library, parsed lazily,
+on first use: ``LibrarySymbols``). Thread-safe: the Workspace writes (from the walking
+thread or watchdog's) while the Engine's worker reads; the index's lock guards the files
+and module names below, ``LibrarySymbols`` has its own, and parsing happens outside both
+(``PythonParsers``: one parser per thread).
 """
 from __future__ import annotations
 
-import logging
 import threading
-from collections import OrderedDict
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from .analysis_options import AnalysisOptions
 from .grammars import Grammars
+from .library_symbols import LibrarySymbols
 from .module_paths import is_package_file, module_names
-from .python_symbols import PythonSymbolExtractor
+from .python_parsers import PythonParsers
 from .stdlib_modules import StdlibModules
 from .symbols import FileSymbols
 from .workspace import WorkspaceFile
 from .workspace_filter import SOURCE_SUFFIXES
 
-log = logging.getLogger(__name__)
 
-
-@dataclass
 class SymbolIndex:
-    options: AnalysisOptions = field(default_factory=AnalysisOptions)
-    grammars: Grammars = field(default_factory=Grammars)
-    stdlib: StdlibModules | None = None
-    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
-    _roots: list = field(default_factory=list, repr=False)
-    _disk: dict = field(default_factory=dict, repr=False)         # Path -> FileSymbols
-    _open: dict = field(default_factory=dict, repr=False)         # Path -> FileSymbols
-    _paths: dict = field(default_factory=dict, repr=False)        # module -> Path
-    _stdlib_cache: OrderedDict = field(default_factory=OrderedDict, repr=False)
-    _installed: frozenset | None = field(default=None, repr=False)
-    _names: frozenset | None = field(default=None, repr=False)
-    _local: threading.local = field(default_factory=threading.local, repr=False)
-
-    def __post_init__(self):
-        if self.stdlib is None:
-            self.stdlib = StdlibModules(introspect=self.options.introspect_extensions)
+    def __init__(self, options: AnalysisOptions | None = None, grammars: Grammars | None = None):
+        self.options = options or AnalysisOptions()
+        self.grammars = grammars or Grammars()
+        self.parsers = PythonParsers(self.grammars, self.options.max_symbol_bytes)
+        self.library = LibrarySymbols(StdlibModules(introspect=self.options.introspect_extensions),
+                                      self.parsers, self.options.max_stdlib_modules)
+        self._lock = threading.RLock()      # guards the five below
+        self._roots: list[Path] = []
+        self._disk: dict[Path, FileSymbols] = {}
+        self._open: dict[Path, FileSymbols] = {}
+        self._paths: dict[str, Path] = {}   # module name -> its file
+        self._names: frozenset | None = None    # workspace_names, until a file changes
 
     # ------------------------------------------- the workspace (a WorkspaceSubscriber)
     def wants(self, path: Path) -> bool:
@@ -56,51 +50,33 @@ class SymbolIndex:
     def put_files(self, files: list[WorkspaceFile]) -> None:
         """Index a batch of workspace files (each is queryable at once)."""
         for f in files:
-            self._put(f.path, f.text.encode("utf-8"))
+            path = Path(f.path).resolve()
+            names = self.module_names_for(path)
+            symbols = self.parsers.parse(f.text.encode("utf-8"), names[0] if names else "",
+                                         str(path), is_package_file(path))
+            with self._lock:
+                self._disk[path] = symbols
+                for name in names:
+                    self._paths[name] = path
+                self._names = None
 
     def walk_done(self) -> None:
         pass
 
     def file_changed(self, file: WorkspaceFile) -> None:
-        self._put(file.path, file.text.encode("utf-8"))
+        self.put_files([file])
 
     def remove_files(self, paths: list[Path]) -> None:
         for path in paths:
-            self.remove_file(path)
+            path = Path(path).resolve()
+            with self._lock:
+                self._disk.pop(path, None)
+                for name in [m for m, p in self._paths.items() if p == path]:
+                    if path not in self._open:
+                        del self._paths[name]
+                self._names = None
 
-    @property
-    def roots(self) -> list[Path]:
-        with self._lock:
-            return list(self._roots)
-
-    def root_of(self, path: Path) -> Path | None:
-        with self._lock:
-            for root in sorted(self._roots, key=lambda r: len(r.parts), reverse=True):
-                if path == root or root in path.parents:
-                    return root
-        return None
-
-    # ------------------------------------------------------------------ files
-    def _put(self, path: Path, data: bytes) -> FileSymbols:
-        path = Path(path).resolve()
-        names = self.module_names_for(path)
-        symbols = self.parse(data, names[0] if names else "", str(path), is_package_file(path))
-        with self._lock:
-            self._disk[path] = symbols
-            for name in names:
-                self._paths[name] = path
-            self._names = None
-        return symbols
-
-    def remove_file(self, path: Path) -> None:
-        path = Path(path).resolve()
-        with self._lock:
-            self._disk.pop(path, None)
-            for name in [m for m, p in self._paths.items() if p == path]:
-                if path not in self._open:
-                    del self._paths[name]
-            self._names = None
-
+    # ------------------------------------------------------------- documents
     def set_document(self, path: Path, symbols: FileSymbols) -> None:
         """An open document's symbols (they win over the file on disk)."""
         path = Path(path).resolve()
@@ -119,33 +95,22 @@ class SymbolIndex:
                     del self._paths[name]
             self._names = None
 
+    # ---------------------------------------------------------------- paths
     def module_names_for(self, path: Path) -> list[str]:
-        return module_names(Path(path).resolve(), self.roots)
+        with self._lock:
+            roots = list(self._roots)
+        return module_names(Path(path).resolve(), roots)
 
-    def parse(self, data: bytes, module: str, path: str = "", is_package: bool = False
-              ) -> FileSymbols:
-        """FileSymbols of Python source ``data``; never raises (unknown on failure)."""
-        if len(data) > self.options.max_symbol_bytes:
-            return FileSymbols.unknown(module, path)
-        try:
-            parser, extractor = self._tools()
-            tree = parser.parse(data)
-            return extractor.extract(tree.root_node, module, path, is_package)
-        except Exception:            # noqa: BLE001 - a broken file must not break analysis
-            log.exception("could not index %s", path or module)
-            return FileSymbols.unknown(module, path)
+    def root_of(self, path: Path) -> Path | None:
+        with self._lock:
+            for root in sorted(self._roots, key=lambda r: len(r.parts), reverse=True):
+                if path == root or root in path.parents:
+                    return root
+        return None
 
-    def extractor(self) -> PythonSymbolExtractor:
-        return self._tools()[1]
-
-    def _tools(self):
-        """A parser and extractor for the calling thread (parsers are not thread-safe)."""
-        tools = getattr(self._local, "tools", None)
-        if tools is None:
-            lang = self.grammars.language("python")
-            from tree_sitter import Parser
-            tools = self._local.tools = (Parser(lang), PythonSymbolExtractor(lang))
-        return tools
+    def files(self) -> list[Path]:
+        with self._lock:
+            return sorted(set(self._disk) | set(self._open))
 
     # ---------------------------------------------------------------- modules
     def module(self, name: str) -> FileSymbols | None:
@@ -154,56 +119,32 @@ class SymbolIndex:
             path = self._paths.get(name)
             if path is not None:
                 return self._open.get(path) or self._disk.get(path)
-            if name in self._stdlib_cache:
-                self._stdlib_cache.move_to_end(name)
-                return self._stdlib_cache[name]
-        symbols = self._stdlib_module(name)
-        with self._lock:
-            self._stdlib_cache[name] = symbols
-            while len(self._stdlib_cache) > self.options.max_stdlib_modules:
-                self._stdlib_cache.popitem(last=False)
-        return symbols
-
-    def _stdlib_module(self, name: str) -> FileSymbols | None:
-        found = self.stdlib.source(name)
-        if found is not None:
-            path, package = found
-            try:
-                return self.parse(path.read_bytes(), name, str(path), package)
-            except OSError:
-                return FileSymbols.unknown(name, str(path))
-        names = self.stdlib.extension_names(name)
-        return FileSymbols(name, names=names) if names is not None else None
+        return self.library.module(name)
 
     def has_module(self, name: str) -> bool:
-        """Whether ``name`` is a workspace, stdlib or stdlib C module (without parsing it)."""
+        """Whether ``name`` is a workspace, stdlib or stdlib C module (without parsing it).
+        A name the library looked up and found no module stays none, even when a
+        workspace file has taken it since."""
+        seen = self.library.seen(name)
+        if seen is not None:
+            return seen
         with self._lock:
-            if name in self._paths or name in self._stdlib_cache:
-                return self._stdlib_cache.get(name, True) is not None
-        return self.stdlib.source(name) is not None or \
-            self.stdlib.extension_names(name) is not None
+            if name in self._paths:
+                return True
+        return self.library.exists(name)
 
     def submodules(self, package: str) -> frozenset[str]:
         """Names of the direct submodules of ``package`` (workspace and stdlib)."""
         prefix = package + "."
         with self._lock:
             ours = {m[len(prefix):].split(".")[0] for m in self._paths if m.startswith(prefix)}
-        return frozenset(ours) | self.stdlib.submodules(package)
+        return frozenset(ours) | self.library.stdlib.submodules(package)
 
     def top_level_modules(self) -> frozenset[str]:
         """Every importable top-level name: workspace, stdlib and installed packages."""
         with self._lock:
             ours = {m.split(".")[0] for m in self._paths}
-        return frozenset(ours) | self.stdlib.top_level() | self._installed_modules()
-
-    def _installed_modules(self) -> frozenset[str]:
-        if self._installed is None:
-            import pkgutil
-            try:
-                self._installed = frozenset(m.name for m in pkgutil.iter_modules())
-            except Exception:        # noqa: BLE001 - a broken sys.path entry
-                self._installed = frozenset()
-        return self._installed
+        return frozenset(ours) | self.library.stdlib.top_level() | self.library.installed()
 
     def workspace_names(self) -> frozenset[str]:
         """Every name bound anywhere in an indexed workspace file or open document."""
@@ -214,7 +155,3 @@ class SymbolIndex:
                     names |= s.all_names
                 self._names = frozenset(names)
             return self._names
-
-    def files(self) -> list[Path]:
-        with self._lock:
-            return sorted(set(self._disk) | set(self._open))

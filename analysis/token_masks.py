@@ -283,9 +283,9 @@ class MaskCache:
                 self._recipe_bytes -= old.nbytes
 
     def _keep_dense(self, dense_key, recipe: MaskRecipe, device):
-        # torch takes 0.8 to 1.9 s to import (-X importtime); only a dense mask needs it
-        # (the recipes are numpy), so `import inkling.analysis` stays free of it
-        import torch
+        # only a dense mask needs torch (the recipes are numpy), so `import inkling.analysis`
+        # stays free of it
+        import torch        # lazy: torch costs 1.6 s to import (python -X importtime)
         tensor = torch.from_numpy(recipe.build(self.vocab))
         if device is not None and str(device) != "cpu":
             tensor = tensor.to(device)

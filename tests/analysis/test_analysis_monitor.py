@@ -139,7 +139,7 @@ def test_dotted_tokens_are_checked_before_the_dot_is_typed():
 
 def test_monitor_state_end_to_end(tmp_path: Path, tiny_tokenizer):
     a = analysis_for(tmp_path, {"c.py": CLASS.replace("|", "")})
-    vocab = a.vocabulary(tiny_tokenizer)
+    vocab = TokenVocabulary.from_tokenizer(tiny_tokenizer)
     state = open_at(a, tmp_path / "c.py", CLASS, vocab)
     assert state.active and MEMBERS <= state.allowed
     mask = state.mask()
@@ -165,7 +165,7 @@ def test_a_mask_is_computed_once_per_state_and_never_outside_code(tmp_path: Path
                                                                  tiny_tokenizer, monkeypatch):
     from inkling.analysis.monitor import MonitorState
     a = analysis_for(tmp_path, {"c.py": CLASS.replace("|", "")})
-    state = open_at(a, tmp_path / "c.py", CLASS, a.vocabulary(tiny_tokenizer))
+    state = open_at(a, tmp_path / "c.py", CLASS, TokenVocabulary.from_tokenizer(tiny_tokenizer))
     computed = []
     original = MonitorState._mask
     monkeypatch.setattr(MonitorState, "_mask",
@@ -182,13 +182,13 @@ def test_typing_on_in_a_statement_scans_on_from_the_last_state(tmp_path: Path, m
     """The monitor's scan goes on from the previous keystroke's (the segment from the
     statement's start grew), and gives the state a whole scan gives, keystroke by
     keystroke, across a string, brackets and a new statement."""
-    from inkling.analysis import code_analysis
+    from inkling.analysis import open_document
     head = "import os\n\n\ndef f(items):\n    "
     typed = 'total = g(items, "a, (b", [1,\n        2]) + os.sep\n    return total'
     a = analysis_for(tmp_path, {"m.py": head + "\n"})
     whole = []
-    original = code_analysis.ScanState
-    monkeypatch.setattr(code_analysis, "ScanState", lambda: whole.append(1) or original())
+    original = open_document.ScanState
+    monkeypatch.setattr(open_document, "ScanState", lambda: whole.append(1) or original())
     for n in range(1, len(typed) + 1):
         text = head + typed[:n] + "|\n"
         state = open_at(a, tmp_path / "m.py", text)
@@ -200,7 +200,7 @@ def test_typing_on_in_a_statement_scans_on_from_the_last_state(tmp_path: Path, m
 
 def test_attributes_a_path_assigns_become_members(tmp_path: Path, tiny_tokenizer):
     a = analysis_for(tmp_path, {"c.py": CLASS.replace("|", "")})
-    vocab = a.vocabulary(tiny_tokenizer)
+    vocab = TokenVocabulary.from_tokenizer(tiny_tokenizer)
     state = open_at(a, tmp_path / "c.py", CLASS.replace("return self.|", "|"), vocab)
     later = state.advance("self.fresh, self.other = 1, 2\n        return self.")
     assert {"fresh", "other"} <= later.allowed and "fresh" not in state.advance(
@@ -243,7 +243,7 @@ def _first_identifier(text: str) -> str:
 
 def _check_masked_decode(runtime, tmp_path: Path, seeds: int):
     a = analysis_for(tmp_path, {"c.py": CLASS.replace("|", "")})
-    vocab = a.vocabulary(runtime.tokenizer, runtime.vocab_size)
+    vocab = TokenVocabulary.from_tokenizer(runtime.tokenizer, runtime.vocab_size)
     state = open_at(a, tmp_path / "c.py", CLASS, vocab)
     allowed = state.allowed
     prompt = runtime.encode(CLASS.split("|")[0])

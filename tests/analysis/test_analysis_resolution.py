@@ -167,7 +167,7 @@ def test_builtin_and_typing_bases(ws):
 def test_module_renamed_is_followed_after_reindex(ws):
     a, root = ws
     (root / "shop/base.py").rename(root / "shop/records.py")
-    a.index.remove_file(root / "shop/base.py")
+    a.index_file(root / "shop/base.py")                  # gone: removed
     a.index_file(root / "shop/records.py")
     util = root / "shop/util.py"
     assert "records" in _members(a, util, "from shop.|")

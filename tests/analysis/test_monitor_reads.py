@@ -165,7 +165,7 @@ def test_monitor_through_the_analysis(tmp_path: Path, bundled_model_dir: Path):
     from tokenizers import Tokenizer
     tiny_tokenizer = Tokenizer.from_file(str(bundled_model_dir / "tokenizer.json"))
     a = analysis_for(tmp_path, {"m.py": MODULE.replace("|", "pass")})
-    vocab = a.vocabulary(tiny_tokenizer)
+    vocab = TokenVocabulary.from_tokenizer(tiny_tokenizer)
     state = open_at(a, tmp_path / "m.py", MODULE, vocab)
     shared, own = state.context.free_names
     assert {"len", "return"} <= shared and "f" not in shared | own and {"total", "result", "item", "LIMIT", "os",
@@ -209,7 +209,7 @@ def test_what_the_cursor_line_binds_before_the_cursor_is_bound(tmp_path: Path,
                        ("for fresh in by.", "real:\n            print(fresh)")):
         text = MODULE.replace("|", line + "|")
         a = analysis_for(tmp_path, {"m.py": text.replace("|", "")})
-        state = open_at(a, tmp_path / "m.py", text, a.vocabulary(tok))
+        state = open_at(a, tmp_path / "m.py", text, TokenVocabulary.from_tokenizer(tok))
         assert ok(state, read), line
         assert not ok(state, "__class__)\n        return undefined_thing"), line
 

@@ -1,0 +1,61 @@
+"""An open document as the analysis keeps it: its tree, its symbols and the names a free
+read may name (each extracted when first needed after a change), and the last lexical
+scan of the cursor's statement. Owned by the CodeAnalysis's caller's thread."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .document_tree import DocumentTree
+from .draft_names import readable_parts
+from .python_scanner import ScanState
+from .resolver import Resolver
+from .symbol_index import SymbolIndex
+from .symbols import FileSymbols
+
+
+@dataclass
+class OpenDocument:
+    uri: str
+    path: Path | None
+    language: str
+    tree: DocumentTree | None          # None: no grammar for the language
+    symbols: FileSymbols | None = None
+    symbols_version: int = -1
+    free_names: tuple | None = None         # what a free read may name (``readable_parts``)
+    free_version: int = -1                  # the tree version and the workspace's names
+    free_workspace: frozenset | None = None  # (an index change makes a new set) they are of
+    # the last monitor's lexical scan: (the text scanned, from where, the state after it);
+    # the next keystroke's scan in the same statement goes on from it
+    scanned: tuple[str, int, ScanState] | None = None
+
+
+def scan_state(doc: OpenDocument, segment: str, start: int) -> ScanState:
+    """The scanner's state after ``segment`` (the text from ``start`` to the cursor),
+    going on from the last scan when it scanned a prefix of the segment from the
+    same place (the person typing on in a statement): the scanner is incremental,
+    so that is the state a whole scan gives."""
+    last = doc.scanned
+    if last is not None and last[1] == start and segment.startswith(last[0]):
+        scan = last[2].advance(segment[len(last[0]):])
+    else:
+        scan = ScanState().advance(segment)
+    doc.scanned = (segment, start, scan)
+    return scan
+
+
+def readable_names(doc: OpenDocument, symbols: FileSymbols, index: SymbolIndex
+                   ) -> tuple | None:
+    """The names a free read in ``doc`` may name, as (workspace's, document's); cached
+    per tree version and workspace index (files indexed later change it), and the
+    workspace's part is the same set while it is unchanged,
+    so its masks are kept from one keystroke to the next."""
+    tree, workspace = doc.tree, index.workspace_names()
+    if doc.free_version != tree.version or doc.free_workspace is not workspace:
+        bound = index.parsers.extractor().bound_names(tree.root)
+        parts = readable_parts(symbols, bound, index, Resolver(index))
+        if parts is not None and doc.free_names is not None and parts[0] == doc.free_names[0]:
+            parts = (doc.free_names[0], parts[1])        # the same object: masks kept
+        doc.free_names = parts
+        doc.free_version, doc.free_workspace = tree.version, workspace
+    return doc.free_names
