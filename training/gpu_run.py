@@ -36,6 +36,8 @@ from tokenizers import Tokenizer
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from inkling.training import packing
+from inkling.training.samples import build_training_rows
+from inkling.training.site_packages import DEVICE_ALLOW_LIST, read_installed
 from inkling.training.tokenizer_recipe import save_tokenizer
 from inkling.training.training import _eval_loss, optimizer_step
 
@@ -101,8 +103,6 @@ def training_rows(a, tok: Tokenizer, seq: int) -> tuple[np.ndarray, dict]:
     report = {"packed_rows": len(rows), "allow_list": None}
     names = _allow_names(a.allow_list)
     if names:
-        from inkling.training.samples import build_training_rows
-        from inkling.training.site_packages import read_installed
         held = packing.read_held_out_texts(Path(a.data))
         files, report["allow_list"] = read_installed(names, held,
                                                      total_chars=int(a.allow_mchars * 1e6))
@@ -115,7 +115,6 @@ def training_rows(a, tok: Tokenizer, seq: int) -> tuple[np.ndarray, dict]:
 
 
 def _allow_names(spec: str) -> tuple[str, ...]:
-    from inkling.training.site_packages import DEVICE_ALLOW_LIST
     if spec in ("", "none"):
         return ()
     return DEVICE_ALLOW_LIST if spec == "default" else tuple(s for s in spec.split(",") if s)
@@ -145,9 +144,11 @@ class Curve:
             w.writeheader()
             w.writerows(self.rows)
         try:
-            import matplotlib
+            # optional (the device's Python may lack it: the csv is the curve then), and the
+            # Agg backend is chosen before pyplot loads
+            import matplotlib  # lazy: matplotlib.pyplot costs 0.29 s to import (-X importtime)
             matplotlib.use("Agg")
-            import matplotlib.pyplot as plt
+            import matplotlib.pyplot as plt  # lazy: after the backend, as above
         except ImportError:
             return
         fig, ax = plt.subplots(figsize=(7, 4))

@@ -293,6 +293,23 @@ def write_model_card(model_dir: Path, evals: list[dict] | None, command: str) ->
     summary = json.loads((model_dir / "train_summary.json").read_text())
     cfg = json.loads((model_dir / "config.json").read_text())
     order = json.loads((model_dir / "inkling.json").read_text())["fim_order"]
+    evals, command = _measured(model_dir, summary, evals, command)
+    card = "".join((
+        _intro_section(summary), _size_section(model_dir, summary, cfg), _data_section(summary),
+        _samples_section(summary["options"]), _recipe_section(summary), _runs_section(summary),
+        _results_section(model_dir, summary, _evals_text(evals, command, order)),
+        f"## Alternative drafts\n\n{ALTERNATIVES}\n\n## Training throughput\n\n{THROUGHPUT}\n\n",
+        _model_datastore_text(model_dir), _limitations_section(summary)))
+    path = model_dir / "README.md"
+    path.write_text(card)
+    return path
+
+
+def _measured(model_dir: Path, summary: dict, evals: list[dict] | None,
+              command: str) -> tuple[list[dict] | None, str]:
+    """The next-line exact match the card reports, and its command: ``evals`` (saved to
+    ``evaluation.json`` with the weights they measured), else the saved ones where they
+    measured these weights."""
     eval_path = model_dir / "evaluation.json"
     stamp = {"tokens_total": summary.get("tokens_total"), "step": summary.get("steps_done")}
     if evals is not None:
@@ -302,44 +319,12 @@ def write_model_card(model_dir: Path, evals: list[dict] | None, command: str) ->
         saved = json.loads(eval_path.read_text())
         if saved.get("weights") == stamp:
             evals, command = saved["results"], saved.get("command", command)
-    o = summary["options"]
-    total_mb, largest_mb = _disk_mb(model_dir)
-    held = "\n".join(f"- `{p}`" for p in summary["held_out_files"])
+    return evals, command
+
+
+def _intro_section(summary: dict) -> str:
     pkgs = summary.get("packages") or []
-    pkg_text = ""
-    # the filters of the recipe that made these weights (run 7 on): vendored folders, copies
-    vendored, copies = "", ""
-    if "copies_dropped" in summary:
-        dropped = summary["copies_dropped"]
-        vendored = ("vendored copies of other packages (`_vendor`, `vendor`, `_vendored`, "
-                    "`externals`, `_externals` folders), ")
-        copies = (" No file that holds more than 30% of a held-out file's distinctive lines "
-                  "(stripped lines of 25 characters or more) is trained on"
-                  + (": " + "; ".join(f"`{d}`" for d in dropped) if dropped else "") + ".")
-    if pkgs:
-        pkg_text = f"""
-Third-party code: the Python source of {len(pkgs)} packages pinned by version, downloaded
-once as wheels (`pip download --no-deps NAME==VERSION`, into `$INKLING_WHEEL_CACHE`,
-default `~/.cache/inkling/wheels`) and read straight from the wheel: their `.py` files
-without the package's tests (`test`, `tests`, `testing` folders, `test_*.py`, `*_test.py`,
-`conftest.py`), {vendored}files over 250 kB and tables written as code; a package over 4 M characters
-keeps the files with the smallest SHA-256 of their path up to that size (sympy, SQLAlchemy,
-Django...).{copies} The list is `PACKAGES` in `evaluation/packages.py`:
-
-{", ".join(f"`{p}`" for p in pkgs)}.
-
-**Held out entirely: `{summary.get('held_out_package') or 'toolz==1.0.0'}`** (and its `tlz`
-alias): never trained on (the recipe refuses it and asserts that no training file comes from
-it), evaluated on below (validation loss on its rows, next-line exact match on its files).
-In all {summary['train_files']} training files, {summary.get('train_chars', 0) / 1e6:.1f} M
-characters ({summary.get('stdlib_train_files', '?')} of them from the standard library).
-"""
-    runs = summary.get("runs") or []
-    last = runs[-1] if runs else {}
-    repeat = (f" The last run took each standard-library chunk {o['stdlib_repeat']} times an "
-              "epoch, each a sample of its own, so that the standard library kept its share "
-              "of the data." if o.get("stdlib_repeat", 1) > 1 else "")
-    card = f"""# inkling-tiny
+    return f"""# inkling-tiny
 
 The default model bundled with inkling: a small code model trained from scratch, on
 this machine's CPU, on the Python standard library{' and the source of ' + str(len(pkgs)) + ' pinned third-party packages' if pkgs else ''},
@@ -348,7 +333,13 @@ expect short, plausible completions, not a large model's quality. Point `--model
 `model.path` option) at any local Hugging Face Llama, Qwen2, Mistral, StarCoder2 or
 DeepSeek-Coder folder for better suggestions.
 
-## Size
+"""
+
+
+def _size_section(model_dir: Path, summary: dict, cfg: dict) -> str:
+    o = summary["options"]
+    total_mb, largest_mb = _disk_mb(model_dir)
+    return f"""## Size
 
 | | |
 |---|---|
@@ -360,7 +351,13 @@ DeepSeek-Coder folder for better suggestions.
 | vocabulary | {cfg['vocab_size']} (byte-level BPE) |
 | weights | float16 safetensors, {total_mb:.1f} MB in all, largest shard {largest_mb:.1f} MB |
 
-## Data
+"""
+
+
+def _data_section(summary: dict) -> str:
+    held = "\n".join(f"- `{p}`" for p in summary["held_out_files"])
+    pkg_text = _packages_text(summary)
+    return f"""## Data
 
 The Python standard library source of the interpreter that ran the recipe
 (`sysconfig.get_paths()["stdlib"]`, Python {platform.python_version()} here), read in
@@ -377,7 +374,47 @@ The tokenizer (byte-level BPE, `tokenizers`) was trained on the standard-library
 files by the first run and is kept by every later one, with special tokens
 `<|endoftext|>`, `<|file_sep|>`, `<|fim_prefix|>`, `<|fim_suffix|>`, `<|fim_middle|>`.
 
-## Samples
+"""
+
+
+def _packages_text(summary: dict) -> str:
+    """The Data section's third-party code ("" where the weights trained on none)."""
+    pkgs = summary.get("packages") or []
+    if not pkgs:
+        return ""
+    # the filters of the recipe that made these weights (run 7 on): vendored folders, copies
+    vendored, copies = "", ""
+    if "copies_dropped" in summary:
+        dropped = summary["copies_dropped"]
+        vendored = ("vendored copies of other packages (`_vendor`, `vendor`, `_vendored`, "
+                    "`externals`, `_externals` folders), ")
+        copies = (" No file that holds more than 30% of a held-out file's distinctive lines "
+                  "(stripped lines of 25 characters or more) is trained on"
+                  + (": " + "; ".join(f"`{d}`" for d in dropped) if dropped else "") + ".")
+    return f"""
+Third-party code: the Python source of {len(pkgs)} packages pinned by version, downloaded
+once as wheels (`pip download --no-deps NAME==VERSION`, into `$INKLING_WHEEL_CACHE`,
+default `~/.cache/inkling/wheels`) and read straight from the wheel: their `.py` files
+without the package's tests (`test`, `tests`, `testing` folders, `test_*.py`, `*_test.py`,
+`conftest.py`), {vendored}files over 250 kB and tables written as code; a package over 4 M characters
+keeps the files with the smallest SHA-256 of their path up to that size (sympy, SQLAlchemy,
+Django...).{copies} The list is `PACKAGES` in `evaluation/packages.py`:
+
+{", ".join(f"`{p}`" for p in pkgs)}.
+
+**Held out entirely: `{summary.get('held_out_package') or 'toolz==1.0.0'}`** (and its `tlz`
+alias): never trained on (the recipe refuses it and asserts that no training file comes from
+it), evaluated on below (validation loss on its rows, next-line exact match on its files).
+In all {summary['train_files']} training files, {summary.get('train_chars', 0) / 1e6:.1f} M
+characters ({summary.get('stdlib_train_files', '?')} of them from the standard library).
+"""
+
+
+def _samples_section(o: dict) -> str:
+    repeat = (f" The last run took each standard-library chunk {o['stdlib_repeat']} times an "
+              "epoch, each a sample of its own, so that the standard library kept its share "
+              "of the data." if o.get("stdlib_repeat", 1) > 1 else "")
+    return f"""## Samples
 
 Files are cut into chunks of about 3,000 characters at line ends, in a shuffled order
 each epoch; half the chunks become fill-in-the-middle samples (the middle is the rest of a
@@ -412,7 +449,12 @@ format without its `<|repo_name|>` line:
   runtime's repository-context block is this sequence of `<|file_sep|>` blocks, then the
   current file's `<|file_sep|>{{path}}\\n`, then the usual prompt.
 
-## Recipe
+"""
+
+
+def _recipe_section(summary: dict) -> str:
+    o = summary["options"]
+    return f"""## Recipe
 
 AdamW (betas 0.9/0.95, weight decay {o['weight_decay']}, fused), gradient clipping at 1.0,
 batch {o['batch_size']} x {o['seq_len']} tokens, seed {o['seed']}; the learning rate warms up
@@ -431,7 +473,12 @@ runs/inkling-tiny` copies it here.
 
 {_schedule_text(summary)}
 
-## Runs
+"""
+
+
+def _runs_section(summary: dict) -> str:
+    runs = summary.get("runs") or []
+    return f"""## Runs
 
 {_runs_table(summary)}
 
@@ -445,23 +492,23 @@ training loss, learning rate, validation losses; run 1's steps were not kept), t
 
 ![loss curve](loss_curve.png)
 
-## Results
+"""
+
+
+def _results_section(model_dir: Path, summary: dict, evals_text: str) -> str:
+    return f"""## Results
 
 Validation loss (held-out standard-library files, same sample mix): **{_fmt_loss(summary.get('validation_loss'))}**
 nats/token (final training loss {_fmt_loss(summary.get('final_train_loss'))}); on the held-out
 package's rows (toolz, with repository-level samples): {_fmt_loss(summary.get('validation_loss_package'))}.
 
-{_projection_text(model_dir)}{_evals_text(evals, command, order)}
+{_projection_text(model_dir)}{evals_text}
 
-## Alternative drafts
+"""
 
-{ALTERNATIVES}
 
-## Training throughput
-
-{THROUGHPUT}
-
-{_model_datastore_text(model_dir)}## Limitations
+def _limitations_section(summary: dict) -> str:
+    return f"""## Limitations
 
 The budget is in steps and the machine is shared, so how many tokens fit in an hour depends
 on what else runs: these runs saw {summary.get('tokens_total', summary['tokens_seen']) / 1e6:.1f} M
@@ -470,6 +517,3 @@ usually trained on. The model writes plausible Python shapes but often not the e
 it is there so that everything works offline, and to measure cost. For quality, point
 inkling at a real code model.
 """
-    path = model_dir / "README.md"
-    path.write_text(card)
-    return path

@@ -33,7 +33,10 @@ from tokenizers import Tokenizer
 from inkling.models import BUNDLED_MODEL_DIR
 from inkling.models.corpus import CorpusFile, load_corpus
 from inkling.evaluation.eval_sets import TOOLZ, held_out_packages
+from inkling.evaluation.packages import (PACKAGES, assert_not_held_out, drop_held_out_copies,
+                                         load_held_out_files, load_package_files, load_pinned)
 from inkling.training.samples import build_rows, build_training_rows
+from inkling.training.site_packages import DEVICE_ALLOW_LIST
 
 ROWS_FILE, HELD_FILE, TEXTS_FILE, MANIFEST = (
     "train_rows.npy.xz", "held_out.npz", "held_out_texts.json.xz", "manifest.json")
@@ -46,7 +49,6 @@ def held_out_sets(tok: Tokenizer, seq_len: int = SEQ_LEN) -> dict[str, np.ndarra
     """name -> uint16 rows [n, seq_len + 1] of each evaluation set's files: ``stdlib``
     (made as ``training.Data`` makes its validation rows), then every held-out package
     (by its name)."""
-    from inkling.evaluation.packages import load_pinned
     sets = {"stdlib": build_rows([f.text for f in load_corpus().held_out], tok, seq_len,
                                  SEED + 999, FIM_RATE)}
     for p in held_out_packages():
@@ -57,15 +59,12 @@ def held_out_sets(tok: Tokenizer, seq_len: int = SEQ_LEN) -> dict[str, np.ndarra
 
 def held_out_texts() -> list[CorpusFile]:
     """Every held-out file: the standard library's and both evaluation sets' packages'."""
-    from inkling.evaluation.packages import load_held_out_files
     return load_corpus().held_out + load_held_out_files()
 
 
 def training_files(max_files: int = 0) -> tuple[list[CorpusFile], list[str], list[str]]:
     """(files, packages as name==version, why each dropped copy was dropped): the
     corpus ``inkling train`` reads."""
-    from inkling.evaluation.packages import (PACKAGES, assert_not_held_out, drop_held_out_copies,
-                           load_package_files)
     stdlib = load_corpus().train
     pkg = load_package_files()
     if max_files:
@@ -111,7 +110,6 @@ def _fit(rows: np.ndarray, path: Path, budget: int) -> tuple[np.ndarray, int]:
 def pack(out: Path, max_files: int = 0, seq_len: int = SEQ_LEN,
          max_bytes: int = MAX_BYTES) -> dict:
     """Write the packed data into ``out``; returns the manifest."""
-    from inkling.training.site_packages import DEVICE_ALLOW_LIST
     t0 = time.time()
     out.mkdir(parents=True, exist_ok=True)
     tok = Tokenizer.from_file(str(BUNDLED_MODEL_DIR / "tokenizer.json"))

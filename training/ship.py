@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 from inkling.models import BUNDLED_MODEL_DIR
+from inkling.training.model_card import write_model_card
 
 MAX_FILE_MB, MAX_TOTAL_MB = 15.0, 25.0
 SHIPPED = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
@@ -56,7 +57,6 @@ def ship(src_arg: str, dest: Path = BUNDLED_MODEL_DIR) -> dict:
         if (src / name).is_file():
             shutil.copy2(src / name, dest / name)
     summary = json.loads((dest / "train_summary.json").read_text())
-    from inkling.training.model_card import write_model_card
     write_model_card(dest, evals=None, command="")
     val, pkg = summary.get("validation_loss"), summary.get("validation_loss_package")
     losses = "" if val is None else f" (validation loss {val:.4f} held-out stdlib" + (

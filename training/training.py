@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import hashlib
 import json
 import os
 import random
 import shutil
 import signal
 import time
-from dataclasses import asdict, fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import numpy as np
@@ -47,17 +46,14 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.utils import logging as hf_logging
 
 from inkling.models.corpus import load_corpus
-from inkling.training.samples import build_rows, build_training_rows
+from inkling.training.data import Data
 from inkling.training.schedule import Schedule
+from inkling.training.ship import ship
 from inkling.training.tokenizer_recipe import save_tokenizer, train_tokenizer
+from inkling.training.train_log import fill_missing_runs, plot_log, prior_log, read_log, write_log
 from inkling.training.train_options import RESUMABLE, TrainOptions
 
 CHECKPOINT = "checkpoint.pt"
-LOG_HEADER = ("run", "step", "tokens", "tokens_total", "loss", "lr", "val_loss", "val_loss_pkg",
-              "elapsed_s")
-EXPORT_FILES = ("config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-                "inkling.json", "train_summary.json", "training_log.tsv", "loss_curve.png",
-                "model.safetensors.index.json")
 PER_INVOCATION = ("stop_at", "cooldown", "profile_steps")
 
 
@@ -144,106 +140,7 @@ def optimizer_step(model, step_model, opt, x: torch.Tensor, lr: float, amp) -> t
     return loss
 
 
-# ---------------------------------------------------------------------------- logs
-
-def _read_log(path: Path) -> list[dict]:
-    if not path.is_file():
-        return []
-    lines = path.read_text().splitlines()
-    if not lines:
-        return []
-    head = lines[0].split("\t")
-    rows = []
-    for line in lines[1:]:
-        vals = line.split("\t")
-        row = {}
-        for k, v in zip(head, vals):
-            row[k] = None if v == "" else float(v) if k in ("loss", "lr", "val_loss",
-                                                           "val_loss_pkg", "elapsed_s") else int(v)
-        rows.append(row)
-    return rows
-
-
-def _prior_log(folder: Path, prior: dict) -> list[dict]:
-    """The log of the model continued from, in the cumulative form (a one-run log of the
-    older recipe gets its run number and cumulative token count)."""
-    rows = _read_log(folder / "training_log.tsv")
-    if rows and "run" not in rows[0]:
-        run = max(1, len(prior.get("runs", [])))
-        offset = prior.get("tokens_total", 0) - prior.get("tokens_seen", 0)
-        rows = [{"run": run, "step": r["step"], "tokens": r["tokens"],
-                 "tokens_total": r["tokens"] + offset, "loss": r["loss"], "lr": r["lr"],
-                 "val_loss": r.get("val_loss"), "val_loss_pkg": None,
-                 "elapsed_s": r.get("elapsed_s")} for r in rows]
-    return rows
-
-
-def _fill_missing_runs(log_rows: list[dict], runs: list[dict]) -> list[dict]:
-    """An end-of-run row (tokens and validation loss) for each earlier run whose steps the
-    log does not hold (the first run of the shipped model), so the curve shows every run."""
-    have = {r.get("run") for r in log_rows}
-    rows, tokens = [], 0
-    for i, r in enumerate(runs, 1):
-        tokens += r.get("tokens") or 0
-        if i not in have and r.get("validation_loss") is not None:
-            rows.append({"run": i, "step": r.get("steps"), "tokens": r.get("tokens"),
-                         "tokens_total": tokens, "loss": None, "lr": None,
-                         "val_loss": r["validation_loss"], "val_loss_pkg": None,
-                         "elapsed_s": None})
-    return sorted(rows + log_rows, key=lambda r: (r["run"], r["step"] or 0))
-
-
-def _fmt(v) -> str:
-    return "" if v is None else f"{v:.5g}" if isinstance(v, float) else str(v)
-
-
-def _write_log(path: Path, rows: list[dict]) -> None:
-    tmp = path.with_suffix(".tmp")
-    with tmp.open("w") as f:
-        f.write("\t".join(LOG_HEADER) + "\n")
-        for r in rows:
-            f.write("\t".join(_fmt(r.get(k)) for k in LOG_HEADER) + "\n")
-    os.replace(tmp, path)
-
-
-def _plot(log_rows: list[dict], path: Path) -> None:
-    # here, not at the top: the backend is chosen before pyplot is imported, and only the
-    # end of a run plots (matplotlib.pyplot: 0.5 s to import, -X importtime)
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(8, 4.5))
-    runs = sorted({r.get("run", 1) for r in log_rows})
-    for run in runs:
-        rr = [r for r in log_rows if r.get("run", 1) == run and r.get("loss") is not None]
-        if not rr:
-            continue
-        x = [r.get("tokens_total", r.get("tokens")) / 1e6 for r in rr]
-        y = np.array([r["loss"] for r in rr])
-        line, = ax.plot(x, y, lw=0.5, alpha=0.35)
-        k = min(50, len(y))
-        smooth = np.convolve(y, np.ones(k) / k, mode="valid")
-        ax.plot(x[k - 1:], smooth, lw=1.4, color=line.get_color(),
-                label=f"run {run} training loss (mean of {k} steps)")
-    val = [(r.get("tokens_total", r.get("tokens")) / 1e6, r["val_loss"]) for r in log_rows
-           if r.get("val_loss") is not None]
-    if val:
-        ax.plot(*zip(*val), "o-", ms=3, color="black", label="validation (held-out stdlib)")
-    pkg = [(r["tokens_total"] / 1e6, r["val_loss_pkg"]) for r in log_rows
-           if r.get("val_loss_pkg") is not None]
-    if pkg:
-        ax.plot(*zip(*pkg), "s--", ms=3, color="tab:red", label="held-out package (toolz)")
-    ax.set_xlabel("tokens seen, all runs (M)")
-    ax.set_ylabel("cross entropy (nats/token)")
-    ax.set_title("inkling-tiny training, all runs")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-
-
-# ---------------------------------------------------------------------------- data
+# ---------------------------------------------------------------------------- runs
 
 def _prior_run(path: str) -> dict:
     """The summary of the run a continued training starts from (its tokenizer and weights):
@@ -300,75 +197,6 @@ def _with_rates(runs: list[dict], prior: dict) -> list[dict]:
     return runs
 
 
-class Data:
-    """The training files and the held-out sets; rows of an epoch are built on demand,
-    deterministically from (files, tokenizer, seed + epoch)."""
-
-    def __init__(self, o: TrainOptions, tok: Tokenizer):
-        from inkling.evaluation.packages import PACKAGES, HELD_OUT_PACKAGE, assert_not_held_out
-        if o.stdlib_repeat < 1:
-            raise ValueError(f"--stdlib-repeat must be at least 1, got {o.stdlib_repeat}")
-        corpus = load_corpus()
-        stdlib = corpus.train[:o.max_files] if o.max_files else corpus.train
-        files = list(stdlib)
-        self.packages = []
-        pkg_held = []
-        self.copies_dropped: list[str] = []
-        if o.packages:
-            from inkling.evaluation.packages import (drop_held_out_copies, load_held_out_files,
-                                   load_held_out_package, load_package_files)
-            pkg_files = load_package_files()
-            if o.max_files:
-                pkg_files = pkg_files[:o.max_files]
-            pkg_held = load_held_out_package()      # its rows: the package validation loss
-            pkg_files, self.copies_dropped = drop_held_out_copies(
-                pkg_files, corpus.held_out + load_held_out_files())    # both sets' packages
-            files += pkg_files
-            self.packages = [f"{n}=={v}" for n, v in PACKAGES]
-        assert_not_held_out(files)
-        self.files, self.o, self.tok = files, o, tok
-        self.stdlib_files, self.held_out = len(stdlib), corpus.held_out
-        self.held_out_package = f"{HELD_OUT_PACKAGE[0]}=={HELD_OUT_PACKAGE[1]}" if pkg_held else ""
-        # the stdlib validation rows are made exactly as the earlier recipe made them
-        self.val_rows = build_rows([f.text for f in corpus.held_out], tok, o.seq_len,
-                                   o.seed + 999, o.fim_rate)[:o.eval_rows]
-        self.val_rows_pkg = (build_training_rows(pkg_held, tok, o.seq_len, o.seed + 999,
-                                                 o.fim_rate, o.repo_rate)[:o.eval_rows]
-                             if pkg_held else None)
-        h = hashlib.sha256()
-        for f in files:
-            h.update(f"{f.package}\0{f.relpath}\0{len(f.text)}\0".encode())
-            h.update(hashlib.sha256(f.text.encode()).digest())
-        h.update(hashlib.sha256(tok.to_str().encode()).digest())
-        h.update(f"{o.seq_len} {o.fim_rate} {o.repo_rate}".encode())
-        if o.stdlib_repeat != 1:            # the data of earlier runs keeps its fingerprint
-            h.update(f" stdlib x{o.stdlib_repeat}".encode())
-        self.fingerprint = h.hexdigest()[:16]
-        self.chars = sum(len(f.text) for f in files)
-        self._epoch, self._rows = None, None
-        print(f"data: {len(files)} training files ({self.chars / 1e6:.1f} M chars: "
-              f"{self.stdlib_files} stdlib files"
-              f"{f' (x{o.stdlib_repeat} an epoch)' if o.stdlib_repeat > 1 else ''} and "
-              f"{len(files) - self.stdlib_files} files of "
-              f"{len(self.packages)} packages), {len(self.held_out)} held-out stdlib files"
-              f"{f', held-out package {self.held_out_package}' if pkg_held else ''}; "
-              f"fingerprint {self.fingerprint}", flush=True)
-        for why in self.copies_dropped:
-            print(f"data: not training on {why}", flush=True)
-
-    def rows(self, epoch: int) -> np.ndarray:
-        if self._epoch != epoch:
-            t = time.time()
-            self._rows = build_training_rows(self.files, self.tok, self.o.seq_len,
-                                             self.o.seed + epoch, self.o.fim_rate, self.o.repo_rate,
-                                             self.o.stdlib_repeat)
-            self._epoch = epoch
-            print(f"epoch {epoch}: {len(self._rows)} rows of {self.o.seq_len} tokens "
-                  f"({len(self._rows) * self.o.seq_len / 1e6:.1f} M tokens) built in "
-                  f"{time.time() - t:.0f} s", flush=True)
-        return self._rows
-
-
 # ---------------------------------------------------------------------------- state
 
 def _rng_state() -> dict:
@@ -399,22 +227,22 @@ def _score(val: float, val_pkg: float | None) -> float:
     return val if val_pkg is None else (val + val_pkg) / 2
 
 
-def _export(model, tok: Tokenizer, o: TrainOptions, summary: dict, log_rows: list[dict],
-            dest: Path) -> None:
+def _export(run: Run, summary: dict, dest: Path) -> None:
     """A model folder (float16 shards, config, tokenizer, summary, log, curve) written
     beside ``dest`` and renamed into place."""
+    o = run.o
     tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
-    half = copy.deepcopy(model).to("cpu", torch.float16)
+    half = copy.deepcopy(run.model).to("cpu", torch.float16)
     half.save_pretrained(tmp, safe_serialization=True, max_shard_size=f"{o.shard_mb}MB")
     del half
-    save_tokenizer(tok, tmp, o.max_positions)
+    save_tokenizer(run.tok, tmp, o.max_positions)
     (tmp / "inkling.json").write_text(json.dumps(
         {"fim_family": "inkling", "fim_order": "spm", "trained_context": o.seq_len}, indent=2) + "\n")
     (tmp / "train_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
-    _write_log(tmp / "training_log.tsv", log_rows)
-    _plot(log_rows, tmp / "loss_curve.png")
+    write_log(tmp / "training_log.tsv", run.log_rows)
+    plot_log(run.log_rows, tmp / "loss_curve.png")
     if dest.resolve() == Path(o.out).resolve():     # the final export goes into the run folder
         for p in list(dest.glob("*.safetensors")) + [dest / "model.safetensors.index.json"]:
             p.unlink(missing_ok=True)
@@ -511,156 +339,45 @@ def _options_for_resume(saved: dict, given: dict) -> TrainOptions:
     return o
 
 
-# ---------------------------------------------------------------------------- train
+# ---------------------------------------------------------------------------- the run
 
-def train(o: TrainOptions, given: dict | None = None) -> dict:
-    """Run (or resume) the recipe; returns the summary (also written to train_summary.json).
+@dataclass
+class Run:
+    """One invocation of the recipe: what it trains (the model, its compiled form and
+    autocast, AdamW, the data, the tokenizer), where it stands (``st``: step, tokens, data
+    position, validation losses, the runs before; the schedule; the loss log), and where
+    it writes (``out``)."""
+    o: TrainOptions
+    out: Path
+    device: torch.device
+    prior: dict
+    tok: Tokenizer
+    data: Data
+    model: LlamaForCausalLM
+    step_model: torch.nn.Module
+    opt: torch.optim.AdamW
+    amp: contextlib.AbstractContextManager
+    threads: _Threads | None
+    st: dict
+    sched: Schedule
+    log_rows: list[dict]
+    n_params: int
 
-    ``given``: the options named on the command line (a resume takes the others from the
-    checkpoint); without it, every option of ``o`` that differs from the default.
-    """
-    if o.ship:
-        from inkling.training.ship import ship
-        return ship(o.ship)
-    if given is None:
-        default = TrainOptions()
-        given = {f.name: getattr(o, f.name) for f in fields(TrainOptions)
-                 if getattr(o, f.name) != getattr(default, f.name)}
-    t_invoked = time.time()
-    ckpt = None
-    if o.resume:
-        path = Path(o.resume) / CHECKPOINT
-        if not path.is_file():
-            raise FileNotFoundError(f"--resume {o.resume}: no {CHECKPOINT} there")
-        ckpt = torch.load(path, map_location="cpu", weights_only=False)
-        o = _options_for_resume(ckpt["options"], given)
-        o.out = o.resume = str(Path(given["resume"]))
-    prior = ckpt["prior"] if ckpt else (_prior_run(o.init_from) if o.init_from else {})
-    out = Path(o.out)
-    out.mkdir(parents=True, exist_ok=True)
-    device = _device(o.device)
-    cores = os.cpu_count() or 1
-    threads = _Threads(o.threads, cores) if device.type == "cpu" else None
-
-    if ckpt:
-        tok = Tokenizer.from_str(ckpt["tokenizer"])
-    elif o.init_from and _from_checkpoint(o.init_from):
-        init_ckpt = torch.load(Path(o.init_from) / CHECKPOINT, map_location="cpu",
-                               weights_only=False)
-        tok = Tokenizer.from_str(init_ckpt["tokenizer"])
-    elif o.init_from:
-        tok = Tokenizer.from_file(str(Path(o.init_from) / "tokenizer.json"))
-    else:
-        tok = None
-    if tok is None:
-        from inkling.models.corpus import load_corpus as _lc
-        c = _lc()
-        texts = [f.text for f in (c.train[:o.max_files] if o.max_files else c.train)]
-        tok = train_tokenizer(texts, o.vocab_size)
-    if not ckpt:
-        torch.manual_seed(o.seed)
-    data = Data(o, tok)
-
-    hf_logging.disable_progress_bar()
-    if ckpt:
-        model = LlamaForCausalLM(LlamaConfig.from_dict(ckpt["config"]))
-        model.load_state_dict(ckpt["model"])
-    elif o.init_from and _from_checkpoint(o.init_from):
-        model = LlamaForCausalLM(LlamaConfig.from_dict(init_ckpt["config"]))
-        model.load_state_dict(init_ckpt["model"])
-        moments = init_ckpt["optimizer"]       # AdamW's moments go on with the weights
-        del init_ckpt
-    elif o.init_from:
-        model = LlamaForCausalLM.from_pretrained(o.init_from, dtype=torch.float32)
-    else:
-        model = LlamaForCausalLM(_model_config(o))
-    model = model.to(device, torch.float32)
-    model.train()
-    n_params = sum(p.numel() for p in model.parameters())
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    opt = torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay},
-                             {"params": no_decay, "weight_decay": 0.0}],
-                            lr=o.lr, betas=(0.9, 0.95), fused=True)
-    if not ckpt and o.init_from and _from_checkpoint(o.init_from):
-        opt.load_state_dict(moments)           # a fresh start of them throws the loss back up
-        del moments
-    step_model = torch.compile(model) if o.compile else model
-    amp = autocast_for(o.amp, device)
-
-    if ckpt:
-        opt.load_state_dict(ckpt["optimizer"])
-        st = ckpt["state"]
-        st["stopped"] = None                   # why the last invocation stopped, not this one
-        if st["fingerprint"] != data.fingerprint:
-            raise ValueError(f"--resume {o.resume}: the training data changed (fingerprint "
-                             f"{data.fingerprint}, the checkpoint's {st['fingerprint']}): the "
-                             "wheel cache, the standard library or the recipe differ")
-        sched = Schedule.from_state(ckpt["schedule"])
-        log_rows = [r for r in _read_log(out / "training_log.tsv")
-                    if not (r["run"] == st["run"] and r["step"] > st["step"])]
-        log_rows = _fill_missing_runs(log_rows, st["runs"])
-        _set_rng_state(ckpt["rng"])
-        if "best_score" not in st:          # a checkpoint from before the score: its best row's
-            row = next((r for r in log_rows if r["run"] == st["run"]
-                        and r["step"] == st["best_step"] and r.get("val_loss") is not None), None)
-            st["best_score"] = _score(row["val_loss"], row.get("val_loss_pkg")) if row else None
-    else:
-        first_epoch, cursor = prior.get("epochs_total", prior.get("epochs_started", 0)), 0
-        pos = prior.get("data_position") or {}
-        if pos.get("fingerprint") == data.fingerprint:    # same data: go on where it stood
-            first_epoch, cursor = pos["epoch"], pos["cursor"]
-        runs = prior.get("runs", [_run_entry(prior)] if prior else [])
-        st = {"run": len(runs) + 1, "step": 0, "tokens": 0, "epoch": first_epoch,
-              "first_epoch": first_epoch, "cursor": cursor, "fingerprint": data.fingerprint,
-              "train_seconds": 0.0, "best_val": None, "best_step": None, "best_score": None,
-              "prior_tokens": prior.get("tokens_total", prior.get("tokens_seen", 0)),
-              "prior_minutes": prior.get("minutes_total", prior.get("minutes", 0)),
-              "runs": runs, "start_val": None, "last_val": None, "last_val_pkg": None,
-              "stopped": None, "kind": _run_kind(o.init_from)}
-        sched = Schedule.new(o.lr, o.min_lr_ratio, o.warmup, o.steps)
-        log_rows = _prior_log(Path(o.init_from), prior) if o.init_from else []
-        log_rows = _fill_missing_runs(log_rows, runs)
-    if o.cooldown:
-        sched.set_total(st["step"], st["step"] + o.cooldown)
-    elif sched.total != o.steps:
-        sched.set_total(st["step"], o.steps)
-    o.steps = sched.total
-
-    kind = "resuming" if ckpt else ("continuing from " + o.init_from if o.init_from else "new run")
-    print(f"{kind}: run {st['run']}, step {st['step']} of {sched.total}, model "
-          f"{n_params / 1e6:.2f} M parameters on {device} ({torch.get_num_threads()} threads, "
-          f"autocast {amp_name(amp)}), batch {o.batch_size} x {o.seq_len}, "
-          f"peak lr {sched.peak:g}, floor {sched.floor:g}, "
-          f"warm-up {sched.warmup}; data epoch {st['epoch']} row {st['cursor']}; "
-          f"{st['prior_tokens'] / 1e6:.2f} M tokens before this run", flush=True)
-    if o.init_from and not ckpt:
-        print("continuing from a run's checkpoint, its weights and AdamW moments: a new run "
-              "(a new warm-up and decay)" if _from_checkpoint(o.init_from) else
-              "continuing from a model's weights: a new run (AdamW moments start at zero, "
-              "a new warm-up and decay)", flush=True)
-
-    def summary() -> dict:
+    def summary(self) -> dict:
+        """What ``train_summary.json`` holds (and ``train`` returns)."""
+        o, st, sched, data = self.o, self.st, self.sched, self.data
         last_val = st["last_val"]
         return {
-            "options": asdict(o), "parameters": n_params, "tokens_seen": st["tokens"],
+            "options": asdict(o), "parameters": self.n_params, "tokens_seen": st["tokens"],
             "epochs_started": st["epoch"] - st["first_epoch"] + 1, "steps_done": st["step"],
             "tokens_total": st["prior_tokens"] + st["tokens"], "epochs_total": st["epoch"] + 1,
             "minutes_total": round(st["prior_minutes"] + st["train_seconds"] / 60, 1),
-            "runs": _with_rates(st["runs"], prior) + [{"steps": st["step"], "tokens": st["tokens"], "lr": sched.peak,
-                                   "validation_loss": last_val,
-                                   "validation_loss_package": st["last_val_pkg"],
-                                   "device": str(device), "kind": st["kind"],
-                                   "tokens_per_s": round(st["tokens"] / st["train_seconds"])
-                                   if st["train_seconds"] else None,
-                                   "start_validation_loss": st["start_val"],
-                                   "best_validation_loss": st["best_val"],
-                                   "best_step": st["best_step"]}],
+            "runs": _with_rates(st["runs"], self.prior) + [self._this_run()],
             "stopped_early": st["step"] < sched.total, "stopped_by": st["stopped"],
-            "final_train_loss": next((r["loss"] for r in reversed(log_rows)
+            "final_train_loss": next((r["loss"] for r in reversed(self.log_rows)
                                       if r.get("loss") is not None), None),
             "validation_loss": last_val, "validation_loss_package": st["last_val_pkg"],
-            "minutes": round(st["train_seconds"] / 60, 1), "device": str(device),
+            "minutes": round(st["train_seconds"] / 60, 1), "device": str(self.device),
             "train_files": len(data.files), "stdlib_train_files": data.stdlib_files,
             "train_chars": data.chars, "packages": data.packages,
             "held_out_package": data.held_out_package,
@@ -672,130 +389,381 @@ def train(o: TrainOptions, given: dict | None = None) -> dict:
             "schedule": sched.state(), "step": st["step"],
         }
 
-    def checkpoint() -> None:
-        _atomic_save({"options": asdict(o), "config": model.config.to_dict(),
-                      "tokenizer": tok.to_str(), "model": model.state_dict(),
-                      "optimizer": opt.state_dict(), "schedule": sched.state(), "state": st,
-                      "rng": _rng_state(), "prior": prior}, out / CHECKPOINT)
-        _write_log(out / "training_log.tsv", log_rows)
+    def _this_run(self) -> dict:
+        """This run's entry in the summary's ``runs``."""
+        st = self.st
+        return {"steps": st["step"], "tokens": st["tokens"], "lr": self.sched.peak,
+                "validation_loss": st["last_val"],
+                "validation_loss_package": st["last_val_pkg"],
+                "device": str(self.device), "kind": st["kind"],
+                "tokens_per_s": round(st["tokens"] / st["train_seconds"])
+                if st["train_seconds"] else None,
+                "start_validation_loss": st["start_val"],
+                "best_validation_loss": st["best_val"],
+                "best_step": st["best_step"]}
 
-    def evaluate() -> tuple[float | None, float | None]:
+    def checkpoint(self) -> None:
+        """``checkpoint.pt`` (everything an exact resume needs) and the loss log."""
+        _atomic_save({"options": asdict(self.o), "config": self.model.config.to_dict(),
+                      "tokenizer": self.tok.to_str(), "model": self.model.state_dict(),
+                      "optimizer": self.opt.state_dict(), "schedule": self.sched.state(),
+                      "state": self.st, "rng": _rng_state(), "prior": self.prior},
+                     self.out / CHECKPOINT)
+        write_log(self.out / "training_log.tsv", self.log_rows)
+
+    def evaluate(self) -> tuple[float | None, float | None]:
+        """The held-out stdlib and held-out package losses."""
         # in float32 whatever trains: validation losses compare across runs and devices
-        return (_eval_loss(model, data.val_rows, device, o.batch_size),
-                _eval_loss(model, data.val_rows_pkg, device, o.batch_size))
+        return (_eval_loss(self.model, self.data.val_rows, self.device, self.o.batch_size),
+                _eval_loss(self.model, self.data.val_rows_pkg, self.device, self.o.batch_size))
 
-    if o.profile_steps:
-        return _profile(o, model, step_model, opt, data, st, device, amp)
 
-    if not ckpt and o.init_from and o.eval_every:
-        v, vp = evaluate()                                  # where this run starts from
-        st["start_val"], st["last_val"], st["last_val_pkg"] = v, v, vp
-        st["best_val"], st["best_step"] = v, 0   # best/ is written only when it beats the start
-        st["best_score"] = _score(v, vp)
-        print(f"start: validation loss {v:.4f} (held-out stdlib)"
-              + (f", {vp:.4f} (held-out package)" if vp is not None else ""), flush=True)
-        log_rows.append({"run": st["run"], "step": 0, "tokens": 0,
-                         "tokens_total": st["prior_tokens"], "loss": None, "lr": None,
-                         "val_loss": v, "val_loss_pkg": vp, "elapsed_s": 0.0})
+def _given(o: TrainOptions) -> dict:
+    """The options of ``o`` that differ from the defaults (as if named on the command line)."""
+    default = TrainOptions()
+    return {f.name: getattr(o, f.name) for f in fields(TrainOptions)
+            if getattr(o, f.name) != getattr(default, f.name)}
 
-    t_seg = time.time()          # training time of this invocation, added to train_seconds
-    base_seconds = st["train_seconds"]
-    last_ckpt = time.time()
-    win_loss, win_tokens, win_t = [], 0, time.time()
-    with _Stop() as stop:
-        while st["step"] < sched.total:
-            if stop.signal is not None:
-                st["stopped"] = signal.Signals(stop.signal).name
-                break
-            if o.stop_at and st["step"] >= o.stop_at:
-                st["stopped"] = "stop_at"
-                break
-            if o.max_minutes and st["train_seconds"] / 60 >= o.max_minutes:
-                st["stopped"] = "max_minutes"
-                break
-            t_step = time.perf_counter()
-            rows = data.rows(st["epoch"])
-            if st["cursor"] + o.batch_size > len(rows):
-                st["epoch"], st["cursor"] = st["epoch"] + 1, 0
-                rows = data.rows(st["epoch"])
-            x = torch.from_numpy(rows[st["cursor"]:st["cursor"] + o.batch_size].astype(np.int64))
-            x = x.to(device)
-            lr = sched.lr(st["step"])
-            loss = optimizer_step(model, step_model, opt, x, lr, amp)
-            st["cursor"] += o.batch_size
-            st["step"] += 1
-            if threads is not None:
-                threads.step_done(st["step"], time.perf_counter() - t_step)
-            n_tok = x[:, 1:].numel()
-            st["tokens"] += n_tok
-            st["train_seconds"] = base_seconds + time.time() - t_seg
-            loss_v = loss.item()
-            win_loss.append(loss_v)
-            win_tokens += n_tok
-            val = val_pkg = None
-            last = st["step"] >= sched.total
-            if o.eval_every and (st["step"] % o.eval_every == 0 or last):
-                val, val_pkg = evaluate()
-                st["last_val"], st["last_val_pkg"] = val, val_pkg
-            log_rows.append({"run": st["run"], "step": st["step"], "tokens": st["tokens"],
-                             "tokens_total": st["prior_tokens"] + st["tokens"], "loss": loss_v,
-                             "lr": lr, "val_loss": val, "val_loss_pkg": val_pkg,
-                             "elapsed_s": round(st["train_seconds"], 1)})
-            if o.log_every and (st["step"] % o.log_every == 0 or last or val is not None):
-                dt = time.time() - win_t
-                print(f"step {st['step']}/{sched.total} | loss {np.mean(win_loss):.4f} | "
-                      f"lr {lr:.3g} | {win_tokens / max(dt, 1e-9):.0f} tok/s | tokens "
-                      f"{st['tokens'] / 1e6:.2f} M (all runs {(st['prior_tokens'] + st['tokens']) / 1e6:.2f} M) | "
-                      f"epoch {st['epoch']} row {st['cursor']}/{len(rows)} | "
-                      f"{st['train_seconds'] / 60:.1f} min", flush=True)
-                win_loss, win_tokens, win_t = [], 0, time.time()
-            if val is not None:
-                score = _score(val, val_pkg)
-                better = st["best_score"] is None or score < st["best_score"]
-                print(f"eval at step {st['step']}: validation loss {val:.4f} (held-out stdlib)"
-                      + (f", {val_pkg:.4f} (held-out package), score {score:.4f}"
-                         if val_pkg is not None else "")
-                      + (" - best so far, exported to best/" if better else
-                         f" (best score {st['best_score']:.4f} at step {st['best_step']})"),
-                      flush=True)
-                if better:
-                    st["best_val"], st["best_step"], st["best_score"] = val, st["step"], score
-                    _export(model, tok, o, summary(), log_rows, out / "best")
-            if time.time() - last_ckpt > o.checkpoint_minutes * 60:
-                checkpoint()
-                last_ckpt = time.time()
-                print(f"checkpoint at step {st['step']} -> {out / CHECKPOINT}", flush=True)
-        checkpoint()
-    done = st["step"] >= sched.total
-    print(("budget done" if done else f"stopped ({st['stopped']})")
-          + f" at step {st['step']}: checkpoint {out / CHECKPOINT}"
-          + ("" if done else f"; go on with `inkling train --resume {out}`"), flush=True)
-    s = summary()
-    if done:
-        if st["last_val"] is None or log_rows[-1].get("val_loss") is None:
-            st["last_val"], st["last_val_pkg"] = evaluate()
-            s = summary()
-        _export(model, tok, o, s, log_rows, out)
-        print(f"done: validation loss {st['last_val']:.3f} after {st['tokens'] / 1e6:.2f} M "
-              f"tokens in {s['minutes']} min -> {out}", flush=True)
+
+def _resume(o: TrainOptions, given: dict) -> tuple[TrainOptions, dict]:
+    """A resume's options (the checkpoint's, with those ``given`` may change) and its
+    checkpoint."""
+    path = Path(o.resume) / CHECKPOINT
+    if not path.is_file():
+        raise FileNotFoundError(f"--resume {o.resume}: no {CHECKPOINT} there")
+    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    o = _options_for_resume(ckpt["options"], given)
+    o.out = o.resume = str(Path(given["resume"]))
+    return o, ckpt
+
+
+def _tokenizer(o: TrainOptions, source: dict | None) -> Tokenizer:
+    """The checkpoint's tokenizer (a resume, or ``--init-from`` a run), ``--init-from``'s
+    model folder's, or a new one trained on the standard-library training files."""
+    if source:
+        return Tokenizer.from_str(source["tokenizer"])
+    if o.init_from:
+        return Tokenizer.from_file(str(Path(o.init_from) / "tokenizer.json"))
+    corpus = load_corpus()
+    texts = [f.text for f in (corpus.train[:o.max_files] if o.max_files else corpus.train)]
+    return train_tokenizer(texts, o.vocab_size)
+
+
+def _model(o: TrainOptions, source: dict | None, device: torch.device) -> LlamaForCausalLM:
+    """float32 weights on ``device``, in training mode: the checkpoint's, ``--init-from``'s
+    model folder's, or new ones of the options' shape."""
+    hf_logging.disable_progress_bar()
+    if source:
+        model = LlamaForCausalLM(LlamaConfig.from_dict(source["config"]))
+        model.load_state_dict(source["model"])
+    elif o.init_from:
+        model = LlamaForCausalLM.from_pretrained(o.init_from, dtype=torch.float32)
     else:
-        (out / "train_summary.json").write_text(json.dumps(s, indent=2) + "\n")
-    _plot(log_rows, out / "loss_curve.png")
+        model = LlamaForCausalLM(_model_config(o))
+    model = model.to(device, torch.float32)
+    model.train()
+    return model
+
+
+def _optimizer(model, o: TrainOptions) -> torch.optim.AdamW:
+    """Fused AdamW, weight decay on the matrices only."""
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}],
+                             lr=o.lr, betas=(0.9, 0.95), fused=True)
+
+
+def _resumed_state(o: TrainOptions, ckpt: dict, data: Data,
+                   out: Path) -> tuple[dict, Schedule, list[dict]]:
+    """Where a resumed run stands: its checkpoint's state, schedule and RNG states, and its
+    log up to the checkpoint's step; an error where the training data changed."""
+    st = ckpt["state"]
+    st["stopped"] = None                   # why the last invocation stopped, not this one
+    if st["fingerprint"] != data.fingerprint:
+        raise ValueError(f"--resume {o.resume}: the training data changed (fingerprint "
+                         f"{data.fingerprint}, the checkpoint's {st['fingerprint']}): the "
+                         "wheel cache, the standard library or the recipe differ")
+    sched = Schedule.from_state(ckpt["schedule"])
+    log_rows = [r for r in read_log(out / "training_log.tsv")
+                if not (r["run"] == st["run"] and r["step"] > st["step"])]
+    log_rows = fill_missing_runs(log_rows, st["runs"])
+    _set_rng_state(ckpt["rng"])
+    if "best_score" not in st:          # a checkpoint from before the score: its best row's
+        row = next((r for r in log_rows if r["run"] == st["run"]
+                    and r["step"] == st["best_step"] and r.get("val_loss") is not None), None)
+        st["best_score"] = _score(row["val_loss"], row.get("val_loss_pkg")) if row else None
+    return st, sched, log_rows
+
+
+def _new_state(o: TrainOptions, prior: dict, data: Data) -> tuple[dict, Schedule, list[dict]]:
+    """Where a new run starts: step 0, at the data position the model continued from
+    reached where the data is the same (else the next epoch), after the runs before it."""
+    first_epoch, cursor = prior.get("epochs_total", prior.get("epochs_started", 0)), 0
+    pos = prior.get("data_position") or {}
+    if pos.get("fingerprint") == data.fingerprint:    # same data: go on where it stood
+        first_epoch, cursor = pos["epoch"], pos["cursor"]
+    runs = prior.get("runs", [_run_entry(prior)] if prior else [])
+    st = {"run": len(runs) + 1, "step": 0, "tokens": 0, "epoch": first_epoch,
+          "first_epoch": first_epoch, "cursor": cursor, "fingerprint": data.fingerprint,
+          "train_seconds": 0.0, "best_val": None, "best_step": None, "best_score": None,
+          "prior_tokens": prior.get("tokens_total", prior.get("tokens_seen", 0)),
+          "prior_minutes": prior.get("minutes_total", prior.get("minutes", 0)),
+          "runs": runs, "start_val": None, "last_val": None, "last_val_pkg": None,
+          "stopped": None, "kind": _run_kind(o.init_from)}
+    sched = Schedule.new(o.lr, o.min_lr_ratio, o.warmup, o.steps)
+    log_rows = prior_log(Path(o.init_from), prior) if o.init_from else []
+    log_rows = fill_missing_runs(log_rows, runs)
+    return st, sched, log_rows
+
+
+def _set_budget(o: TrainOptions, st: dict, sched: Schedule) -> None:
+    """The step budget: ``--cooldown K`` anneals over the next K steps, a changed
+    ``--steps`` stretches the decay from here; ``o.steps`` becomes the total."""
+    if o.cooldown:
+        sched.set_total(st["step"], st["step"] + o.cooldown)
+    elif sched.total != o.steps:
+        sched.set_total(st["step"], o.steps)
+    o.steps = sched.total
+
+
+def _open_run(o: TrainOptions, ckpt: dict | None) -> Run:
+    """The run an invocation trains: from a resume's checkpoint, from ``--init-from`` (a
+    model folder, or a run's checkpoint: its weights and AdamW moments) or new."""
+    prior = ckpt["prior"] if ckpt else (_prior_run(o.init_from) if o.init_from else {})
+    out = Path(o.out)
+    out.mkdir(parents=True, exist_ok=True)
+    device = _device(o.device)
+    threads = _Threads(o.threads, os.cpu_count() or 1) if device.type == "cpu" else None
+    source = ckpt or (torch.load(Path(o.init_from) / CHECKPOINT, map_location="cpu",
+                                 weights_only=False)
+                      if o.init_from and _from_checkpoint(o.init_from) else None)
+    tok = _tokenizer(o, source)
+    if not ckpt:
+        torch.manual_seed(o.seed)
+    data = Data(o, tok)
+    model = _model(o, source, device)
+    opt = _optimizer(model, o)
+    if source:          # AdamW's moments go on with the weights: a fresh start of them
+        opt.load_state_dict(source["optimizer"])        # throws the loss back up
+    del source
+    step_model = torch.compile(model) if o.compile else model
+    amp = autocast_for(o.amp, device)
+    st, sched, log_rows = (_resumed_state(o, ckpt, data, out) if ckpt else
+                           _new_state(o, prior, data))
+    _set_budget(o, st, sched)
+    return Run(o=o, out=out, device=device, prior=prior, tok=tok, data=data, model=model,
+               step_model=step_model, opt=opt, amp=amp, threads=threads, st=st, sched=sched,
+               log_rows=log_rows, n_params=sum(p.numel() for p in model.parameters()))
+
+
+# ---------------------------------------------------------------------------- train
+
+def train(o: TrainOptions, given: dict | None = None) -> dict:
+    """Run (or resume) the recipe; returns the summary (also written to train_summary.json).
+
+    ``given``: the options named on the command line (a resume takes the others from the
+    checkpoint); without it, every option of ``o`` that differs from the default.
+    """
+    if o.ship:
+        return ship(o.ship)
+    t_invoked = time.time()
+    ckpt = None
+    if o.resume:
+        o, ckpt = _resume(o, _given(o) if given is None else given)
+    run = _open_run(o, ckpt)
+    _announce(run, resumed=ckpt is not None)
+    if o.profile_steps:
+        return _profile(run)
+    if ckpt is None and o.init_from and o.eval_every:
+        _evaluate_start(run)
+    _train_steps(run)
+    s = _finish(run)
     print(f"this invocation: {(time.time() - t_invoked) / 60:.1f} min", flush=True)
     return s
 
 
-def _profile(o, model, step_model, opt, data, st, device, amp) -> dict:
+def _announce(run: Run, resumed: bool) -> None:
+    o, st, sched = run.o, run.st, run.sched
+    kind = "resuming" if resumed else ("continuing from " + o.init_from if o.init_from else "new run")
+    print(f"{kind}: run {st['run']}, step {st['step']} of {sched.total}, model "
+          f"{run.n_params / 1e6:.2f} M parameters on {run.device} ({torch.get_num_threads()} "
+          f"threads, autocast {amp_name(run.amp)}), batch {o.batch_size} x {o.seq_len}, "
+          f"peak lr {sched.peak:g}, floor {sched.floor:g}, "
+          f"warm-up {sched.warmup}; data epoch {st['epoch']} row {st['cursor']}; "
+          f"{st['prior_tokens'] / 1e6:.2f} M tokens before this run", flush=True)
+    if o.init_from and not resumed:
+        print("continuing from a run's checkpoint, its weights and AdamW moments: a new run "
+              "(a new warm-up and decay)" if _from_checkpoint(o.init_from) else
+              "continuing from a model's weights: a new run (AdamW moments start at zero, "
+              "a new warm-up and decay)", flush=True)
+
+
+def _evaluate_start(run: Run) -> None:
+    """The validation losses where a continued run starts: the score ``best/`` must beat."""
+    st = run.st
+    v, vp = run.evaluate()
+    st["start_val"], st["last_val"], st["last_val_pkg"] = v, v, vp
+    st["best_val"], st["best_step"] = v, 0   # best/ is written only when it beats the start
+    st["best_score"] = _score(v, vp)
+    print(f"start: validation loss {v:.4f} (held-out stdlib)"
+          + (f", {vp:.4f} (held-out package)" if vp is not None else ""), flush=True)
+    run.log_rows.append({"run": st["run"], "step": 0, "tokens": 0,
+                         "tokens_total": st["prior_tokens"], "loss": None, "lr": None,
+                         "val_loss": v, "val_loss_pkg": vp, "elapsed_s": 0.0})
+
+
+def _train_steps(run: Run) -> None:
+    """Steps until the budget is spent or the invocation stops (a signal, ``--stop-at``,
+    ``--max-minutes``): each logged, evaluated every ``--eval-every`` steps (``best/``
+    rewritten where the score improves), a checkpoint every ``--checkpoint-minutes`` and
+    at the end."""
+    o, st = run.o, run.st
+    t_seg = time.time()          # training time of this invocation, added to train_seconds
+    base_seconds = st["train_seconds"]
+    last_ckpt = time.time()
+    window = _Window()
+    with _Stop() as stop:
+        while st["step"] < run.sched.total:
+            st["stopped"] = _stop_reason(o, st, stop)
+            if st["stopped"] is not None:
+                break
+            loss, lr, tokens, epoch_rows = _step(run, t_seg, base_seconds)
+            window.add(loss, tokens)
+            last = st["step"] >= run.sched.total
+            val, val_pkg = _evaluate_due(run, last)
+            run.log_rows.append({"run": st["run"], "step": st["step"], "tokens": st["tokens"],
+                                 "tokens_total": st["prior_tokens"] + st["tokens"],
+                                 "loss": loss, "lr": lr, "val_loss": val, "val_loss_pkg": val_pkg,
+                                 "elapsed_s": round(st["train_seconds"], 1)})
+            if o.log_every and (st["step"] % o.log_every == 0 or last or val is not None):
+                window.report(st, run.sched.total, lr, epoch_rows)
+            if val is not None:
+                _keep_best(run, val, val_pkg)
+            if time.time() - last_ckpt > o.checkpoint_minutes * 60:
+                run.checkpoint()
+                last_ckpt = time.time()
+                print(f"checkpoint at step {st['step']} -> {run.out / CHECKPOINT}", flush=True)
+        run.checkpoint()
+
+
+def _stop_reason(o: TrainOptions, st: dict, stop: _Stop) -> str | None:
+    """Why the invocation stops before the next step (None: it goes on)."""
+    if stop.signal is not None:
+        return signal.Signals(stop.signal).name
+    if o.stop_at and st["step"] >= o.stop_at:
+        return "stop_at"
+    if o.max_minutes and st["train_seconds"] / 60 >= o.max_minutes:
+        return "max_minutes"
+    return None
+
+
+def _step(run: Run, t_seg: float, base_seconds: float) -> tuple[float, float, int, int]:
+    """One optimizer step on the batch at the data position (the next epoch's first where
+    this epoch has no whole batch left); the position and counts move on. Returns the
+    loss, the learning rate, the tokens trained on and the rows of the epoch."""
+    o, st = run.o, run.st
+    t_step = time.perf_counter()
+    rows = run.data.rows(st["epoch"])
+    if st["cursor"] + o.batch_size > len(rows):
+        st["epoch"], st["cursor"] = st["epoch"] + 1, 0
+        rows = run.data.rows(st["epoch"])
+    x = torch.from_numpy(rows[st["cursor"]:st["cursor"] + o.batch_size].astype(np.int64))
+    x = x.to(run.device)                                    # [batch, seq + 1]
+    lr = run.sched.lr(st["step"])
+    loss = optimizer_step(run.model, run.step_model, run.opt, x, lr, run.amp)
+    st["cursor"] += o.batch_size
+    st["step"] += 1
+    if run.threads is not None:
+        run.threads.step_done(st["step"], time.perf_counter() - t_step)
+    n_tok = x[:, 1:].numel()
+    st["tokens"] += n_tok
+    st["train_seconds"] = base_seconds + time.time() - t_seg
+    return loss.item(), lr, n_tok, len(rows)
+
+
+def _evaluate_due(run: Run, last: bool) -> tuple[float | None, float | None]:
+    """The validation losses where an evaluation is due (every ``--eval-every`` steps and
+    at the last), else (None, None)."""
+    o, st = run.o, run.st
+    if not (o.eval_every and (st["step"] % o.eval_every == 0 or last)):
+        return None, None
+    val, val_pkg = run.evaluate()
+    st["last_val"], st["last_val_pkg"] = val, val_pkg
+    return val, val_pkg
+
+
+def _keep_best(run: Run, val: float, val_pkg: float | None) -> None:
+    """An evaluation told; ``best/`` rewritten where its score beats the best so far."""
+    st = run.st
+    score = _score(val, val_pkg)
+    better = st["best_score"] is None or score < st["best_score"]
+    print(f"eval at step {st['step']}: validation loss {val:.4f} (held-out stdlib)"
+          + (f", {val_pkg:.4f} (held-out package), score {score:.4f}"
+             if val_pkg is not None else "")
+          + (" - best so far, exported to best/" if better else
+             f" (best score {st['best_score']:.4f} at step {st['best_step']})"),
+          flush=True)
+    if better:
+        st["best_val"], st["best_step"], st["best_score"] = val, st["step"], score
+        _export(run, run.summary(), run.out / "best")
+
+
+class _Window:
+    """The training losses and tokens since the last progress line."""
+
+    def __init__(self):
+        self.losses, self.tokens, self.t = [], 0, time.time()
+
+    def add(self, loss: float, tokens: int) -> None:
+        self.losses.append(loss)
+        self.tokens += tokens
+
+    def report(self, st: dict, total: int, lr: float, epoch_rows: int) -> None:
+        """The progress line; the window starts again."""
+        dt = time.time() - self.t
+        print(f"step {st['step']}/{total} | loss {np.mean(self.losses):.4f} | "
+              f"lr {lr:.3g} | {self.tokens / max(dt, 1e-9):.0f} tok/s | tokens "
+              f"{st['tokens'] / 1e6:.2f} M (all runs {(st['prior_tokens'] + st['tokens']) / 1e6:.2f} M) | "
+              f"epoch {st['epoch']} row {st['cursor']}/{epoch_rows} | "
+              f"{st['train_seconds'] / 60:.1f} min", flush=True)
+        self.losses, self.tokens, self.t = [], 0, time.time()
+
+
+def _finish(run: Run) -> dict:
+    """The end of an invocation: at the end of the budget the final export (evaluated
+    where the last step was not), else the summary alone; the curve; the summary."""
+    st, out = run.st, run.out
+    done = st["step"] >= run.sched.total
+    print(("budget done" if done else f"stopped ({st['stopped']})")
+          + f" at step {st['step']}: checkpoint {out / CHECKPOINT}"
+          + ("" if done else f"; go on with `inkling train --resume {out}`"), flush=True)
+    s = run.summary()
+    if done:
+        if st["last_val"] is None or run.log_rows[-1].get("val_loss") is None:
+            st["last_val"], st["last_val_pkg"] = run.evaluate()
+            s = run.summary()
+        _export(run, s, out)
+        print(f"done: validation loss {st['last_val']:.3f} after {st['tokens'] / 1e6:.2f} M "
+              f"tokens in {s['minutes']} min -> {out}", flush=True)
+    else:
+        (out / "train_summary.json").write_text(json.dumps(s, indent=2) + "\n")
+    plot_log(run.log_rows, out / "loss_curve.png")
+    return s
+
+
+def _profile(run: Run) -> dict:
     """Time ``o.profile_steps`` training steps after two untimed ones (nothing is saved)."""
-    rows = data.rows(st["epoch"])
+    o, model, opt = run.o, run.model, run.opt
+    rows = run.data.rows(run.st["epoch"])
     parts = {"data": [], "forward": [], "backward": [], "optimizer": []}
     for i in range(o.profile_steps + 2):
         t0 = time.perf_counter()
-        c = (st["cursor"] + i * o.batch_size) % (len(rows) - o.batch_size)
-        x = torch.from_numpy(rows[c:c + o.batch_size].astype(np.int64)).to(device)
+        c = (run.st["cursor"] + i * o.batch_size) % (len(rows) - o.batch_size)
+        x = torch.from_numpy(rows[c:c + o.batch_size].astype(np.int64)).to(run.device)
         t1 = time.perf_counter()
-        with amp:
-            loss = _loss(step_model, x)
+        with run.amp:
+            loss = _loss(run.step_model, x)
         t2 = time.perf_counter()
         loss.backward()
         t3 = time.perf_counter()
@@ -809,10 +777,12 @@ def _profile(o, model, step_model, opt, data, st, device, amp) -> dict:
     med = {k: float(np.median(v)) for k, v in parts.items()}
     total = sum(med.values())
     tps = o.batch_size * o.seq_len / total
+    amp = amp_name(run.amp)
     print(f"profile: batch {o.batch_size} x {o.seq_len}, {torch.get_num_threads()} threads, "
-          f"compile {o.compile}, amp {amp_name(amp)}: {tps:.0f} tokens/s; per step (median of {o.profile_steps}) "
+          f"compile {o.compile}, amp {amp}: {tps:.0f} tokens/s; per step (median of "
+          f"{o.profile_steps}) "
           + ", ".join(f"{k} {1000 * v:.0f} ms ({100 * v / total:.0f}%)" for k, v in med.items()),
           flush=True)
     return {"tokens_per_s": tps, "ms": {k: 1000 * v for k, v in med.items()},
             "batch_size": o.batch_size, "seq_len": o.seq_len, "threads": torch.get_num_threads(),
-            "compile": o.compile, "amp": amp_name(amp)}
+            "compile": o.compile, "amp": amp}

@@ -185,8 +185,8 @@ def test_the_training_data_leaves_out_a_package_file_that_copies_a_held_out_one(
     """``Data`` over the real standard library with stand-in packages: a fork of a held-out
     standard-library module, and a copy of a reporting-set module, are not trained on, and
     the run says so."""
-    from inkling.training import training
     from inkling.models.corpus import load_corpus
+    from inkling.training.data import Data
     from inkling.training.train_options import TrainOptions
 
     held = next(f for f in load_corpus().held_out if f.relpath == "sched.py")
@@ -201,7 +201,7 @@ def test_the_training_data_leaves_out_a_package_file_that_copies_a_held_out_one(
     monkeypatch.setattr(packages, "load_held_out_package", lambda: [toolz])
     monkeypatch.setattr(packages, "load_held_out_files", lambda: [toolz, reported])
     tok = Tokenizer.from_file(str(BUNDLED_MODEL_DIR / "tokenizer.json"))
-    data = training.Data(TrainOptions(max_files=5, seq_len=64, eval_rows=2), tok)
+    data = Data(TrainOptions(max_files=5, seq_len=64, eval_rows=2), tok)
     assert own in data.files and fork not in data.files and vendored not in data.files
     assert data.copies_dropped == [
         f"forked==1.0:forked/sched.py holds {len(packages._distinctive_lines(held.text))} of "
