@@ -23,12 +23,13 @@ index once the walk is done), then single files as they change, and the paths of
 that are gone.
 
 Threads: the walk runs on its caller's thread, the watcher's events on watchdog's
-thread, ``file_changed`` on its caller's. Each delivery (one batch of the walk read and
-handed out, one event) holds the Workspace's lock, so subscribers are called by one
-thread at a time, in the order the files were read: a watcher event never lands between
-a batch's reading and its delivery, so the walk cannot undo a newer change. Subscribers
-are read by other threads meanwhile (the Engine's worker), so each guards its own data
-with its own lock; they must not block on the Workspace from a query.
+thread (analysis/workspace_watcher.py), ``file_changed`` on its caller's. Each delivery
+(one batch of the walk read and handed out, one event) holds the Workspace's lock, so
+subscribers are called by one thread at a time, in the order the files were read: a
+watcher event never lands between a batch's reading and its delivery, so the walk cannot
+undo a newer change. Subscribers are read by other threads meanwhile (the Engine's
+worker), so each guards its own data with its own lock; they must not block on the
+Workspace from a query.
 """
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ from typing import Callable, Iterable, Protocol
 from urllib.parse import unquote, urlparse
 
 from .workspace_filter import WorkspaceFilter
+from .workspace_watcher import WorkspaceWatcher
 
 # watchdog 7's inotify backend warns when a folder created under a watched one is registered
 # twice (its recursive registration races the folder's own creation event: the second
@@ -136,18 +138,133 @@ def local_path(uri_or_path) -> Path | None:
     return Path(s).resolve()
 
 
+def candidates(root: Path, rules: WorkspaceFilter, report: WalkReport):
+    """Paths under ``root`` the filter passes: a folder's files by name, then its
+    folders depth first by name; symbolic links are not followed."""
+    stack = [root]
+    while stack:
+        folder = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            report.skip("unreadable folders")
+            continue
+        dirs = []
+        for entry in entries:
+            path = Path(entry.path)
+            try:
+                if entry.is_symlink():
+                    if not entry.is_dir():
+                        report.skip("symlinks")
+                elif entry.is_dir():
+                    if not rules.ignored_dir(path):
+                        dirs.append(path)
+                elif entry.is_file():
+                    if rules.gitignored(path, False):
+                        report.skip("ignored files")
+                    else:
+                        yield path
+            except OSError:
+                report.skip("unreadable files")
+        stack.extend(reversed(dirs))
+
+
+def read_batch(paths: list[Path], limits: WorkspaceLimits, report: WalkReport
+               ) -> list[WorkspaceFile]:
+    """The files of ``paths`` that can be read within the limits (the report counts the
+    bytes read and the files skipped, and why)."""
+    batch = []
+    for path in paths:
+        text, why = read_text(path, limits.max_file_bytes)
+        if text is None:
+            report.skip(why)
+        elif report.bytes + len(text) > limits.max_total_bytes:
+            report.skip("files over the byte budget")
+        else:
+            report.bytes += len(text)
+            batch.append(WorkspaceFile(path, text))
+    report.files += len(batch)
+    return batch
+
+
+class Subscribers:
+    """The subscribers, those a walk has handed the files to, and the files handed out
+    (not removed since). Used under the Workspace's lock, but ``all`` and ``waiting``
+    (which read a copy)."""
+
+    def __init__(self):
+        self._all: list[WorkspaceSubscriber] = []
+        self._fed: list[WorkspaceSubscriber] = []    # those a walk has handed the files to
+        self._known: dict[Path, int] = {}            # files handed out: path -> text hash
+
+    def add(self, subscriber: WorkspaceSubscriber) -> bool:
+        """False when it was subscribed already."""
+        if subscriber in self._all:
+            return False
+        self._all.append(subscriber)
+        return True
+
+    def remove(self, subscriber: WorkspaceSubscriber) -> None:
+        if subscriber in self._all:
+            self._all.remove(subscriber)
+        if subscriber in self._fed:
+            self._fed.remove(subscriber)
+
+    def all(self) -> list[WorkspaceSubscriber]:
+        return list(self._all)
+
+    def fed(self) -> list[WorkspaceSubscriber]:
+        return list(self._fed)
+
+    def feed_new(self) -> list[WorkspaceSubscriber]:
+        """Those no walk has fed yet, counted fed from now on (the walk about to run)."""
+        new = [s for s in self._all if s not in self._fed]
+        self._fed.extend(new)
+        return new
+
+    @property
+    def waiting(self) -> bool:
+        """Whether a subscriber has not had a walk yet."""
+        return any(s not in self._fed for s in self._all)
+
+    def handed_out(self) -> list[Path]:
+        return list(self._known)
+
+    def deliver(self, files: list[WorkspaceFile], subscribers: list) -> None:
+        """A walk's batch, each subscriber given the files it wants."""
+        for s in subscribers:
+            wanted = [f for f in files if s.wants(f.path)]
+            if wanted:
+                _quietly(s.put_files, wanted)
+        self._known.update((f.path, hash(f.text)) for f in files)
+
+    def change(self, file: WorkspaceFile, takers: list) -> None:
+        """One file's new text, to ``takers`` unless they have it already."""
+        if self._known.get(file.path) == hash(file.text):
+            return                               # told already
+        for s in takers:
+            _quietly(s.file_changed, file)
+        self._known[file.path] = hash(file.text)
+
+    def remove_files(self, paths: list[Path]) -> None:
+        if paths:
+            for s in self._all:
+                _quietly(s.remove_files, list(paths))
+            for p in paths:
+                self._known.pop(p, None)
+
+
 class Workspace:
-    """The folders, their filter, the files handed out, one walk, one watcher."""
+    """The folders and their filter, one walk, the changes since (the subscribers are
+    told), one watcher."""
 
     def __init__(self, folders: Iterable = (), limits: WorkspaceLimits = WorkspaceLimits()):
         self.limits = limits
         self._lock = threading.RLock()           # one delivery at a time (see the module doc)
         self._roots: list[Path] = []
         self._filter = WorkspaceFilter([])
-        self._subscribers: list[WorkspaceSubscriber] = []
-        self._fed: list[WorkspaceSubscriber] = []   # those a walk has handed the files to
-        self._known: dict[Path, int] = {}        # files handed out (not removed): text hash
-        self._observer = None
+        self._subscribers = Subscribers()
+        self._watcher = WorkspaceWatcher(self)
         self.report = WalkReport()               # the last walk's
         self.walks = 0
         self._set_roots(folders)
@@ -161,20 +278,16 @@ class Workspace:
         """Add a subscriber; it is told the folders now and gets the files from the next
         walk (one that comes after the first catches up alone at the next)."""
         with self._lock:
-            if subscriber not in self._subscribers:
-                self._subscribers.append(subscriber)
+            if self._subscribers.add(subscriber):
                 subscriber.set_roots(self.folders)
 
     def unsubscribe(self, subscriber: WorkspaceSubscriber) -> None:
         with self._lock:
-            if subscriber in self._subscribers:
-                self._subscribers.remove(subscriber)
-            if subscriber in self._fed:
-                self._fed.remove(subscriber)
+            self._subscribers.remove(subscriber)
 
     @property
     def subscribers(self) -> list[WorkspaceSubscriber]:
-        return list(self._subscribers)
+        return self._subscribers.all()
 
     def set_folders(self, folders: Iterable, progress: Progress | None = None) -> WalkReport:
         """The editor's folders changed: files under a folder dropped leave every
@@ -182,15 +295,13 @@ class Workspace:
         with self._lock:
             old = set(self._roots)
             self._set_roots(folders)
-            gone = [p for p in self._known if self._filter.root_of(p) is None]
-            self._remove(gone)
-            for s in self._subscribers:
+            gone = [p for p in self._subscribers.handed_out() if self._filter.root_of(p) is None]
+            self._subscribers.remove_files(gone)
+            for s in self._subscribers.all():
                 s.set_roots(self.folders)
             added = [r for r in self._roots if r not in old]
-        if self._observer is not None:
-            self.stop()
-            self.start()
-        return self._walk(added, list(self._fed), progress)
+        self._watcher.restart(self.folders)
+        return self._walk(added, self._subscribers.fed(), progress)
 
     def _set_roots(self, folders: Iterable) -> None:
         roots = []
@@ -208,8 +319,7 @@ class Workspace:
         one subscribed since catches up alone; none: nothing is read). Reports progress
         as (message, fraction); returns what was read and what was skipped, and why."""
         with self._lock:
-            new = [s for s in self._subscribers if s not in self._fed]
-            self._fed.extend(new)
+            new = self._subscribers.feed_new()
             self.walks += 1
         report = self._walk(self.folders, new, progress)
         self.report = report
@@ -222,7 +332,7 @@ class Workspace:
     @property
     def waiting(self) -> bool:
         """Whether a subscriber has not had a walk yet."""
-        return any(s not in self._fed for s in self._subscribers)
+        return self._subscribers.waiting
 
     def _walk(self, roots: list[Path], subscribers: list, progress: Progress | None
               ) -> WalkReport:
@@ -230,7 +340,7 @@ class Workspace:
         if subscribers and roots:
             with self._lock:
                 paths = list(dict.fromkeys(      # in order; nested roots give a path once
-                    p for root in roots for p in self._candidates(root, report)
+                    p for root in roots for p in candidates(root, self._filter, report)
                     if any(s.wants(p) for s in subscribers)))
             self._read_all(paths, subscribers, report, progress)
             with self._lock:
@@ -243,72 +353,19 @@ class Workspace:
             progress(report.summary(), 1.0)
         return report
 
-    def _candidates(self, root: Path, report: WalkReport):
-        """Paths under ``root`` the filter passes: a folder's files by name, then its
-        folders depth first by name; symbolic links are not followed."""
-        stack = [root]
-        while stack:
-            folder = stack.pop()
-            try:
-                entries = sorted(os.scandir(folder), key=lambda e: e.name)
-            except OSError:
-                report.skip("unreadable folders")
-                continue
-            dirs = []
-            for entry in entries:
-                path = Path(entry.path)
-                try:
-                    if entry.is_symlink():
-                        if not entry.is_dir():
-                            report.skip("symlinks")
-                    elif entry.is_dir():
-                        if not self._filter.ignored_dir(path):
-                            dirs.append(path)
-                    elif entry.is_file():
-                        if self._filter.gitignored(path, False):
-                            report.skip("ignored files")
-                        else:
-                            yield path
-                except OSError:
-                    report.skip("unreadable files")
-            stack.extend(reversed(dirs))
-
     def _read_all(self, paths: list[Path], subscribers: list, report: WalkReport,
                   progress: Progress | None) -> None:
-        limits = self.limits
-        if len(paths) > limits.max_files:
-            report.skip("files over the file budget", len(paths) - limits.max_files)
-            paths = paths[:limits.max_files]
+        """Read and hand out ``paths`` in batches, each under the lock (so that no
+        watcher event lands between a batch's reading and its delivery)."""
+        if len(paths) > self.limits.max_files:
+            report.skip("files over the file budget", len(paths) - self.limits.max_files)
+            paths = paths[:self.limits.max_files]
         for i in range(0, len(paths), BATCH):
             if progress:
                 progress(f"reading {i}/{len(paths)} files", i / max(1, len(paths)))
             with self._lock:
-                batch = []
-                for path in paths[i:i + BATCH]:
-                    text, why = read_text(path, limits.max_file_bytes)
-                    if text is None:
-                        report.skip(why)
-                    elif report.bytes + len(text) > limits.max_total_bytes:
-                        report.skip("files over the byte budget")
-                    else:
-                        report.bytes += len(text)
-                        batch.append(WorkspaceFile(path, text))
-                report.files += len(batch)
-                self._deliver(batch, subscribers)
-
-    def _deliver(self, files: list[WorkspaceFile], subscribers: list) -> None:
-        for s in subscribers:
-            wanted = [f for f in files if s.wants(f.path)]
-            if wanted:
-                _quietly(s.put_files, wanted)
-        self._known.update((f.path, hash(f.text)) for f in files)
-
-    def _remove(self, paths: list[Path]) -> None:
-        if paths:
-            for s in self._subscribers:
-                _quietly(s.remove_files, list(paths))
-            for p in paths:
-                self._known.pop(p, None)
+                batch = read_batch(paths[i:i + BATCH], self.limits, report)
+                self._subscribers.deliver(batch, subscribers)
 
     # ---------------------------------------------------------------- changes
     def file_changed(self, path) -> bool:
@@ -325,19 +382,14 @@ class Workspace:
                 self._filter.forget(path.parent)
             if not self._filter.wanted_path(path):
                 return False
-            takers = [s for s in self._subscribers if s.wants(path)]
+            takers = [s for s in self._subscribers.all() if s.wants(path)]
             if not takers:
                 return False
             text, _ = read_text(path, self.limits.max_file_bytes)
             if text is None:
-                self._remove([path])
+                self._subscribers.remove_files([path])
                 return False
-            if self._known.get(path) == hash(text):
-                return True                      # told already
-            file = WorkspaceFile(path, text)
-            for s in takers:
-                _quietly(s.file_changed, file)
-            self._known[path] = hash(text)
+            self._subscribers.change(WorkspaceFile(path, text), takers)
             return True
 
     def file_removed(self, path) -> None:
@@ -346,8 +398,9 @@ class Workspace:
             path = self._locate(path)
             if path is None:
                 return
-            self._remove([p for p in self._known if p == path or path in p.parents]
-                         or [path])
+            self._subscribers.remove_files(
+                [p for p in self._subscribers.handed_out() if p == path or path in p.parents]
+                or [path])
 
     def folder_added(self, folder) -> WalkReport:
         """A folder appeared inside a root (created or moved there): walk it."""
@@ -355,7 +408,7 @@ class Workspace:
             folder = self._locate(folder)
             if folder is None or not self._filter.wanted_folder(folder):
                 return WalkReport()
-            return self._walk([folder], list(self._fed), None)
+            return self._walk([folder], self._subscribers.fed(), None)
 
     def _locate(self, path) -> Path | None:
         """``path`` made absolute, its folder's links resolved as the roots' are; None
@@ -366,64 +419,16 @@ class Workspace:
         p = p.parent.resolve() / p.name
         return p if self._filter.root_of(p) is not None else None
 
-    def files(self) -> list[Path]:
-        """The files handed out and not removed since."""
-        with self._lock:
-            return sorted(self._known)
-
     # ---------------------------------------------------------------- watcher
     def start(self) -> bool:
         """Follow the folders on disk with one watchdog observer; False when it cannot
         (no inotify watches left, watchdog missing): the indexes then change only through
         ``file_changed``."""
-        if self._observer is not None:
-            return True
-        try:
-            from watchdog.observers import Observer
-            observer = Observer()
-            observer.daemon = True
-            handler = _Handler(self)
-            for root in self.folders:
-                observer.schedule(handler, str(root), recursive=True)
-            observer.start()
-        except Exception:            # noqa: BLE001
-            log.exception("cannot watch %s; files changed on disk will not be re-indexed",
-                          ", ".join(map(str, self.folders)))
-            return False
-        self._observer = observer
-        return True
-
-    @property
-    def watching(self) -> bool:
-        return self._observer is not None
+        return self._watcher.start(self.folders)
 
     def stop(self) -> None:
         """Stop the watcher (not under the lock: its thread may be waiting for it)."""
-        observer, self._observer = self._observer, None
-        if observer is not None:
-            observer.stop()
-            observer.join(timeout=2)
-
-    def _on_event(self, event) -> None:
-        kind = event.event_type
-        if kind not in ("created", "modified", "moved", "deleted"):
-            return                   # opened, closed: the modification was seen already
-        src = Path(os.fsdecode(event.src_path))
-        if event.is_directory:
-            if kind in ("deleted", "moved"):
-                self.file_removed(src)
-            if kind == "moved":
-                self.folder_added(Path(os.fsdecode(event.dest_path)))
-            elif kind == "created":
-                self.folder_added(src)
-            return
-        if kind == "moved":
-            self.file_removed(src)
-            self.file_changed(Path(os.fsdecode(event.dest_path)))
-        elif kind == "deleted":
-            self.file_removed(src)
-        else:
-            self.file_changed(src)
+        self._watcher.stop()
 
 
 def _quietly(call, *args) -> None:
@@ -432,22 +437,3 @@ def _quietly(call, *args) -> None:
         call(*args)
     except Exception:                # noqa: BLE001
         log.exception("workspace subscriber %s failed", getattr(call, "__qualname__", call))
-
-
-def _handler_base():
-    from watchdog.events import FileSystemEventHandler
-    return FileSystemEventHandler
-
-
-class _Handler(_handler_base()):
-    """Hands watchdog's events (on its thread) to the Workspace."""
-
-    def __init__(self, workspace: Workspace):
-        super().__init__()
-        self.workspace = workspace
-
-    def on_any_event(self, event) -> None:
-        try:
-            self.workspace._on_event(event)
-        except Exception:            # noqa: BLE001 - the watcher thread must live on
-            log.exception("while handling %s", event)
