@@ -9,6 +9,9 @@ logits at its last position, in one of three modes:
   (Positional Integrity Encoding), reuse values;
 * ``naive``: like ``pie`` without the re-rotation (a baseline for measurement only).
 
+The splice of ``pie`` and ``naive`` (kept runs moved, new spans run into the holes) is
+``splice.py``; this class decides between it and a full recompute.
+
 Kept tokens after a change are *stale*: their keys and values were computed against
 text that has since changed. When their share would pass ``stale_threshold`` the
 cache is refreshed (recomputed from the first stale or changed token) instead.
@@ -27,8 +30,9 @@ from dataclasses import dataclass
 
 import torch
 
-from inkling.cache.edit_hunks import Segment, segments
+from inkling.cache import splice
 from inkling.cache.rope import RopeRotator
+from inkling.cache.tree_mask import tree_mask
 from inkling.runtime.rotary import UnsupportedRope
 from inkling.runtime.model_runtime import ModelRuntime
 
@@ -68,7 +72,6 @@ class PromptCache:
         self.past = None
         self.stale_threshold = stale_threshold
         self.prefill_chunk = prefill_chunk
-        self.refreshes = 0
         self.mode = mode
         self.rotator: RopeRotator | None = None
         if mode == "pie":
@@ -97,6 +100,10 @@ class PromptCache:
     def reset(self) -> None:
         self.ids, self.stale, self.past = [], [], None
 
+    def consistent(self) -> bool:
+        """Whether the store holds one entry for each id (and stale flag)."""
+        return _stored(self.past) == len(self.ids) == len(self.stale)
+
     def truncate(self, n: int) -> None:
         """Keep the first ``n`` cached tokens."""
         if n >= len(self.ids):
@@ -120,21 +127,27 @@ class PromptCache:
         ``truncate`` to the prompt); otherwise it is not run."""
         if not prompt_ids:
             raise ValueError("empty prompt")
-        if not self._consistent():
+        if not self.consistent():
             log.warning("cache holds %d ids but %d cached positions; recomputing (full)",
-                        len(self.ids), self._cached_len())
+                        len(self.ids), _stored(self.past))
             self.reset()
         if self.mode == "full" or not self.ids:
             return self._sync_full(prompt_ids, refreshed=False, draft=draft)
-        segs = segments(self.ids, prompt_ids)
-        if edges:
-            segs = _slide_to_edges(segs, self.ids, prompt_ids, edges)
-        segs = _last_token_new(segs)
-        stale_after = _stale_after(segs, self.stale, edges)
-        if stale_after > self.stale_threshold * len(prompt_ids):
-            self.refreshes += 1
+        segs = splice.plan(self.ids, prompt_ids, edges)
+        if splice.stale_after(segs, self.stale, edges) > self.stale_threshold * len(prompt_ids):
             return self._sync_full(prompt_ids, refreshed=True)
-        return self._splice(prompt_ids, segs, edges, draft)
+        head = segs[0]
+        if len(segs) == 2 and head.kept and head.old_start == head.start == 0:
+            self.truncate(len(head))               # only an append after the common head:
+            logits, drafted = self._prefill(prompt_ids[len(head):], draft)   # nothing moves
+            return SyncResult(logits, len(head), len(prompt_ids) - len(head),
+                              self.stale_count, False, self.mode, drafted)
+        spliced = splice.splice(self, prompt_ids, segs, edges)
+        if spliced is None:
+            self.reset()
+            return self._sync_full(prompt_ids, refreshed=False)
+        logits, reused, prefilled = spliced
+        return SyncResult(logits, reused, prefilled, self.stale_count, False, self.mode)
 
     def refresh(self) -> int:
         """Recompute from the first stale token (idle time); returns tokens recomputed."""
@@ -144,7 +157,6 @@ class PromptCache:
         rest = self.ids[first:]
         self.truncate(first)
         self.extend(rest, last_only=True)
-        self.refreshes += 1
         return len(rest)
 
     def _sync_full(self, prompt_ids: list[int], refreshed: bool,
@@ -171,126 +183,6 @@ class PromptCache:
                                keep_last=1 + len(tokens))              # [1 + len(draft), vocab]
         return out[0], out[1:]
 
-    def _splice(self, prompt_ids: list[int], segs: list[Segment],
-                edges: tuple[tuple[int, int], ...],
-                draft: tuple[list[int], list[int]] | None = None) -> SyncResult:
-        """Kept runs are gathered into their prompt positions (keys re-rotated in
-        ``pie``), leaving holes where new tokens go; every new span runs through the
-        model in one forward pass, each token seeing the kept entries before it and the
-        new tokens up to itself; their entries then fill the holes."""
-        head = segs[0]
-        if len(segs) == 2 and head.kept and head.old_start == head.start == 0:
-            self.truncate(len(head))               # only an append after the common head:
-            logits, drafted = self._prefill(prompt_ids[len(head):], draft)   # nothing moves
-            return SyncResult(logits, len(head), len(prompt_ids) - len(head),
-                              self.stale_count, False, self.mode, drafted)
-        new_pos = [p for seg in segs if not seg.kept for p in range(seg.start, seg.end)]
-        if len(new_pos) > self.prefill_chunk:      # a large change: span by span, in order
-            return self._splice_in_order(prompt_ids, segs, edges)
-        n = len(prompt_ids)
-        kept = torch.zeros(n, dtype=torch.bool)                          # [n]
-        stale = [False] * n
-        changed, old_end, reused = False, 0, 0
-        for seg in segs:
-            changed = changed or _edit_before(seg, old_end, edges)
-            if not seg.kept:
-                continue
-            a, b = seg.old_start, seg.old_start + len(seg)
-            if self.ids[a:b] != prompt_ids[seg.start:seg.end]:
-                log.warning("hunks do not match the cached ids; recomputing (full)")
-                self.reset()
-                return self._sync_full(prompt_ids, refreshed=False)
-            kept[seg.start:seg.end] = True
-            stale[seg.start:seg.end] = [True] * len(seg) if changed else self.stale[a:b]
-            old_end, reused = b, reused + len(seg)
-        # no ids until the holes are filled: a forward that fails leaves a cache whose
-        # length matches no ids, which the next sync resets instead of trusting
-        self.ids, self.stale = [], []
-        self._gather(segs)
-        logits = self._run_new([prompt_ids[p] for p in new_pos], new_pos, kept)
-        self.ids, self.stale = list(prompt_ids), stale
-        if not self._consistent() or new_pos[-1] != n - 1:
-            log.warning("spliced cache does not match the prompt; recomputing (full)")
-            self.reset()
-            return self._sync_full(prompt_ids, refreshed=False)
-        return SyncResult(logits[-1], reused, len(new_pos), self.stale_count, False, self.mode)
-
-    @torch.inference_mode()
-    def _gather(self, segs: list[Segment]) -> None:
-        """The cache in the new prompt's order: kept runs copied from their old place
-        (keys re-rotated in ``pie``), zeros at new positions (masked out until
-        ``_run_new`` fills them)."""
-        old = torch.arange(self.past.length)
-        index = torch.cat([old[seg.old_start:seg.old_start + len(seg)] if seg.kept
-                           else old.new_zeros(len(seg)) for seg in segs])        # [n]
-        holes = torch.cat([torch.arange(seg.start, seg.end) for seg in segs if not seg.kept])
-        device = self.runtime.device
-        head = segs[0]                       # a kept head at its old place is not moved
-        start = len(head) if head.kept and head.old_start == 0 else 0
-        self.past.gather(index.to(device), holes.to(device), start)
-        if self.rotator is None or self.mode != "pie":
-            return
-        for seg in segs:
-            if seg.kept and seg.shift:
-                self.past.rotate(seg.start, seg.end, seg.shift, self.rotator.rotate)
-
-    def _run_new(self, tokens: list[int], positions: list[int], kept: torch.Tensor
-                 ) -> torch.Tensor:
-        """New tokens into their holes in one forward: token i sees the kept entries
-        before its position and the new tokens up to itself. ``kept``: [n] which cache
-        entries are kept. Returns logits [1, vocab] (the last token's)."""
-        dtype, device = self.runtime.dtype, self.runtime.device
-        new = torch.tensor(positions)                                   # [m]
-        n, m = len(kept), len(tokens)
-        before = torch.arange(n)[None, :] < new[:, None]                # [m, n]
-        sees = torch.cat((before & kept[None, :],                       # [m, n + m]
-                          torch.ones(m, m, dtype=torch.bool).tril()), dim=1)
-        mask = torch.zeros(sees.shape, dtype=dtype).masked_fill(~sees, torch.finfo(dtype).min)
-        x = torch.tensor([tokens], dtype=torch.long)                    # [1, m]
-        logits = self.runtime.forward(x, self.past, position_ids=new[None].to(device),
-                                      attention_mask=mask[None, None].to(device), last_only=True)
-        self._fill_holes(new.to(device), n)
-        return logits[0]
-
-    @torch.inference_mode()
-    def _fill_holes(self, holes: torch.Tensor, n: int) -> None:
-        """Move the entries appended after the ``n`` gathered ones into ``holes`` [m]."""
-        self.past.fill_holes(holes, n)
-
-    def _splice_in_order(self, prompt_ids: list[int], segs: list[Segment],
-                         edges: tuple[tuple[int, int], ...]) -> SyncResult:
-        """The splice span by span (for changes too large for one masked forward)."""
-        old_ids, old_stale, old_kv = self.ids, self.stale, self.past
-        self.past, self.ids, self.stale = old_kv.empty_like(), [], []
-        changed, old_end, reused, prefilled, logits = False, 0, 0, 0, None
-        for seg in segs:
-            changed = changed or _edit_before(seg, old_end, edges)
-            if seg.kept:
-                self._append_kept(old_kv, seg)
-                self.ids.extend(old_ids[seg.old_start:seg.old_start + len(seg)])
-                self.stale.extend(changed or s for s in old_stale[seg.old_start:seg.old_start
-                                                                   + len(seg)])
-                old_end, reused = seg.old_start + len(seg), reused + len(seg)
-            else:
-                logits = self.extend(prompt_ids[seg.start:seg.end], last_only=True)
-                prefilled += len(seg)
-        if self.ids != prompt_ids or not self._consistent():
-            log.warning("spliced cache does not match the prompt; recomputing (full)")
-            self.reset()
-            return self._sync_full(prompt_ids, refreshed=False)
-        return SyncResult(logits[-1], reused, prefilled, self.stale_count, False, self.mode)
-
-    @torch.inference_mode()
-    def _append_kept(self, old_kv, seg: Segment) -> None:
-        rotate = self.rotator.rotate if self.rotator is not None and self.mode == "pie" else None
-        self.past.append_from(old_kv, seg.old_start, seg.old_start + len(seg), seg.shift, rotate)
-
-    def _cached_len(self) -> int:
-        return 0 if self.past is None else self.past.get_seq_length()
-
-    def _consistent(self) -> bool:
-        return self._cached_len() == len(self.ids) == len(self.stale)
-
     # ---------------------------------------------------------- verification
     def extend_tree(self, tokens: list[int], parents: list[int], keep_last: int = 0
                     ) -> torch.Tensor:
@@ -301,7 +193,6 @@ class PromptCache:
         ``past + depth``. Returns logits [n, vocab] (or of the last ``keep_last`` nodes);
         the cache then holds every node (``keep_new`` keeps the accepted path).
         """
-        from inkling.cache.tree_mask import tree_mask
         positions, mask = tree_mask(parents, len(self.ids), self.runtime.dtype)  # [n], [n, L]
         return self._run_masked(tokens, positions[None], mask, keep_last)
 
@@ -409,59 +300,6 @@ class PromptCache:
         return torch.cat(outs)
 
 
-def _last_token_new(segs: list[Segment]) -> list[Segment]:
-    """The last token must be run through the model: its logits are not cached."""
-    last = segs[-1]
-    if not last.kept:
-        return segs
-    head = [Segment(last.start, last.end - 1, last.old_start)] if len(last) > 1 else []
-    return segs[:-1] + head + [Segment(last.end - 1, last.end, None)]
-
-
-def _slide_to_edges(segs: list[Segment], old_ids: list[int], new_ids: list[int],
-                    edges: tuple[tuple[int, int], ...]) -> list[Segment]:
-    """Move each deletion between two kept runs onto a window edge inside them when the
-    ids allow it: a window that moved drops whole lines at its edge, but the diff may
-    place the cut a few tokens off where the lines begin alike (``value_1`` / ``value_2``)."""
-    out = list(segs)
-    for i in range(len(out) - 1):
-        a, b = out[i], out[i + 1]
-        if not (a.kept and b.kept) or b.start != a.end:
-            continue
-        gap = b.old_start - (a.old_start + len(a))
-        if gap <= 0:
-            continue
-        for e in sorted(start for start, _ in edges):
-            if not a.start < e < b.end or e == b.start:
-                continue
-            if e < b.start:       # new[e:b.start] are the old ids just before b's run
-                ok = old_ids[a.old_start + (e - a.start) + gap:b.old_start] == new_ids[e:b.start]
-            else:                 # new[b.start:e] are the old ids just after a's run
-                after = a.old_start + len(a)
-                ok = old_ids[after:after + (e - b.start)] == new_ids[b.start:e]
-            if ok:
-                out[i] = Segment(a.start, e, a.old_start)
-                out[i + 1] = Segment(e, b.end, a.old_start + (e - a.start) + gap)
-                break
-    return out
-
-
-def _edit_before(seg: Segment, old_end: int, edges: tuple[tuple[int, int], ...]) -> bool:
-    """Whether ``seg`` starts with an edit: it is new, or old tokens before it were
-    dropped; unless it starts in the zone of a window edge that moved (no edit there)."""
-    if any(start <= seg.start <= end for start, end in edges):
-        return False
-    return not seg.kept or seg.old_start != old_end
-
-
-def _stale_after(segs: list[Segment], old_stale: list[bool],
-                 edges: tuple[tuple[int, int], ...] = ()) -> int:
-    """How many tokens a splice along ``segs`` would leave stale."""
-    changed, old_end, stale = False, 0, 0
-    for seg in segs:
-        changed = changed or _edit_before(seg, old_end, edges)
-        if not seg.kept:
-            continue
-        stale += len(seg) if changed else sum(old_stale[seg.old_start:seg.old_start + len(seg)])
-        old_end = seg.old_start + len(seg)
-    return stale
+def _stored(past) -> int:
+    """The entries a key/value store holds (0 before it is made)."""
+    return 0 if past is None else past.get_seq_length()

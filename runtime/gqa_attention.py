@@ -18,7 +18,9 @@ handed to transformers' own SDPA function unchanged.
 from __future__ import annotations
 
 import torch
+from transformers import AttentionInterface
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
 
 NAME = "inkling_packed_gqa"
 
@@ -57,8 +59,6 @@ def use_packed_gqa(model: torch.nn.Module) -> bool:
     kv_heads = getattr(config, "num_key_value_heads", None) or heads
     if not heads or kv_heads == heads:
         return False
-    from transformers import AttentionInterface
-    from transformers.masking_utils import ALL_MASK_ATTENTION_FUNCTIONS, sdpa_mask
     AttentionInterface.register(NAME, packed_gqa_attention)
     ALL_MASK_ATTENTION_FUNCTIONS.register(NAME, sdpa_mask)
     model.set_attn_implementation(NAME)

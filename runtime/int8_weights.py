@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file
 
 from inkling.runtime.errors import ModelError
 
@@ -44,7 +45,6 @@ def is_int8_folder(path: Path) -> bool:
 
 def read_tensors(path: Path) -> dict[str, torch.Tensor]:
     """Every tensor of the folder's safetensors files."""
-    from safetensors.torch import load_file
     tensors: dict[str, torch.Tensor] = {}
     for f in sorted(Path(path).glob("*.safetensors")):
         tensors.update(load_file(str(f)))
@@ -72,6 +72,7 @@ def split_int8(tensors: dict[str, torch.Tensor]
 def load_int8_model(path: Path, dtype: torch.dtype):
     """The model of an int8 folder: its config's architecture, the dequantized weights
     (``dtype``), ``inkling_int8`` holding the int8 values and scales."""
+    # lazy: transformers, 0.75 to 1.0 s (python -X importtime), which int8_convert.py skips
     from transformers import AutoConfig, AutoModelForCausalLM
     config = AutoConfig.from_pretrained(path, local_files_only=True)
     config._attn_implementation = "sdpa"

@@ -27,7 +27,9 @@ in its own session, so that neither a Ctrl-C nor a killed server stops it half-w
 """
 from __future__ import annotations
 
+import argparse
 import hashlib
+import importlib.util
 import logging
 import math
 import os
@@ -41,6 +43,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
+
+import torch
 
 from inkling.runtime import native_lock
 
@@ -99,7 +103,6 @@ def plan(source: Path = SOURCE, flags: tuple[str, ...] | None = None) -> Plan:
     flags = cpu_flags(cpu_features()) if flags is None else tuple(flags)
     command = (*shlex.split(os.environ.get("CXX") or "c++"), *_compile_args(source, flags))
     digest = hashlib.sha256(source.read_bytes() + "\0".join(command).encode()).hexdigest()
-    import torch
     name = "-".join([f"torch{torch.__version__}", sys.implementation.cache_tag,
                      _flags_name(flags), digest[:16]])
     return Plan(command, flags, cache_root() / name, time_limit())
@@ -157,7 +160,6 @@ def _flags_name(flags: tuple[str, ...]) -> str:
 def _compile_args(source: Path, flags: tuple[str, ...]) -> list[str]:
     """Torch's compile and link arguments for a CPU extension of ``source`` (as
     ``cpp_extension.load`` gives them), in one command."""
-    import torch
     root = Path(torch.__file__).parent
     abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
     return [f"-DTORCH_EXTENSION_NAME={EXTENSION}", "-DTORCH_API_INCLUDE_EXTENSION_H",
@@ -307,11 +309,8 @@ _STARTED: list[subprocess.Popen] = []   # the builders this process started (rea
 
 
 def load_module(path: Path):
-    """The compiled module at ``path``, imported (torch is imported first: the module
-    links to it)."""
-    import importlib.util
-
-    import torch  # noqa: F401
+    """The compiled module at ``path``, imported (torch, imported at the top, comes
+    first: the module links to it)."""
     spec = importlib.util.spec_from_file_location(EXTENSION, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -321,7 +320,6 @@ def load_module(path: Path):
 def main(argv: list[str] | None = None) -> int:
     """The background builder: build (or find built) the module, print where or why
     not; exit status 0 or 1."""
-    import argparse
     parser = argparse.ArgumentParser(prog="python -m inkling.runtime.native_build")
     parser.add_argument("--source", default=str(SOURCE), help="the C++ source to build")
     args = parser.parse_args(argv)

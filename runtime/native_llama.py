@@ -38,6 +38,7 @@ from inkling.runtime import native_build
 from inkling.runtime.compact_llama import CompactLlama
 from inkling.runtime.cpu_layout import InputMajorLinear
 from inkling.runtime.kv_buffers import KVBuffers
+from inkling.runtime.model_size import SMALL_MODEL_PARAMS
 
 log = logging.getLogger(__name__)
 
@@ -130,19 +131,16 @@ def load_extension(wait: bool = True):
     return EXTENSION_BUILD.get(wait)
 
 
-AUTO_MAX_PARAMS = 100_000_000      # model.forward auto runs native below this size
-
-
 def refusal(model: torch.nn.Module, auto: bool = False) -> str | None:
     """Why the native layers cannot run ``model`` (beyond the compact forward's own
     refusal), or None. ``auto``: also why model.forward auto does not choose them: a model
-    of AUTO_MAX_PARAMS or more, whose forward is bound by its weight products (MKL's then)
+    of SMALL_MODEL_PARAMS or more, whose forward is bound by its weight products (MKL's then)
     rather than by per-op overhead, and whose panels would double a large memory."""
     if auto:
         size = sum(p.numel() for p in model.parameters())
-        if size >= AUTO_MAX_PARAMS:
+        if size >= SMALL_MODEL_PARAMS:
             return (f"{size / 1e6:.0f} M parameters: the native layers pay for models under "
-                    f"{AUTO_MAX_PARAMS // 1_000_000} M (model.forward native asks for them)")
+                    f"{SMALL_MODEL_PARAMS // 1_000_000} M (model.forward native asks for them)")
     params = next(model.parameters())
     if params.device.type != "cpu":
         return f"the model is on {params.device.type} (the native layers are CPU code)"
@@ -186,7 +184,7 @@ class NativeLlama(CompactLlama):
         again by whoever changes the weights in place afterwards (the panels are copies).
 
         The projections as panels of 16 columns (llama_step.cpp: pack_panels): the layers'
-        weights twice in memory (auto runs native for models under AUTO_MAX_PARAMS only:
+        weights twice in memory (auto runs native for models under SMALL_MODEL_PARAMS only:
         refusal(..., auto=True)). Where every weight is a float16 value (the bundled
         model's float16 shards, loaded as float32) and the CPU converts float16 in one
         instruction, the panels hold float16: half the bytes a product reads, the same

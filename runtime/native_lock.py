@@ -64,7 +64,7 @@ def describe(who: dict) -> str:
 
 
 def _try_flock(fd: int) -> bool:
-    import fcntl                     # POSIX only; the native build is g++ / clang's
+    import fcntl  # lazy: POSIX only (no such module on Windows, where the engine imports this)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

@@ -168,7 +168,7 @@ def test_padding_rows_leave_no_trace(runtime):
 def test_auto_runs_the_captured_forward_on_a_gpu_only(runtime):
     assert runtime.forward_kind("auto") != "captured"          # the CPU keeps its forward
     assert runtime.forward_kind("captured") == "captured"
-    assert isinstance(runtime.captured_forward(), CapturedLlama)
+    assert isinstance(runtime.forwards.captured_forward(), CapturedLlama)
     cpu = runtime.device
     try:
         runtime.device = torch.device("cuda")                  # what the choice reads

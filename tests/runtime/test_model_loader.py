@@ -161,7 +161,8 @@ def test_a_large_tied_output_layer_is_not_copied_past_the_budget(monkeypatch):
 def test_threads_follow_the_rule_unless_given():
     import torch
 
-    from inkling.runtime.model_loader import SMALL_MODEL_PARAMS, pick_threads
+    from inkling.runtime.model_loader import pick_threads
+    from inkling.runtime.model_size import SMALL_MODEL_PARAMS
     cpu = torch.device("cpu")
     assert pick_threads(0, cpu, 6_000_000) == 1
     assert pick_threads(0, cpu, SMALL_MODEL_PARAMS) >= 1

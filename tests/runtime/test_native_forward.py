@@ -223,17 +223,17 @@ def test_what_the_native_forward_cannot_run_is_refused(tmp_path, monkeypatch):
 def test_auto_is_native_where_it_is_built(tiny_model_dir):
     load_extension()                    # built (auto never waits: test_native_build.py)
     rt = load_runtime(tiny_model_dir, device="cpu", dtype="float32")   # model.forward auto
-    assert isinstance(rt._native, native_llama.NativeLlama)          # made at load
+    assert isinstance(rt.forwards.native, native_llama.NativeLlama)  # made at load
     assert PromptCache(rt, "full").forward == "native" and rt.auto_note() == ""
     assert PromptCache(rt, "full", forward="compact").forward == "compact"
     assert load_runtime(tiny_model_dir, device="cpu", dtype="float32",
-                        forward="compact")._native is None             # not built for compact
+                        forward="compact").forwards.native is None     # not built for compact
 
 
 def test_auto_leaves_large_models_to_the_compact_forward(tiny_model_dir, monkeypatch):
-    monkeypatch.setattr(native_llama, "AUTO_MAX_PARAMS", 1000)
+    monkeypatch.setattr(native_llama, "SMALL_MODEL_PARAMS", 1000)
     rt = load_runtime(tiny_model_dir, device="cpu", dtype="float32")
-    assert rt._native is None                                   # not even built
+    assert rt.forwards.native is None                           # not even built
     assert PromptCache(rt, "full").forward == "compact"
     assert "M parameters" in rt.auto_note() and "model.forward native" in rt.auto_note()
     assert PromptCache(rt, "full", forward="native").forward == "native"   # asked: it runs

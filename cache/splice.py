@@ -1,0 +1,201 @@
+"""The splice of a ``pie`` or ``naive`` sync: the runs of tokens an edit kept are moved
+into their new prompt positions in the cache (keys re-rotated in ``pie``: ``rope.py``),
+and the new tokens run into the holes between them.
+
+``plan`` lays an edit out as segments of the new ids (``edit_hunks.py``), kept runs and
+new spans; ``stale_after`` says how many tokens a splice along them would leave stale
+(past the cache's threshold it recomputes instead); ``splice`` does it on a
+:class:`~.prompt_cache.PromptCache`, whose ids, stale flags and store it rewrites, or
+returns None where the result does not match the prompt (the cache then recomputes it).
+"""
+from __future__ import annotations
+
+import logging
+
+import torch
+
+from inkling.cache.edit_hunks import Segment, segments
+
+log = logging.getLogger("inkling.cache")
+Edges = tuple[tuple[int, int], ...]      # zones [start, end] at a window's moved edges
+# (logits [vocab] at the prompt's last position, tokens reused, tokens prefilled)
+Spliced = tuple[torch.Tensor, int, int]
+
+
+def plan(old_ids: list[int], new_ids: list[int], edges: Edges) -> list[Segment]:
+    """The segments of ``new_ids``: runs kept from ``old_ids`` and new spans, with
+    deletions moved onto the window's ``edges`` where the ids allow, the last token new."""
+    segs = segments(old_ids, new_ids)
+    if edges:
+        segs = _slide_to_edges(segs, old_ids, new_ids, edges)
+    return _last_token_new(segs)
+
+
+def splice(cache, prompt_ids: list[int], segs: list[Segment], edges: Edges) -> Spliced | None:
+    """Kept runs are gathered into their prompt positions (keys re-rotated in
+    ``pie``), leaving holes where new tokens go; every new span runs through the
+    model in one forward pass, each token seeing the kept entries before it and the
+    new tokens up to itself; their entries then fill the holes. None (warned) where the
+    cache does not match the prompt afterwards."""
+    new_pos = [p for seg in segs if not seg.kept for p in range(seg.start, seg.end)]
+    if len(new_pos) > cache.prefill_chunk:      # a large change: span by span, in order
+        return _splice_in_order(cache, prompt_ids, segs, edges)
+    n = len(prompt_ids)
+    kept = torch.zeros(n, dtype=torch.bool)                          # [n]
+    stale = [False] * n
+    changed, old_end, reused = False, 0, 0
+    for seg in segs:
+        changed = changed or _edit_before(seg, old_end, edges)
+        if not seg.kept:
+            continue
+        a, b = seg.old_start, seg.old_start + len(seg)
+        if cache.ids[a:b] != prompt_ids[seg.start:seg.end]:
+            log.warning("hunks do not match the cached ids; recomputing (full)")
+            return None
+        kept[seg.start:seg.end] = True
+        stale[seg.start:seg.end] = [True] * len(seg) if changed else cache.stale[a:b]
+        old_end, reused = b, reused + len(seg)
+    # no ids until the holes are filled: a forward that fails leaves a cache whose
+    # length matches no ids, which the next sync resets instead of trusting
+    cache.ids, cache.stale = [], []
+    _gather(cache, segs)
+    logits = _run_new(cache, [prompt_ids[p] for p in new_pos], new_pos, kept)
+    cache.ids, cache.stale = list(prompt_ids), stale
+    if not cache.consistent() or new_pos[-1] != n - 1:
+        log.warning("spliced cache does not match the prompt; recomputing (full)")
+        return None
+    return logits[-1], reused, len(new_pos)
+
+
+def _rotate(cache):
+    """The key re-rotation of ``cache``'s splices (``RopeRotator.rotate``), or None: in
+    ``naive`` mode shifted keys keep their old positions."""
+    return cache.rotator.rotate if cache.rotator is not None and cache.mode == "pie" else None
+
+
+@torch.inference_mode()
+def _gather(cache, segs: list[Segment]) -> None:
+    """The cache in the new prompt's order: kept runs copied from their old place
+    (keys re-rotated in ``pie``), zeros at new positions (masked out until
+    ``_run_new`` fills them)."""
+    old = torch.arange(cache.past.length)
+    index = torch.cat([old[seg.old_start:seg.old_start + len(seg)] if seg.kept
+                       else old.new_zeros(len(seg)) for seg in segs])        # [n]
+    holes = torch.cat([torch.arange(seg.start, seg.end) for seg in segs if not seg.kept])
+    device = cache.runtime.device
+    head = segs[0]                       # a kept head at its old place is not moved
+    start = len(head) if head.kept and head.old_start == 0 else 0
+    cache.past.gather(index.to(device), holes.to(device), start)
+    rotate = _rotate(cache)
+    if rotate is None:
+        return
+    for seg in segs:
+        if seg.kept and seg.shift:
+            cache.past.rotate(seg.start, seg.end, seg.shift, rotate)
+
+
+def _run_new(cache, tokens: list[int], positions: list[int], kept: torch.Tensor
+             ) -> torch.Tensor:
+    """New tokens into their holes in one forward: token i sees the kept entries
+    before its position and the new tokens up to itself. ``kept``: [n] which cache
+    entries are kept. Returns logits [1, vocab] (the last token's)."""
+    dtype, device = cache.runtime.dtype, cache.runtime.device
+    new = torch.tensor(positions)                                   # [m]
+    n, m = len(kept), len(tokens)
+    before = torch.arange(n)[None, :] < new[:, None]                # [m, n]
+    sees = torch.cat((before & kept[None, :],                       # [m, n + m]
+                      torch.ones(m, m, dtype=torch.bool).tril()), dim=1)
+    mask = torch.zeros(sees.shape, dtype=dtype).masked_fill(~sees, torch.finfo(dtype).min)
+    x = torch.tensor([tokens], dtype=torch.long)                    # [1, m]
+    logits = cache.runtime.forward(x, cache.past, position_ids=new[None].to(device),
+                                   attention_mask=mask[None, None].to(device), last_only=True)
+    holes = new.to(device)
+    with torch.inference_mode():       # the entries appended after the n gathered ones
+        cache.past.fill_holes(holes, n)                             # into ``holes`` [m]
+    return logits[0]
+
+
+def _splice_in_order(cache, prompt_ids: list[int], segs: list[Segment],
+                     edges: Edges) -> Spliced | None:
+    """The splice span by span (for changes too large for one masked forward)."""
+    old_ids, old_stale, old_kv = cache.ids, cache.stale, cache.past
+    cache.past, cache.ids, cache.stale = old_kv.empty_like(), [], []
+    changed, old_end, reused, prefilled, logits = False, 0, 0, 0, None
+    for seg in segs:
+        changed = changed or _edit_before(seg, old_end, edges)
+        if seg.kept:
+            _append_kept(cache, old_kv, seg)
+            cache.ids.extend(old_ids[seg.old_start:seg.old_start + len(seg)])
+            cache.stale.extend(changed or s for s in old_stale[seg.old_start:seg.old_start
+                                                                + len(seg)])
+            old_end, reused = seg.old_start + len(seg), reused + len(seg)
+        else:
+            logits = cache.extend(prompt_ids[seg.start:seg.end], last_only=True)
+            prefilled += len(seg)
+    if cache.ids != prompt_ids or not cache.consistent():
+        log.warning("spliced cache does not match the prompt; recomputing (full)")
+        return None
+    return logits[-1], reused, prefilled
+
+
+@torch.inference_mode()
+def _append_kept(cache, old_kv, seg: Segment) -> None:
+    cache.past.append_from(old_kv, seg.old_start, seg.old_start + len(seg), seg.shift,
+                           _rotate(cache))
+
+
+def _last_token_new(segs: list[Segment]) -> list[Segment]:
+    """The last token must be run through the model: its logits are not cached."""
+    last = segs[-1]
+    if not last.kept:
+        return segs
+    head = [Segment(last.start, last.end - 1, last.old_start)] if len(last) > 1 else []
+    return segs[:-1] + head + [Segment(last.end - 1, last.end, None)]
+
+
+def _slide_to_edges(segs: list[Segment], old_ids: list[int], new_ids: list[int],
+                    edges: Edges) -> list[Segment]:
+    """Move each deletion between two kept runs onto a window edge inside them when the
+    ids allow it: a window that moved drops whole lines at its edge, but the diff may
+    place the cut a few tokens off where the lines begin alike (``value_1`` / ``value_2``)."""
+    out = list(segs)
+    for i in range(len(out) - 1):
+        a, b = out[i], out[i + 1]
+        if not (a.kept and b.kept) or b.start != a.end:
+            continue
+        gap = b.old_start - (a.old_start + len(a))
+        if gap <= 0:
+            continue
+        for e in sorted(start for start, _ in edges):
+            if not a.start < e < b.end or e == b.start:
+                continue
+            if e < b.start:       # new[e:b.start] are the old ids just before b's run
+                ok = old_ids[a.old_start + (e - a.start) + gap:b.old_start] == new_ids[e:b.start]
+            else:                 # new[b.start:e] are the old ids just after a's run
+                after = a.old_start + len(a)
+                ok = old_ids[after:after + (e - b.start)] == new_ids[b.start:e]
+            if ok:
+                out[i] = Segment(a.start, e, a.old_start)
+                out[i + 1] = Segment(e, b.end, a.old_start + (e - a.start) + gap)
+                break
+    return out
+
+
+def _edit_before(seg: Segment, old_end: int, edges: Edges) -> bool:
+    """Whether ``seg`` starts with an edit: it is new, or old tokens before it were
+    dropped; unless it starts in the zone of a window edge that moved (no edit there)."""
+    if any(start <= seg.start <= end for start, end in edges):
+        return False
+    return not seg.kept or seg.old_start != old_end
+
+
+def stale_after(segs: list[Segment], old_stale: list[bool], edges: Edges = ()) -> int:
+    """How many tokens a splice along ``segs`` would leave stale."""
+    changed, old_end, stale = False, 0, 0
+    for seg in segs:
+        changed = changed or _edit_before(seg, old_end, edges)
+        if not seg.kept:
+            continue
+        stale += len(seg) if changed else sum(old_stale[seg.old_start:seg.old_start + len(seg)])
+        old_end = seg.old_start + len(seg)
+    return stale

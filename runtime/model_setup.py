@@ -1,0 +1,137 @@
+"""The torch side of loading a model folder, after ``model_loader.py`` has checked the
+folder without torch: the device and dtype, the weights read, the model laid out for its
+device, its tokenizer and stop ids, and the forward that model.forward asks for settled."""
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Callable
+
+import torch
+from tokenizers import Tokenizer
+from transformers import AutoModelForCausalLM
+from transformers.utils import logging as hf_logging
+
+from inkling.runtime import native_llama
+from inkling.runtime.compact_llama import CompactLlama, refusal
+from inkling.runtime.cpu_layout import lay_out_for_cpu
+from inkling.runtime.errors import ModelError
+from inkling.runtime.fim import KNOWN_FORMATS, detect_format
+from inkling.runtime.gqa_attention import use_packed_gqa
+from inkling.runtime.int8_weights import is_int8_folder, load_int8_model
+from inkling.runtime.model_runtime import ModelRuntime
+from inkling.runtime.thread_choice import ThreadChoice
+
+Progress = Callable[[str, float], None]
+# the loader's logger: its messages keep the name they had
+log = logging.getLogger("inkling.runtime.model_loader")
+
+
+def quiet_transformers() -> None:
+    """No warnings below errors and no progress bars from transformers."""
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    if name.startswith("cuda") and not torch.cuda.is_available():
+        raise ModelError(f"device {name!r} was asked for but CUDA is not available")
+    return torch.device(name)
+
+
+def pick_dtype(name: str, device: torch.device) -> torch.dtype:
+    if name == "auto":
+        if device.type == "cuda":
+            return torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+        return torch.float32
+    return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[name]
+
+
+def read_model(path: Path, dtype: torch.dtype, device: torch.device) -> torch.nn.Module:
+    """The folder's model (int8 weights or transformers' own), on ``device``, in eval mode."""
+    try:
+        model = load_int8_model(path, dtype) if is_int8_folder(path) else \
+            AutoModelForCausalLM.from_pretrained(
+                path, dtype=dtype, local_files_only=True, use_safetensors=True,
+                trust_remote_code=False, attn_implementation="sdpa")
+    except (OSError, ValueError, KeyError) as exc:
+        raise ModelError(f"model {path} cannot be loaded: {str(exc).splitlines()[0]}") from None
+    model.to(device).eval()
+    return model
+
+
+def lay_out(model: torch.nn.Module, device: torch.device) -> None:
+    """The model's layers laid out for the CPU there, its attention packed for GQA."""
+    if device.type == "cpu":
+        lay_out_for_cpu(model)
+    use_packed_gqa(model)
+
+
+def compact_forward(model: torch.nn.Module, path: Path) -> tuple[CompactLlama | None, str]:
+    """(the compact forward over ``model``'s weights, "") or (None, why not): models
+    outside the Llama family run transformers' forward only."""
+    why = refusal(model)
+    if why is not None:
+        log.info("%s: transformers' forward only (no compact forward: %s)", path, why)
+        return None, why
+    return CompactLlama(model), ""
+
+
+def new_runtime(path: Path, cfg: dict, model: torch.nn.Module, device: torch.device,
+                dtype: torch.dtype, threads: ThreadChoice | None) -> ModelRuntime:
+    """The runtime of the folder's ``model`` (on ``device``, laid out): its compact forward
+    and its text fields (config.json ``cfg``); ``threads``: the thread choice, None on a
+    GPU."""
+    compact, refused = compact_forward(model, path)
+    return ModelRuntime(path=path, model=model, device=device, dtype=dtype, compact=compact,
+                        compact_refusal=refused, threads=threads,
+                        **text_fields(path, cfg, _inkling_meta(path)))
+
+
+def _inkling_meta(path: Path) -> dict:
+    meta = path / "inkling.json"
+    return json.loads(meta.read_text()) if meta.is_file() else {}
+
+
+def text_fields(path: Path, cfg: dict, meta: dict) -> dict:
+    """The runtime's fields for text: the tokenizer, the fill-in-the-middle format and
+    order, the stop ids and the context limit (config.json ``cfg``, inkling.json ``meta``)."""
+    tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+    fim = detect_format(tokenizer.get_vocab(with_added_tokens=True), meta.get("fim_family"))
+    order = meta.get("fim_order") or (fim.orders[0] if fim else "none")
+    stop_names = {t for f in KNOWN_FORMATS for t in (*f.end, f.prefix, f.suffix, f.middle)}
+    stop_ids = {tokenizer.token_to_id(t) for t in stop_names} - {None}
+    eos = cfg.get("eos_token_id")
+    stop_ids.update(eos if isinstance(eos, list) else [eos] if isinstance(eos, int) else [])
+    context = int(meta.get("trained_context") or cfg.get("max_position_embeddings") or 2048)
+    return {"tokenizer": tokenizer, "fim": fim, "fim_order": order,
+            "stop_ids": frozenset(stop_ids), "context_limit": min(context, 8192)}
+
+
+def settle_forward(runtime: ModelRuntime, forward: str, report: Progress) -> None:
+    """Resolve ``forward`` now, not at the first completion. ``native`` builds the native
+    module here where it is not built (about 30 s, once per machine), with progress;
+    ``native`` (or ``compact``) that cannot run is the load's error. ``auto`` never waits
+    for a compile: where the module is not built it runs the compact forward, a build
+    started in the background for the next start; it says why it is not native: a warning
+    where that costs speed (the module is building or did not build), a note where the
+    model is outside what the native layers cover (e.g. on a GPU); and in
+    ``inkling/stats``."""
+    if forward in ("auto", "native") and runtime.compact is not None:
+        report("loading the native forward" if forward == "auto" or native_llama.built() else
+               "building the native forward (once per machine, about 30 s)", 0.9)
+    if runtime.forward_kind(forward) == "native" or forward != "auto" or runtime.compact is None:
+        return                         # (no compact forward: compact_forward said why)
+    if runtime.forwards.build_pending():
+        report("the compact forward serves: the native one is building", 0.95)
+        log.warning("%s: %s", runtime.path, runtime.auto_note())
+    elif runtime.forwards.build_failed():
+        log.warning("%s: model.forward auto runs the compact forward, about 1.5 times "
+                    "slower a token: %s (set model.forward compact to choose it)",
+                    runtime.path, runtime.auto_note())
+    else:
+        log.info("%s: model.forward auto runs the %s forward (%s)", runtime.path,
+                 runtime.forward_kind(forward), runtime.auto_note())
