@@ -25,7 +25,7 @@ buffers.
 
 On the CPU nothing is captured: the same static step runs eagerly (the tests run it
 there against the compact forward and transformers'). ``model.forward auto`` runs this
-forward on a GPU; the CPU keeps the native one (``runtime.py``).
+forward on a GPU; the CPU keeps the native one (``forward_choice.py``).
 """
 from __future__ import annotations
 
