@@ -1,7 +1,7 @@
 """`inkling datastore model`: the model's own continuations, written beside the model.
 
-The Engine and the drafter are imported by the command (torch: its cost is in cli.py);
-`inkling --help` never loads torch.
+The Engine and the drafter are imported by the command that loads a model, not for
+`inkling --help` (each says what it costs).
 """
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ from inkling.completion.options import InklingOptions
 from inkling.cli.flags import add_model_flags, load_progress, model_changes, positive
 
 
-def add_commands(sub) -> None:
+def add_command(sub) -> None:
+    """Register `datastore` on the `inkling` command's subparsers."""
     p = sub.add_parser("datastore", help="build drafting datastores",
                        description="Build the datastores retrieval drafting searches.")
     kinds = p.add_subparsers(dest="datastore_kind", metavar="KIND", required=True)
@@ -47,8 +48,9 @@ def add_commands(sub) -> None:
 
 
 def _cmd_model_datastore(args) -> int:
-    from inkling.completion.drafting.drafter import line_end_ids    # torch: see cli.py
-    from inkling.completion.engine import Engine                    # torch: see cli.py
+    # lazy: the Engine imports torch, 1.3 to 1.9 s (python -X importtime)
+    from inkling.completion.engine import Engine
+    from inkling.completion.drafting.drafter import line_end_ids  # lazy: torch, as the Engine
     engine = Engine(InklingOptions().merged({"model": model_changes(args),
                                              "completion": {"datastore": args.source}}))
     runtime = engine.load_model(load_progress())

@@ -1,7 +1,7 @@
 """What several `inkling` commands share: the model flags, the Ray flags and the
 options they turn into, flag types, and the progress bar a command shows while it loads
-a model. The command modules (cli.py, replay_cli.py, datastore_cli.py) import these
-from here, never one another's private helpers."""
+a model. The command modules (main.py, replay.py, replay_run.py, datastore.py) import
+these from here, never one another's private helpers."""
 from __future__ import annotations
 
 import argparse

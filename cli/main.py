@@ -1,20 +1,24 @@
 """The `inkling` command line: `complete`, `serve`, `evaluate`, `train` and `build-native`
-here, `replay` and `trace` in replay_cli.py, `datastore` in datastore_cli.py; what they
-share is in cli_flags.py.
+here, `replay` in replay.py (its run in replay_run.py), `trace` in trace.py, `datastore` in
+datastore.py; what they share is in flags.py.
 
 The model, the server and the training recipe are imported by the command that runs
-them, not here: `inkling --help` and the trace commands never load torch (each such
+them, not here: `inkling --help` and the trace commands do not pay for them (each such
 import says what it costs).
 """
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.util
 import json
 import logging
 import sys
+import time
+from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
+from inkling.runtime import native_build
 from inkling.runtime.errors import ModelError
 from inkling.completion.document import Position, utf16_len
 from inkling.completion.errors import InklingError
@@ -24,15 +28,9 @@ from inkling.models import resolve_model_path
 from inkling.training.model_card import write_model_card
 from inkling.training.train_options import HELP, TrainOptions
 
-from inkling.cli import datastore as datastore_cli
-from inkling.cli import replay as replay_cli
-from inkling.cli.flags import add_model_flags, add_ray_flags, load_progress, model_changes, ray_options
-
-# Imported inside the commands that need them, because each costs seconds (measured with
-# `python -X importtime`, cumulative, on a busy 2-core machine): inkling.completion.engine
-# 1.8 to 2.5 s (torch, through the prompt cache: 1.4 to 1.9 s of it); inkling.training.training
-# 1.9 to 2.4 s (torch and transformers); inkling.lsp.server 2.4 to 3.0 s (pygls and the
-# Engine). `inkling --help` runs in 0.25 to 0.4 s in all, with none of them.
+from inkling.cli import datastore, replay, trace
+from inkling.cli.flags import (add_model_flags, add_ray_flags, load_progress, model_changes,
+                               ray_options)
 
 
 class CliError(Exception):
@@ -58,11 +56,11 @@ def _add_dataclass_flags(p: argparse.ArgumentParser, cls, texts: dict | None = N
 
 
 def _cmd_train(args) -> int:
-    import importlib.util
     if importlib.util.find_spec("matplotlib") is None:    # asked now, not after the run
         raise CliError("inkling train plots its loss curve with matplotlib, which this "
                        "install lacks: pip install 'inkling[train]'")
-    from inkling.training.training import train          # torch, transformers: see the top
+    # lazy: the training recipe imports torch and transformers, 3.9 to 5.9 s (python -X importtime)
+    from inkling.training.training import train
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainOptions)
              if getattr(args, f.name) is not None}
     opts = TrainOptions(**given)
@@ -115,7 +113,8 @@ def _options_from_args(args):
 
 
 def _cmd_complete(args) -> int:
-    from inkling.completion.engine import Engine        # torch: see the top
+    # lazy: the Engine imports torch, 1.6 to 1.9 s (python -X importtime)
+    from inkling.completion.engine import Engine
     text = _read_source(args.file)
     engine = Engine(_options_from_args(args))
     k = engine.options.completion.drafts
@@ -146,9 +145,9 @@ def _cmd_complete(args) -> int:
 
 
 def _cmd_evaluate(args) -> int:
-    from inkling.completion.engine import Engine        # torch: see the top
-
-    from inkling.evaluation.held_out import evaluate_next_line                          # the Engine too
+    # lazy: the Engine imports torch, 1.6 to 1.9 s (python -X importtime)
+    from inkling.completion.engine import Engine
+    from inkling.evaluation.held_out import evaluate_next_line  # lazy: the Engine's cost too
     if args.drafts < 1:
         raise CliError(f"--drafts {args.drafts}: at least 1")
     if args.write_card and args.drafts != 1:
@@ -163,7 +162,7 @@ def _cmd_evaluate(args) -> int:
     orders = ["spm", "psm"] if args.fim_order == "both" else [args.fim_order]
     sets = ["stdlib", "package"] if args.held_out == "both" else [args.held_out]
     if args.ray:
-        from inkling.evaluation.ray_evaluate import evaluate_on_ray                       # the Engine too
+        from inkling.evaluation.ray_evaluate import evaluate_on_ray  # lazy: the Engine's too
         results, _ = evaluate_on_ray(args.model or "", base, [(h, o) for h in sets
                                                              for o in orders],
                                      args.lines_per_file, args.seed, ray_options(args),
@@ -194,9 +193,10 @@ def _cmd_evaluate(args) -> int:
 
 
 def _cmd_serve(args) -> int:
-    from inkling.completion.engine import Engine        # torch: see the top
-
-    from inkling.lsp.server import serve                           # pygls and the Engine: see the top
+    # lazy: the Engine imports torch, 1.6 to 1.9 s (python -X importtime)
+    from inkling.completion.engine import Engine
+    # lazy: the server adds pygls to the Engine, 2.0 to 3.2 s in all (python -X importtime)
+    from inkling.lsp.server import serve
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     serve(Engine(InklingOptions().merged({"model": model_changes(args)})), args.tcp, args.host)
@@ -207,9 +207,6 @@ def _cmd_build_native(args) -> int:
     """Build the native forward now, in the foreground: a progress line (updated in place
     on a terminal, once a minute otherwise), then where the module is and how long it took;
     exit status 1 with the compiler's first error."""
-    import time
-
-    from inkling.runtime import native_build  # torch: see the top
     start, said = time.monotonic(), [-60.0]
 
     def progress(message: str) -> None:
@@ -236,7 +233,6 @@ def _cmd_build_native(args) -> int:
 
 
 def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
     try:
         return version("inkling")
     except PackageNotFoundError:                        # run from a source tree, not installed
@@ -248,6 +244,14 @@ def _parser() -> argparse.ArgumentParser:
         prog="inkling", description="Code completion with a local language model.")
     parser.add_argument("--version", action="version", version=f"inkling {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for add in (_add_complete_parser, _add_serve_parser, _add_evaluate_parser,
+                _add_train_parser, _add_build_native_parser, replay.add_command,
+                trace.add_command, datastore.add_command):
+        add(sub)
+    return parser
+
+
+def _add_complete_parser(sub) -> None:
     p = sub.add_parser("complete", help="print the suggestion at a position in a file",
                        description="Complete code at LINE:COL of FILE (both count from 1).")
     p.add_argument("file", metavar="FILE")
@@ -275,6 +279,8 @@ def _parser() -> argparse.ArgumentParser:
     add_model_flags(p)
     p.set_defaults(func=_cmd_complete)
 
+
+def _add_serve_parser(sub) -> None:
     p = sub.add_parser("serve", help="run the language server (stdio, or --tcp PORT)",
                        description="The inkling language server. Settings come from the "
                        "client's initializationOptions and workspace/didChangeConfiguration.")
@@ -287,6 +293,8 @@ def _parser() -> argparse.ArgumentParser:
     add_model_flags(p)
     p.set_defaults(func=_cmd_serve)
 
+
+def _add_evaluate_parser(sub) -> None:
     p = sub.add_parser("evaluate", help="measure next-line exact match on held-out files",
                        description="Next-line exact match of a model on the held-out "
                        "standard-library files and package, through the Engine.")
@@ -308,8 +316,9 @@ def _parser() -> argparse.ArgumentParser:
                    "as an invoked completion does, and reports the first draft's exact match "
                    "and any draft's")
     p.add_argument("--decoder", default=None, choices=DECODERS,
-                   help=f"the decoder (default: {d.completion.decoder}; greedy, branches, "
-                   "superposed and sequential decode one draft greedily, beam by beam search)")
+                   help=f"the decoder (default: {InklingOptions().completion.decoder}; greedy, "
+                   "branches, superposed and sequential decode one draft greedily, beam by "
+                   "beam search)")
     p.add_argument("--json", metavar="PATH", help="write the results as JSON")
     p.add_argument("--write-card", action="store_true",
                    help="write the model card (README.md) into the model folder")
@@ -317,19 +326,21 @@ def _parser() -> argparse.ArgumentParser:
     add_ray_flags(p, "the evaluation (every held-out file a task)")
     p.set_defaults(func=_cmd_evaluate)
 
+
+def _add_train_parser(sub) -> None:
     p = sub.add_parser("train", help="train the bundled model from the standard library",
                        description="Reproduce the bundled model: tokenizer, fill-in-the-middle "
                        "samples, a small Llama, loss log and loss curve.")
     _add_dataclass_flags(p, TrainOptions, HELP)
     p.set_defaults(func=_cmd_train)
+
+
+def _add_build_native_parser(sub) -> None:
     p = sub.add_parser("build-native", help="build the native CPU forward now (once per "
                        "machine)", description="Compile the native forward's C++ layers for "
                        "this machine now, with a progress line. Otherwise the first start "
                        "builds them in the background and serves with the compact forward.")
     p.set_defaults(func=_cmd_build_native)
-    replay_cli.add_commands(sub)
-    datastore_cli.add_commands(sub)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

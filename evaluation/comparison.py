@@ -26,10 +26,6 @@ class Combination:
     settings: dict              # "section.key" -> value, in the order the keys were given
     options: InklingOptions
 
-    @property
-    def label(self) -> str:
-        return label(self.settings)
-
 
 def label(settings: dict) -> str:
     """``section.key=value, ...`` of a combination's settings ("as given": none)."""
@@ -119,8 +115,8 @@ def combinations(specs: list[str], base: InklingOptions) -> list[Combination]:
         try:
             out.append(Combination(settings, base.merged(_nested(settings))))
         except OptionError as exc:
-            label = ", ".join(f"{k}={_text(v)}" for k, v in settings.items())
-            raise OptionError(f"--compare: the combination {label} is invalid: {exc}") from None
+            raise OptionError(f"--compare: the combination {label(settings)} is invalid: "
+                              f"{exc}") from None
     return out
 
 

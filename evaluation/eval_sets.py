@@ -1,7 +1,7 @@
 """The two pinned evaluation sets: what the defaults may be tuned on, and what the
 headline figures are reported on.
 
-- The **tuning set**: the standard library's held-out files (``corpus.py``: 2% of the
+- The **tuning set**: the standard library's held-out files (``models/corpus.py``: 2% of the
   files, by path hash) and toolz 1.0.0. Every default (beam width, block width, rereading,
   the alternative floor, drafting, the monitor) was chosen by benchmarks on these lines.
 - The **reporting set**: a few third-party pure-Python packages pinned by version, none of

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from inkling.completion.errors import InklingError
+from inkling.lsp.languages import language_for
 
 from inkling.evaluation.git_repo import FileChange, GitRepo
-from inkling.lsp.languages import language_for
 from inkling.evaluation.trace_builder import TraceBuilder, line_offsets, split_lines
 from inkling.evaluation.trace_file import Header
 

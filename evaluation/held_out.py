@@ -14,8 +14,8 @@ draft greedily). With ``drafts`` K > 1 the completion asks for K drafts: ``exact
 the first draft, ``exact_any`` any of them.
 
 Each held-out file is one job (its lines in order, on one Engine), so the evaluation can
-be sharded by file (``inkling evaluate --ray``, evaluation/ray_evaluate.py) and merged back into
-the same figures.
+be sharded by file (``inkling evaluate --ray``, evaluation/ray_evaluate.py) and merged
+back into the same figures.
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from inkling.completion.document import Position
 from inkling.completion.engine import Engine
 from inkling.completion.options import InklingOptions
 from inkling.models.corpus import load_corpus
+
 from inkling.evaluation.eval_sets import SETS, eval_set
 from inkling.evaluation.packages import load_held_out_package, load_pinned
 

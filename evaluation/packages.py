@@ -5,9 +5,10 @@ into a cache folder (``$INKLING_WHEEL_CACHE``, default ``~/.cache/inkling/wheels
 read straight from the wheel's zip: its ``.py`` files, without the package's tests
 (``test``/``tests``/``testing`` folders, ``test_*.py``, ``*_test.py``, ``conftest.py``),
 without vendored copies of other packages (``_vendor``, ``vendor``, ``_vendored``,
-``externals``, ``_externals`` folders), files over 250 kB and data tables written as code. A package over ``MAX_PACKAGE_CHARS``
-keeps the files with the smallest SHA-256 of their path up to that size, so that a few
-big packages (sympy, SQLAlchemy, Django) do not drown the rest.
+``externals``, ``_externals`` folders), files over 250 kB and data tables written as
+code. A package over ``MAX_PACKAGE_CHARS`` keeps the files with the smallest SHA-256 of
+their path up to that size, so that a few big packages (sympy, SQLAlchemy, Django) do not
+drown the rest.
 
 The packages of the two evaluation sets (``eval_sets.py``: toolz 1.0.0 in the tuning set,
 ``HELD_OUT_PACKAGE``, whose rows also give the validation loss; the reporting set's
@@ -26,6 +27,7 @@ import zipfile
 from pathlib import Path
 
 from inkling.models.corpus import MAX_FILE_BYTES, CorpusFile
+
 from inkling.evaluation.eval_sets import TOOLZ, PinnedPackage, held_out_packages
 
 PACKAGES: tuple[tuple[str, str], ...] = (

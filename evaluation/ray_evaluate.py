@@ -13,9 +13,10 @@ from inkling.completion.errors import InklingError
 from inkling.completion.options import InklingOptions
 from inkling.models import resolve_model_path
 
-from inkling.evaluation.held_out import (FileScore, NextLineResult, evaluate_file, evaluation_options,
-                         held_out_files, merge_scores)
-from inkling.evaluation.ray_pool import RayOptions, RayRun, ray_session, run_tasks, ship_model, unpack_model
+from inkling.evaluation.held_out import (FileScore, NextLineResult, evaluate_file,
+                                         evaluation_options, held_out_files, merge_scores)
+from inkling.evaluation.ray_pool import (RayOptions, RayRun, import_ray, ray_session, run_tasks,
+                                        ship_model, unpack_model)
 from inkling.evaluation.replay_result import runtime_config
 
 
@@ -40,7 +41,7 @@ class EvaluateWorker:
         return self._engines[order]
 
     def where(self) -> dict:
-        import ray                                  # optional (.[ray]); there on an actor
+        ray = import_ray()                          # optional (.[ray]); there on an actor
         engine = next(iter(self._engines.values()), None)
         return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
                 "pid": os.getpid(),

@@ -14,9 +14,12 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
+
+from tqdm import tqdm
 
 from inkling.completion.errors import InklingError
 from inkling.models import resolve_model_path
@@ -25,7 +28,10 @@ INSTALL_HINT = "--ray needs Ray: pip install -e '.[ray]' (or pip install 'ray[de
 
 
 def import_ray():
+    """The ``ray`` module, or an InklingError saying how to install it."""
     try:
+        # optional (the .[ray] extra); cli/flags.py imports this module for every command
+        # lazy: ray costs 0.3 to 0.4 s to import (python -X importtime)
         import ray
     except ImportError:
         raise InklingError(INSTALL_HINT) from None
@@ -84,7 +90,6 @@ def unpack_model(blob: dict[str, bytes] | None):
     when nothing was shipped; the folder lives as long as the first item is kept."""
     if blob is None:
         return None, None
-    import tempfile
     tmp = tempfile.TemporaryDirectory(prefix="inkling-ray-model-")
     for name, data in blob.items():
         (Path(tmp.name) / name).write_bytes(data)
@@ -133,6 +138,75 @@ class _Pool:
             self.ray.kill(actor, no_restart=True)
 
 
+_NOWHERE = {"node": None, "host": None, "pid": None, "runtime": None}
+
+
+class _Tasks:
+    """The tasks of one run: each payload handed to the next idle actor of ``pool``, run
+    again (at most ``retries`` times) when its actor dies, its result kept in task order."""
+
+    def __init__(self, ray, pool: _Pool, payloads: list, method: str, retries: int,
+                 on_submit: Callable | None, lost: Callable):
+        self.ray, self.pool, self.payloads, self.method = ray, pool, payloads, method
+        self.retries, self.on_submit, self.lost = retries, on_submit, lost
+        self.results: list = [None] * len(payloads)
+        self.pending = list(range(len(payloads)))[::-1]    # popped from the end: task order
+        self.attempts = [0] * len(payloads)
+        self.running: dict = {}                             # future -> (index, actor)
+        self.where: dict = {}                               # actor -> its where()
+        self.reruns = 0
+
+    def run(self, bar) -> None:
+        """Until every task has a result; ``bar`` ticks once a task."""
+        while self.pending or self.running:
+            self._submit()
+            if self._collect():
+                bar.update()
+
+    def _submit(self) -> None:
+        while self.pending and self.pool.idle:
+            index, actor = self.pending.pop(), self.pool.idle.pop()
+            self.attempts[index] += 1
+            future = getattr(actor, self.method).remote(*self.payloads[index])
+            self.running[future] = (index, actor)
+            if self.on_submit is not None:
+                self.on_submit(actor, index)
+
+    def _collect(self) -> bool:
+        """Wait for the next task to end; whether it has its result (False: it runs again)."""
+        done, _ = self.ray.wait(list(self.running), num_returns=1)
+        index, actor = self.running.pop(done[0])
+        errors = self.ray.exceptions
+        try:
+            self.results[index] = self.ray.get(done[0])
+        except (errors.RayActorError, errors.WorkerCrashedError) as exc:
+            self.pool.replace(actor)
+            if self.attempts[index] > self.retries:
+                self.results[index] = self.lost(index, self.attempts[index], exc)
+                return True
+            self.reruns += 1
+            self.pending.append(index)
+            return False
+        self.pool.idle.append(actor)
+        if actor not in self.where:
+            self.where[actor] = self._where(actor)
+        return True
+
+    def _where(self, actor) -> dict:
+        errors = self.ray.exceptions
+        try:
+            return self.ray.get(actor.where.remote(), timeout=30)
+        except (errors.GetTimeoutError, errors.RayActorError):
+            return dict(_NOWHERE)
+
+    def cancel(self) -> None:
+        """Ctrl-C: the running tasks cancelled, every actor killed."""
+        for future in self.running:
+            self.ray.cancel(future, force=True)
+        self.pool.kill_all(actor for _, actor in self.running.values())
+        self.running.clear()
+
+
 def run_tasks(ray, worker_cls, worker_args: tuple, payloads: list, method: str,
               options: RayOptions, desc: str, unit: str, progress_file,
               on_submit: Callable | None, lost: Callable) -> RayRun:
@@ -141,63 +215,35 @@ def run_tasks(ray, worker_cls, worker_args: tuple, payloads: list, method: str,
     ``on_submit(actor, index)`` is called as each task is handed out (tests kill an actor
     there); ``lost(index, attempts, exc)`` is the result of a task whose actor died on
     every attempt."""
-    from ray.exceptions import GetTimeoutError, RayActorError, WorkerCrashedError
-    from tqdm import tqdm
     gpus = _gpus(ray, options.gpus_per_actor)
     actor_cls = ray.remote(num_cpus=options.cpus_per_actor, num_gpus=gpus, max_restarts=0,
                            max_task_retries=0)(worker_cls)
     pool = _Pool(ray, actor_cls, worker_args, max(1, min(options.actors, len(payloads) or 1)))
-    results: list = [None] * len(payloads)
-    pending = list(range(len(payloads)))[::-1]         # popped from the end: task order
-    attempts = [0] * len(payloads)
-    running: dict = {}                                  # future -> (index, actor)
-    where: dict = {}
-    reruns, interrupted = 0, False
+    tasks = _Tasks(ray, pool, payloads, method, options.retries, on_submit, lost)
+    interrupted = False
     bar = tqdm(total=len(payloads), desc=desc, unit=unit, file=progress_file, disable=None)
     try:
-        while pending or running:
-            while pending and pool.idle:
-                index, actor = pending.pop(), pool.idle.pop()
-                attempts[index] += 1
-                running[getattr(actor, method).remote(*payloads[index])] = (index, actor)
-                if on_submit is not None:
-                    on_submit(actor, index)
-            done, _ = ray.wait(list(running), num_returns=1)
-            index, actor = running.pop(done[0])
-            try:
-                results[index] = ray.get(done[0])
-            except (RayActorError, WorkerCrashedError) as exc:
-                pool.replace(actor)
-                if attempts[index] > options.retries:
-                    results[index] = lost(index, attempts[index], exc)
-                    bar.update()
-                else:
-                    reruns += 1
-                    pending.append(index)
-                continue
-            pool.idle.append(actor)
-            if actor not in where:
-                try:
-                    where[actor] = ray.get(actor.where.remote(), timeout=30)
-                except (GetTimeoutError, RayActorError):
-                    where[actor] = {"node": None, "host": None, "pid": None, "runtime": None}
-            bar.update()
+        tasks.run(bar)
     except KeyboardInterrupt:
         interrupted = True
-        for future in running:
-            ray.cancel(future, force=True)
-        pool.kill_all(actor for _, actor in running.values())
-        running.clear()
+        tasks.cancel()
     finally:
         bar.close()
         if not interrupted:
             pool.kill_all(())
+    workers, runtime = _workers(tasks.where)
+    config = {"address": options.address or "local", "actors": options.actors,
+              "cpus_per_actor": options.cpus_per_actor, "gpus_per_actor": gpus,
+              "model_shipped": options.model_path is None, "retries": options.retries,
+              "actors_started": pool.started, "reruns": tasks.reruns, "workers": workers}
+    return RayRun(tasks.results, config, interrupted, runtime)
+
+
+def _workers(where: dict) -> tuple[list[dict], dict | None]:
+    """(each actor's node, host and pid, by host and pid; the runtime block of the first
+    that loaded one)."""
     workers = sorted(where.values(), key=lambda w: (str(w["host"]), str(w["pid"])))
     runtime = next((w["runtime"] for w in workers if w.get("runtime")), None)
     for w in workers:
         w.pop("runtime", None)
-    config = {"address": options.address or "local", "actors": options.actors,
-              "cpus_per_actor": options.cpus_per_actor, "gpus_per_actor": gpus,
-              "model_shipped": options.model_path is None, "retries": options.retries,
-              "actors_started": pool.started, "reruns": reruns, "workers": workers}
-    return RayRun(results, config, interrupted, runtime)
+    return workers, runtime

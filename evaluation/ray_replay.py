@@ -26,8 +26,8 @@ from inkling.completion.engine import Engine
 from inkling.completion.options import InklingOptions
 from inkling.models import resolve_model_path
 
-from inkling.evaluation.ray_pool import (INSTALL_HINT, RayOptions, RayRun, import_ray, ray_session, run_tasks,
-                       ship_model, unpack_model)
+from inkling.evaluation.ray_pool import (INSTALL_HINT, RayOptions, RayRun, import_ray, ray_session,
+                                        run_tasks, ship_model, unpack_model)
 from inkling.evaluation.replay import Replayer
 from inkling.evaluation.replay_result import ReplayFailure, TraceResult, runtime_config
 from inkling.evaluation.syntax_check import SyntaxChecker
@@ -70,7 +70,7 @@ class ReplayWorker:
 
     def where(self) -> dict:
         """This actor's node, host and process, and the runtime it loaded."""
-        import ray                                  # optional (.[ray]); there on an actor
+        ray = import_ray()                          # optional (.[ray]); there on an actor
         runtime = next(iter(self._runtimes.values()), None)
         return {"node": ray.get_runtime_context().get_node_id(), "host": socket.gethostname(),
                 "pid": os.getpid(),

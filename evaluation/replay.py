@@ -22,12 +22,14 @@ from inkling.completion.errors import DocumentError
 from inkling.completion.options import InklingOptions
 
 from inkling.lsp.languages import language_for
+
 from inkling.evaluation.metrics import exact_line, shown
 from inkling.evaluation.replay_clock import ReplayClock
 from inkling.evaluation.replay_result import CompletionRecord, ReplayFailure, TraceResult
 from inkling.evaluation.syntax_check import SyntaxChecker
-from inkling.evaluation.trace_file import (AcceptEvent, ChangeEvent, CheckEvent, CloseEvent, CompleteEvent, Event,
-                         FileEvent, OpenEvent, Trace, TraceError)
+from inkling.evaluation.trace_file import (AcceptEvent, ChangeEvent, CheckEvent, CloseEvent,
+                                           CompleteEvent, Event, FileEvent, OpenEvent, Trace,
+                                           TraceError)
 
 Tick = Callable[[int], None]      # called with a number of events done
 log = logging.getLogger(__name__)
@@ -223,6 +225,7 @@ class LspReplayer:
     the same sessions, with an LSP client in place of the in-process Engine."""
 
     def __init__(self, options: InklingOptions, checker: SyntaxChecker):
+        # lazy: the LSP client (pygls) adds 0.4 s to an in-process replay (python -X importtime)
         from inkling.lsp.lsp_engine import LspEngine
         self._tmp = tempfile.TemporaryDirectory(prefix="inkling-replay-lsp-")
         self.root = Path(self._tmp.name).resolve()

@@ -1,17 +1,13 @@
 """The replay's HTML report: one self-contained page, plots embedded as PNG data URIs."""
 from __future__ import annotations
 
-import base64
 import html
-import io
+import importlib.util
 import json
 
 from inkling.evaluation import metrics as m
+from inkling.evaluation.comparison import label
 from inkling.evaluation.replay_result import TraceResult, summarise
-
-# matplotlib is imported where a plot is drawn, after render_report has chosen the Agg
-# backend (it must be chosen before pyplot is imported); matplotlib.pyplot takes 0.5 s to
-# import (-X importtime), which only `inkling replay --report` pays.
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; margin: 2em auto; max-width: 70em; color: #222; }
@@ -35,63 +31,6 @@ _METRICS = ("shown", "guard_cut", "guard_emptied",
             "syntax_valid", "syntax_valid_n", "undefined_names", "undefined_names_n",
             "analysis_failures", "identifier_match", "identifier_triggers", "sync_ok", "checks",
             "checks_failed", "model_ms", "total_ms", "completions", "edits")
-
-
-def _png(fig) -> str:
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=96, bbox_inches="tight")
-    import matplotlib.pyplot as plt
-    plt.close(fig)
-    return "data:image/png;base64," + base64.b64encode(buf.getvalue()).decode("ascii")
-
-
-def _latency_plot(results: list[TraceResult]) -> str:
-    import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-    recs = [r for t in results for r in t.completions]
-    top = max([r.latency_ms for r in recs], default=1.0)
-    for values, label in (([r.latency_ms for r in recs], "latency"),
-                          ([r.first_token_ms for r in recs], "first token")):
-        if values:
-            axes[0].hist(values, bins=30, range=(0, top), alpha=0.6, label=label)
-    axes[0].set(title="completion latency", xlabel="ms", ylabel="completions")
-    axes[0].legend()
-    edits = [ms for t in results for ms in t.edit_ms]
-    if edits:
-        axes[1].hist(edits, bins=30, color="tab:green")
-    axes[1].set(title="edit latency", xlabel="ms", ylabel="change events")
-    return _png(fig)
-
-
-def _per_trace_plot(results: list[TraceResult], summaries: list[dict]) -> str:
-    import matplotlib.pyplot as plt
-    names = [t.name or t.source for t in results]
-    exact = [s["exact_line"] or 0.0 for s in summaries]
-    accepted = [s["accepted_chars"]["fraction"] or 0.0 for s in summaries]
-    fig, ax = plt.subplots(figsize=(11, 0.5 * len(names) + 1.5))
-    ys = range(len(names))
-    ax.barh([y - 0.2 for y in ys], exact, height=0.4, label="exact_line")
-    ax.barh([y + 0.2 for y in ys], accepted, height=0.4, label="accepted chars (fraction)")
-    ax.set_yticks(list(ys), names)
-    ax.invert_yaxis()
-    ax.set(xlim=(0, 1), title="exact match and accepted characters per trace")
-    ax.legend(loc="lower right")
-    return _png(fig)
-
-
-def _tokens_per_forward_plot(results: list[TraceResult]) -> str:
-    """The first draft's tokens per forward of each completion that asked for one draft
-    (the replay's ``tokens_per_forward``; several drafts decoded together are left out)."""
-    import matplotlib.pyplot as plt
-    ratios = [r.tokens / r.forwards for t in results for r in t.completions
-              if r.forwards and r.asked == 1]
-    fig, ax = plt.subplots(figsize=(6, 3.4))
-    if ratios:
-        ax.hist(ratios, bins=20, color="tab:purple")
-    mean = m.mean(ratios)
-    title = "tokens per forward, one draft" + (f" (mean {mean:.2f})" if mean is not None else "")
-    ax.set(title=title, xlabel="first draft's tokens / forwards", ylabel="completions")
-    return _png(fig)
 
 
 def _cell(value) -> str:
@@ -143,12 +82,7 @@ def _errors(summary: dict) -> str:
 
 def _first(report: dict) -> str:
     runs = report.get("runs") or []
-    return f" ({html.escape(_run_label(runs[0]))})" if len(runs) > 1 else ""
-
-
-def _run_label(run: dict) -> str:
-    return ", ".join(f"{k}={str(v).lower() if isinstance(v, bool) else v}"
-                     for k, v in run["settings"].items()) or "as given"
+    return f" ({html.escape(label(runs[0]['settings']))})" if len(runs) > 1 else ""
 
 
 def _ratio(value, base) -> str:
@@ -164,7 +98,7 @@ def _ratio(value, base) -> str:
 
 def _comparison_table(runs: list[dict]) -> str:
     head = "<tr><th>metric</th>" + "".join(
-        f"<th>{html.escape(_run_label(r))}</th>" for r in runs) + "</tr>"
+        f"<th>{html.escape(label(r['settings']))}</th>" for r in runs) + "</tr>"
     rows = []
     for k in (k for k in _METRICS if k in runs[0]):
         cells = []
@@ -177,46 +111,18 @@ def _comparison_table(runs: list[dict]) -> str:
     return f"<table>{head}{''.join(rows)}</table>"
 
 
-def _comparison_latency_plot(runs: list[dict], all_results: list[list[TraceResult]]) -> str:
-    import matplotlib.pyplot as plt
-    fig, ax = plt.subplots(figsize=(11, 3.6))
-    values = [[r.latency_ms for t in results for r in t.completions] for results in all_results]
-    top = max((v for vs in values for v in vs), default=1.0)
-    for run, vs in zip(runs, values):
-        if vs:
-            ax.hist(vs, bins=40, range=(0, top), alpha=0.45, label=_run_label(run),
-                    histtype="stepfilled")
-    ax.set(title="completion latency, each combination", xlabel="ms", ylabel="completions")
-    ax.legend(fontsize="small")
-    return _png(fig)
-
-
-def _comparison_per_trace_plot(runs: list[dict]) -> str:
-    import matplotlib.pyplot as plt
-    traces = list(runs[0]["per_trace"])
-    fig, ax = plt.subplots(figsize=(11, 0.35 * len(traces) * len(runs) + 1.5))
-    height = 0.8 / len(runs)
-    for i, run in enumerate(runs):
-        exact = [(run["per_trace"].get(t) or {}).get("exact_line") or 0.0 for t in traces]
-        ax.barh([y - 0.4 + (i + 0.5) * height for y in range(len(traces))], exact,
-                height=height, label=_run_label(run))
-    ax.set_yticks(list(range(len(traces))), [runs[0]["per_trace"][t]["name"] or t
-                                             for t in traces])
-    ax.invert_yaxis()
-    ax.set(xlim=(0, 1), title="exact_line per trace, each combination")
-    ax.legend(loc="lower right", fontsize="small")
-    return _png(fig)
-
-
 def _comparison(report: dict, all_results) -> str:
     runs = report.get("runs") or []
     if len(runs) < 2 or all_results is None:
         return ""
+    # only `inkling replay --report` pays for the plots
+    # lazy: matplotlib.pyplot costs 0.3 to 0.6 s to import (python -X importtime)
+    from inkling.evaluation import report_plots
     return ("<h2>Comparison</h2><p>Every combination replayed the same traces, interleaved "
             "trace by trace; ratios are to the first combination (p50 for distributions)."
             f"</p>{_comparison_table(runs)}"
-            f'<img alt="latency" src="{_comparison_latency_plot(runs, all_results)}">'
-            f'<img alt="per trace" src="{_comparison_per_trace_plot(runs)}">')
+            f'<img alt="latency" src="{report_plots.comparison_latency_plot(runs, all_results)}">'
+            f'<img alt="per trace" src="{report_plots.comparison_per_trace_plot(runs)}">')
 
 
 def _context_sample(all_results: list[list[TraceResult]]) -> str:
@@ -241,17 +147,18 @@ PLOTS_MISSING = ("the report's plots need matplotlib, which this install lacks: 
 
 
 def plots_available() -> bool:
-    """Whether matplotlib is installed (the `report` extra); without it the report has no plots."""
-    import importlib.util
+    """Whether matplotlib is installed (the `report` extra); without it the report has no
+    plots."""
     return importlib.util.find_spec("matplotlib") is not None
 
 
 def _figures(results: list[TraceResult], summaries: list[dict]) -> str:
-    import matplotlib
-    matplotlib.use("Agg")
-    plots = [("Latency", _latency_plot(results)),
-             ("Per trace", _per_trace_plot(results, summaries)),
-             ("Tokens per forward", _tokens_per_forward_plot(results))]
+    # only `inkling replay --report` pays for the plots
+    # lazy: matplotlib.pyplot costs 0.3 to 0.6 s to import (python -X importtime)
+    from inkling.evaluation import report_plots
+    plots = [("Latency", report_plots.latency_plot(results)),
+             ("Per trace", report_plots.per_trace_plot(results, summaries)),
+             ("Tokens per forward", report_plots.tokens_per_forward_plot(results))]
     return "".join(f'<h2>{title}</h2><img alt="{title}" src="{uri}">' for title, uri in plots)
 
 
@@ -268,7 +175,8 @@ def render_report(results: list[TraceResult], report: dict,
             f"<style>{_STYLE}</style></head><body><h1>inkling replay</h1>"
             f"<p>{report['traces']} traces, {report['completions']} completions, "
             f"{report['edits']} edits.</p>{_comparison(report, all_results)}"
-            f"<h2>Metrics{_first(report)}</h2>{_metrics_table(report)}<h2>Problems</h2>{_errors(report)}"
+            f"<h2>Metrics{_first(report)}</h2>{_metrics_table(report)}"
+            f"<h2>Problems</h2>{_errors(report)}"
             f"{figures}{_context_sample(all_results or [results])}"
             f"<h2>Traces</h2>{_per_trace_table(results, summaries)}"
             f"<h2>Configuration</h2><pre>{config}</pre></body></html>\n")

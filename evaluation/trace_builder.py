@@ -14,8 +14,9 @@ from pathlib import Path
 
 from inkling.completion.document import Document, Range, TextChange
 
-from inkling.evaluation.trace_file import (AcceptEvent, ChangeEvent, CheckEvent, CloseEvent, CompleteEvent, Event,
-                         FileEvent, Header, OpenEvent, Trace, write_trace)
+from inkling.evaluation.trace_file import (AcceptEvent, ChangeEvent, CheckEvent, CloseEvent,
+                                           CompleteEvent, Event, FileEvent, Header, OpenEvent,
+                                           Trace, write_trace)
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")     # LSP line breaks

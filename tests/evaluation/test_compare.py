@@ -96,7 +96,7 @@ def test_a_bad_key_fails_before_anything_runs(tmp_path, capsys, monkeypatch):
 
 def test_traces_are_interleaved_across_combinations(tiny_model_dir, monkeypatch):
     from inkling.evaluation import replay as replay_module
-    from inkling.cli.replay import _replay_all
+    from inkling.cli.replay_run import replay_all
     from inkling.evaluation.trace_file import read_trace
     order = []
     real = replay_module.Replayer.replay
@@ -109,7 +109,7 @@ def test_traces_are_interleaved_across_combinations(tiny_model_dir, monkeypatch)
                                     "completion": {"max_new_tokens": 3}})
     combos = combinations(["completion.draft=none,prompt-lookup"], base)
     traces = [read_trace(p) for p in TRACES[:2]]
-    _, runs = _replay_all(combos, traces, None)
+    _, runs = replay_all(combos, traces, None)
     names = [t.name for t in traces]
     assert order == [(names[0], "none"), (names[0], "prompt-lookup"),      # in turn forward
                      (names[1], "prompt-lookup"), (names[1], "none")]      # and backward
