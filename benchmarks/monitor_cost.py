@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import torch  # noqa: E402,F401 - imported once here, not inside the first timed step
 from bench_traces import describe, held_out_traces, sample_traces  # noqa: E402
 
-from inkling.analysis import AnalysisOptions, CodeAnalysis  # noqa: E402
+from inkling.analysis import AnalysisOptions, CodeAnalysis, TokenVocabulary  # noqa: E402
 from inkling.completion.document import Document  # noqa: E402
 from inkling.evaluation.trace_file import (ChangeEvent, CloseEvent, CompleteEvent, FileEvent,  # noqa: E402
                                     OpenEvent)
@@ -163,9 +163,8 @@ def _decode_expected(analysis, uri, offset, expected, tokenizer, vocab, costs, m
 
 
 def measure_vocabulary(label, tokenizer, traces, max_tokens: int) -> None:
-    options = AnalysisOptions(background=False, watch=False)
     t0 = time.perf_counter()
-    vocab = CodeAnalysis(options).vocabulary(tokenizer)
+    vocab = TokenVocabulary.from_tokenizer(tokenizer)
     build_s = time.perf_counter() - t0
     print(f"\nvocabulary: {label}: {vocab.size:,} tokens (index built in {build_s:.2f} s, "
           f"{len(vocab.dotted)} '.name' tokens)")

@@ -234,7 +234,6 @@ def test_the_engine_prepares_one_walk_for_both_and_follows_changes(tmp_path, tin
         assert engine.workspace.subscribers == [symbols, drafting]
         assert _keys(drafting) == {str(tmp_path / "lib.py"), str(tmp_path / "notes.md")}
         assert "helper_fn" in symbols.module("lib").functions
-        assert engine.workspace.watching
         engine.prepare()
         assert len(reads) == 2                                  # prepared again: kept
         (tmp_path / "lib.py").write_text("def other_fn():\n    return 2\n")
@@ -244,9 +243,13 @@ def test_the_engine_prepares_one_walk_for_both_and_follows_changes(tmp_path, tin
         (tmp_path / "lib.py").unlink()
         engine.workspace_file_changed(str(tmp_path / "lib.py"))
         assert symbols.module("lib") is None and _keys(drafting) == {str(tmp_path / "notes.md")}
+        (tmp_path / "watched.py").write_text("def seen_fn():\n    return 3\n")   # the watcher's
+        assert _eventually(lambda: symbols.module("watched") is not None)
     finally:
         engine.shutdown()
-    assert not engine.workspace.watching
+    (tmp_path / "late.py").write_text("x = 1\n")                 # after shutdown: not watched
+    time.sleep(0.5)
+    assert symbols.module("late") is None
 
 
 def test_a_folder_given_after_the_walk_is_walked_for_every_subscriber(tmp_path):
