@@ -18,10 +18,10 @@ import time
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
-from inkling.runtime import native_build
 from inkling.runtime.errors import ModelError
 from inkling.completion.document import Position, utf16_len
 from inkling.completion.errors import InklingError
+from inkling.completion.decoding.plan import decoder_for
 from inkling.completion.options import (CACHE_MODES, DECODERS, DRAFT_MODES, FIM_ORDERS,
                                         MONITOR_MODES, InklingOptions)
 from inkling.models import resolve_model_path
@@ -157,8 +157,7 @@ def _cmd_evaluate(args) -> int:
     if args.decoder is not None:
         changes["completion"] = {"decoder": args.decoder}
     base = InklingOptions().merged(changes)
-    decoder = base.completion.decoder
-    decoder = decoder if args.drafts > 1 or decoder == "beam" else "greedy"
+    decoder = decoder_for(base.completion.decoder, args.drafts, "invoked")
     orders = ["spm", "psm"] if args.fim_order == "both" else [args.fim_order]
     sets = ["stdlib", "package"] if args.held_out == "both" else [args.held_out]
     if args.ray:
@@ -207,6 +206,8 @@ def _cmd_build_native(args) -> int:
     """Build the native forward now, in the foreground: a progress line (updated in place
     on a terminal, once a minute otherwise), then where the module is and how long it took;
     exit status 1 with the compiler's first error."""
+    # lazy: the native build imports torch, 0.9 to 1.2 s (python -X importtime)
+    from inkling.runtime import native_build
     start, said = time.monotonic(), [-60.0]
 
     def progress(message: str) -> None:
