@@ -1,63 +1,49 @@
 """The Engine: the one object the LSP server and the replay drive. Documents in,
 completions out; what each step does lives in the packages beside it (prompt/, drafting/,
-decoding/) and below it (cache/, analysis/). One thread drives an Engine (the server's
+decoding/) and below it (cache/, analysis/); the documents and folders the editor has
+open are its other half (editor_state.py). One thread drives an Engine (the server's
 model worker, or the replay's loop); nothing in it is shared with another thread except
 the workspace watcher's updates, which the Workspace hands over under its own lock."""
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Callable
 
-from inkling.analysis import CodeAnalysis
-from inkling.analysis.workspace import Workspace
-from inkling.cache.cache_pool import CachePool
-from inkling.runtime.model_loader import load_runtime
-from inkling.cache.prompt_cache import PromptCache
-from inkling.runtime.model_runtime import ModelRuntime
 from inkling.models import resolve_model_path
+from inkling.runtime.model_loader import load_runtime
+from inkling.runtime.model_runtime import ModelRuntime
 
+from .cursor import Cursor
 from .decoding.dispatch import decode_drafts
-from .decoding.prompt_rules import with_prompt_rules
+from .decoding.plan import drafts_asked, plan_for
 from .decoding.ranking import shortfall
-from .decoding.request import DecodeRequest, seeded
-from .decoding.rereading import Rereading
+from .decoding.planned_request import AtCursor, drafts_dropped_on_error, planned_request
 from .decoding.stop_rules import stop_rule_for
-from .document import Document, Position, TextChange
+from .document import Position
+from .document_caches import DocumentCaches
 from .draft_book import DraftBook
 from .drafting.acceptance import AcceptanceMeter
 from .drafting.draft_mode import resolved
-from .drafting.drafter import TreeDrafter, drafter_for
-from .drafting.sources import DraftSources
-from .errors import OptionError
-from .open_analysis import OpenAnalysis, wanted
-from .open_documents import OpenDocuments
+from .drafting.drafter import drafting_for
+from .editor_state import EditorState
+from .open_analysis import wanted
 from .options import InklingOptions
-from .preparation import Prepared, prepare, uses_datastore
+from .preparation import Prepared, Progress, prepare, uses_datastore
 from .presentation import shown_drafts, shown_text
-from .prompt.builder import prompt_at
-from .prompt.repo_context import RepoContext
+from .prompt.builder import fim_order, prompt_at
 from .result import Completion, Draft, EngineStats
 
-Progress = Callable[[str, float], None]
-MAX_DRAFTS = 16
 
-
-class Engine:
+class Engine(EditorState):
     def __init__(self, options: InklingOptions | None = None, runtime=None, datastore=None):
-        self.options = options or InklingOptions()
-        self.options.validate()
+        options = options or InklingOptions()
+        options.validate()
+        super().__init__(options, datastore)
         self._runtime = runtime
-        self.documents = OpenDocuments()
-        self._caches = CachePool(self.options.cache.budget_mb << 20, lambda c: c.nbytes())
+        self._caches = DocumentCaches(options)
         self.book = DraftBook()
         self.stats = EngineStats()
-        self._folders: list[str] = []              # file:// URIs, from the editor
-        self.workspace = Workspace()               # one walk and one watcher of the folders
-        self._analysis = OpenAnalysis(self.workspace, self.documents)   # when first needed
-        self.sources = DraftSources(datastore)     # what drafting searches
         self.acceptance = AcceptanceMeter()        # sizes suffix drafts to what the model keeps
-        self.repo_context = RepoContext(self.documents.text_at)
         self._after: list[Callable[[], None]] = []  # work a completion leaves for after its answer
 
     # ----------------------------------------------------------- configuration
@@ -66,12 +52,7 @@ class Engine:
         new = self.options.merged(changes)
         if new.model != self.options.model:
             self._runtime = None
-            self._caches.clear()
-        if (new.cache.mode, new.cache.stale_threshold, new.completion.fim_order) != (
-                self.options.cache.mode, self.options.cache.stale_threshold,
-                self.options.completion.fim_order):    # another order: every prompt moves
-            self._caches.clear()
-        self._caches.budget_bytes = new.cache.budget_mb << 20
+        self._caches.reconfigure(self.options, new)
         store = self.sources.datastore
         if store is not None and store.spec != new.completion.datastore:
             self.sources.datastore = None          # prepare() builds the new one
@@ -117,70 +98,16 @@ class Engine:
         runtime = self.load_model(progress)
         return prepare(c, self.draft_mode(runtime), self.sources, runtime, self.workspace, progress)
 
-    # ---------------------------------------------------------------- analysis
-    @property
-    def workspace_folders(self) -> list[str]:
-        return self._folders
-
-    @workspace_folders.setter
-    def workspace_folders(self, folders: list[str]) -> None:
-        self._folders = list(folders)
-        self.repo_context.set_folders(self._folders)
-        self.workspace.set_folders(self._folders)  # a folder added is walked once prepared
-
-    @property
-    def analysis(self) -> CodeAnalysis:
-        """tree-sitter documents and the symbol index (made when first needed)."""
-        return self._analysis.get()
-
-    def workspace_file_changed(self, path: str) -> None:
-        """A file on disk changed (the replay's `file` events, the client's
-        didChangeWatchedFiles): every index has it now, not when the watcher sees it."""
-        self.workspace.file_changed(path)
-        if self.options.completion.context in ("similar", "both"):
-            self.repo_context.touch_file(Path(path))
-
-    def shutdown(self) -> None:
-        self.workspace.stop()
-
-    # --------------------------------------------------------------- documents
-    def open(self, uri: str, text: str, version: int = 0, language_id: str = "python") -> None:
-        doc = self.documents.open(uri, text, version, language_id)
-        self._analysis.opened(doc, self.options.completion)
-        self.repo_context.touch(uri, lambda: doc.text)
-
-    def apply_change(self, uri: str, changes: list[TextChange], version: int | None = None) -> None:
-        doc = self.documents.apply(uri, changes, version)
-        self._analysis.changed(doc, self.options.completion)
-        self.repo_context.touch(uri, lambda: doc.text)
-
-    def close(self, uri: str) -> None:
-        self.documents.close(uri)
-        self.sources.forget(uri)
-        self.repo_context.forget(uri)
-        self._analysis.closed(uri)
-
-    def document(self, uri: str) -> Document:
-        return self.documents.get(uri)
-
-    def document_sha256(self, uri: str) -> str:
-        return self.documents.sha256(uri)
-
     # -------------------------------------------------------------- completion
-    def draft_count(self, trigger: str) -> int:
-        """Drafts asked for: ``drafts`` when invoked, else ``automatic_drafts`` (only here)."""
-        c = self.options.completion
-        return c.drafts if trigger == "invoked" else c.automatic_drafts
-
     def complete(self, uri: str, position: Position, k: int | None = None,
                  trigger: str = "automatic", cancelled: Callable[[], bool] = lambda: False
                  ) -> Completion:
-        """Drafts at ``position`` (``k``: how many, else ``draft_count(trigger)``); the
-        greedy decoder gives one draft whatever k is (fewer drafts, never padding)."""
+        """Drafts at ``position`` (``k``: how many, else as many as ``trigger`` asks for:
+        ``plan.drafts_asked``); one draft is decoded greedily but for an invoked beam
+        search (``plan.decoder_for``), and a decoder gives fewer drafts, never padding."""
         extent = self.documents.take_extent(uri)
         try:
-            return self._complete(uri, position, self.draft_count(trigger) if k is None else k,
-                                  trigger, cancelled, extent)
+            return self._complete(uri, position, k, trigger, cancelled, extent)
         except BaseException:
             self.documents.give_back(uri, extent)
             raise
@@ -188,60 +115,34 @@ class Engine:
     def _complete(self, uri, position, k, trigger, cancelled, extent) -> Completion:
         t0 = time.perf_counter()
         self.settle()              # what the last completion left, if no one ran it since
-        if not 1 <= k <= MAX_DRAFTS:
-            raise OptionError(f"the number of drafts must be between 1 and {MAX_DRAFTS}, got {k}")
+        c, k = self.options.completion, drafts_asked(self.options.completion, trigger, k)
         doc = self.document(uri).snapshot()
-        offset, c, runtime = doc.offset_at(position), self.options.completion, self.load_model()
-        model_s0 = runtime.stats.seconds
-        block = self.repo_context.at_cursor(c, doc, offset, runtime, self._analysis.get)
-        prompt = prompt_at(runtime, doc.text, offset, c, block.ids)
-        stop = stop_rule_for(prompt.line_prefix, prompt.prefix, prompt.line_suffix, prompt.suffix)
-        cache = self._caches.get(uri, lambda: PromptCache(
-            runtime, self.options.cache.mode, self.options.cache.stale_threshold,
-            forward=self.options.model.forward))
-        decoder = c.decoder if k > 1 or trigger == "invoked" else "greedy"   # typing: greedy
-        budget, one = (c.max_block_tokens if stop.block else c.max_new_tokens), \
-            decoder == "greedy" or (k == 1 and decoder != "beam")
-        drafts = one or decoder not in ("superposed", "beam")     # their rows are not drafted
-        mode = self.draft_mode(runtime)                     # auto: measured at load
-        drafter = drafter_for(mode if drafts else "none", prompt, runtime, stop.block,
-                              self.acceptance, lambda: self.sources.draft_sources(
-                                  uri, doc.text, offset, runtime, c.model_datastore))
-        self.stats.undrafted += drafts and mode == "suffix" and drafter is None
-        first = drafter(drafter.context, budget) if drafter is not None and one else None
-        order = c.fim_order if c.fim_order != "auto" else runtime.fim_order
-        synced = cache.sync(prompt.ids, prompt.moved_edges(extent, runtime, order),
+        at = Cursor(uri, doc, doc.offset_at(position), self.load_model())
+        model_s0 = at.runtime.stats.seconds
+        block = self.repo_context.at_cursor(c, doc, at.offset, at.runtime, self._analysis.get)
+        prompt = prompt_at(at.runtime, doc.text, at.offset, c, block.ids)
+        plan = plan_for(c, trigger, k, stop_rule_for(prompt.line_prefix, prompt.prefix,
+                                                     prompt.line_suffix, prompt.suffix))
+        cache, mode = self._caches.of(uri, at.runtime, self.options), self.draft_mode(at.runtime)
+        drafting = drafting_for(mode, plan, prompt, at.runtime, self.acceptance, lambda: self.
+                                sources.draft_sources(uri, doc.text, at.offset, at.runtime,
+                                                      c.model_datastore))
+        self.stats.undrafted += plan.drafting and mode == "suffix" and drafting.drafter is None
+        first, order = drafting.first, fim_order(c, at.runtime)
+        synced = cache.sync(prompt.ids, prompt.moved_edges(extent, at.runtime, order),
                             (first.tokens, first.parents) if first else None)
         self.stats.refreshes += synced.refreshed
         first_ms = (time.perf_counter() - t0) * 1000
-        request = DecodeRequest(cache, synced.logits, stop, budget, runtime.stop_ids,
-                                runtime.decode, k, cancelled, drafter=drafter,
-                                context=drafter.context if drafter is not None else [],
-                                first=first, first_logits=synced.draft_logits,
-                                first_rows=synced.prefilled, floor=c.alternative_min_tokens,
-                                temperature=c.alternative_temperature,
-                                width=c.block_beam_width if stop.block else c.beam_width,
-                                meter=self.acceptance if mode == "suffix" else None)
-        if c.alternative_temperature:         # seeded by the prompt only where it samples
-            request.generator = seeded(prompt.ids)
-        if not drafts:
-            request.context = list(prompt.prefix_ids)
-            request.sources = self.sources.ngram_sources(uri, doc.text, offset, runtime)
-        try:
-            request.monitor, guard = self._analysis.at_cursor(doc, offset, runtime) \
+        with drafts_dropped_on_error(cache, len(prompt.ids), synced):
+            monitor, guard = self._analysis.at_cursor(doc, at.offset, at.runtime) \
                 if c.monitor == "on" else (None, None)
-            request.shown = lambda text: shown_text(text, prompt, guard)
-            request.reread = Rereading.at(runtime, prompt, c) if decoder == "beam" else None
-            request.monitor, request.decode = with_prompt_rules(
-                request.monitor, request.decode, runtime, prompt, c.fill_blank_lines)
-            outs, forwards = decode_drafts(request, decoder)
-        except BaseException:
-            if synced.draft_logits is not None:      # the draft's nodes may still be cached
-                cache.truncate(len(prompt.ids))
-            raise
+            near = AtCursor(monitor, lambda text: shown_text(text, prompt, guard), lambda: self
+                            .sources.ngram_sources(uri, doc.text, at.offset, at.runtime))
+            request = planned_request(plan, prompt, cache, synced, drafting, near, cancelled)
+            outs, forwards = decode_drafts(request, plan.decoder)
         self._caches.trim()
-        if drafter is not None and drafter.steps and one:
-            self._after.append(lambda: self._learn(drafter, outs[0].token_ids))
+        if drafting.drafter is not None and drafting.drafter.steps and plan.one:
+            self._after.append(lambda: self._learn(drafting.drafter, outs[0].token_ids))
         self.sources.suggested(uri, prompt.prefix_ids, [o.token_ids for o in outs])
         shown, dropped, cut = shown_drafts(outs, prompt, guard, doc.eol, c.alternative_prune)
         drafts = [self.book.offer(text, out.logprob, len(out.token_ids)) for text, out in shown]
@@ -249,16 +150,16 @@ class Engine:
         return Completion(
             uri, position, drafts, trigger, first_token_ms=first_ms,
             latency_ms=(time.perf_counter() - t0) * 1000,
-            model_ms=(runtime.stats.seconds - model_s0) * 1000, forwards=forwards + 1,
+            model_ms=(at.runtime.stats.seconds - model_s0) * 1000, forwards=forwards + 1,
             tokens=sum(len(o.token_ids) for o in outs), prefill_tokens=synced.prefilled,
             reused_tokens=synced.reused, stale_tokens=synced.stale, refreshed=synced.refreshed,
             cache_mode=synced.mode, stopped_by=outs[0].stopped_by if outs else "",
-            block=stop.block, draft_ms=tuple(drafter.times) if drafter is not None else (),
-            asked=k, dropped=tuple(dropped), context_tokens=len(block), context_text=block.text,
-            guard=cut, shortfall=shortfall(k, len(outs), len(drafts), dropped,
-                                           "greedy" if one else decoder))
+            block=plan.block, asked=k, draft_ms=tuple(drafting.drafter.times)
+            if drafting.drafter is not None else (),
+            dropped=tuple(dropped), context_tokens=len(block), context_text=block.text,
+            guard=cut, shortfall=shortfall(k, len(outs), len(drafts), dropped, plan.decoder))
 
-    def _learn(self, drafter: TreeDrafter, output: list[int]) -> None:
+    def _learn(self, drafter, output: list[int]) -> None:
         self.stats.learnt += bool(drafter.learn(output))
 
     # -------------------------------------------------------------- after it

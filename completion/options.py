@@ -7,10 +7,16 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from .decoding.plan import MAX_DRAFTS, decoder_for
+from .drafting.datastore_specs import validate_datastore_spec, validate_model_datastore_spec
 from .errors import OptionError
 
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
+# runtime.model_runtime.FORWARDS but "captured" (kept in step by a test,
+# tests/completion/test_options.py): auto runs the captured forward where it pays (on a GPU),
+# and named alone it serves the tests and benchmarks. Not imported from there: that module
+# imports torch, 0.8 s that `inkling --help` (which imports this tree) does not pay.
 FORWARDS = ("auto", "native", "compact", "reference")
 FIM_ORDERS = ("auto", "psm", "spm")
 DECODERS = ("greedy", "branches", "superposed", "sequential", "beam")
@@ -73,9 +79,9 @@ class ModelOptions:
 @dataclass
 class CompletionOptions:
     drafts: int = _option(3, "completion", "Drafts an invoked completion asks for: what cycling "
-                          "through suggestions shows.", minimum=1, maximum=16)
+                          "through suggestions shows.", minimum=1, maximum=MAX_DRAFTS)
     automatic_drafts: int = _option(1, "completion", "Drafts an automatic (as-you-type) "
-                                    "completion asks for.", minimum=1, maximum=16)
+                                    "completion asks for.", minimum=1, maximum=MAX_DRAFTS)
     max_new_tokens: int = _option(48, "completion", "Token budget of a line completion.",
                                   minimum=1)
     max_block_tokens: int = _option(160, "completion", "Token budget of a block completion "
@@ -222,72 +228,16 @@ class InklingOptions:
     server: ServerOptions = field(default_factory=ServerOptions)
 
     def validate(self) -> None:
-        check_device("model.device", self.model.device)
-        _choice("model.dtype", self.model.dtype, DTYPES)
-        _choice("model.forward", self.model.forward, FORWARDS)
-        if not 0 <= self.model.threads <= 1024:
-            raise OptionError(f"model.threads must be 0 (automatic) or a number of threads, "
-                              f"got {self.model.threads}")
-        c = self.completion
-        _choice("completion.fim_order", c.fim_order, FIM_ORDERS)
-        for name, value, low in (("completion.drafts", c.drafts, 1),
-                                 ("completion.automatic_drafts", c.automatic_drafts, 1),
-                                 ("completion.max_new_tokens", c.max_new_tokens, 1),
-                                 ("completion.max_block_tokens", c.max_block_tokens, 1),
-                                 ("completion.prefix_tokens", c.prefix_tokens, 0),
-                                 ("completion.suffix_tokens", c.suffix_tokens, 0),
-                                 ("completion.alternative_min_tokens",
-                                  c.alternative_min_tokens, 0),
-                                 ("completion.beam_width", c.beam_width, 1),
-                                 ("completion.block_beam_width", c.block_beam_width, 1),
-                                 ("completion.reread_lines", c.reread_lines, 0),
-                                 ("completion.reread_window", c.reread_window, 16)):
-            if value < low:
-                raise OptionError(f"{name} must be at least {low}, got {value}")
-        from .drafting.datastore import validate_spec
-        validate_spec(c.datastore)
-        from .drafting.model_datastore import validate_spec as validate_model_spec
-        validate_model_spec(c.model_datastore)
-        _choice("completion.context", c.context, CONTEXT_MODES)
-        if not 0.05 <= c.context_share <= 0.75:
-            raise OptionError(f"completion.context_share must be between 0.05 and 0.75, "
-                              f"got {c.context_share}")
-        if not 0.0 <= c.alternative_temperature <= 2.0:
-            raise OptionError(f"completion.alternative_temperature must be between 0 and 2, "
-                              f"got {c.alternative_temperature}")
-        if c.alternative_temperature > 0 and c.decoder == "sequential":
-            raise OptionError("completion.alternative_temperature needs completion.decoder "
-                              "'branches' or 'superposed' (sequential decodes greedily)")
-        if c.alternative_prune < 0:
-            raise OptionError(f"completion.alternative_prune must be at least 0 (nats; 0: off), "
-                              f"got {c.alternative_prune}")
-        if not 0.0 <= c.window_step <= 0.5:
-            raise OptionError(f"completion.window_step must be between 0 and 0.5, got {c.window_step}")
-        if not 0.0 <= self.cache.stale_threshold <= 1.0:
-            raise OptionError(f"cache.stale_threshold must be between 0 and 1, "
-                              f"got {self.cache.stale_threshold}")
-        if self.cache.budget_mb < 1 or self.cache.idle_refresh_ms < 0:
-            raise OptionError("cache.budget_mb must be at least 1 and cache.idle_refresh_ms "
-                              "at least 0")
-        for name, value in (("completion.drafts", c.drafts),
-                            ("completion.automatic_drafts", c.automatic_drafts),
-                            ("completion.beam_width", c.beam_width),
-                            ("completion.block_beam_width", c.block_beam_width),
-                            ("completion.reread_lines", c.reread_lines)):
-            if value > 16:
-                raise OptionError(f"{name} must be at most 16, got {value}")
-        if c.reread_window > 4096:
-            raise OptionError(f"completion.reread_window must be at most 4096 tokens, "
-                              f"got {c.reread_window}")
-        d = self.server
-        if not 0 <= d.debounce_min_ms <= d.debounce_max_ms:
-            raise OptionError(f"server.debounce_min_ms ({d.debounce_min_ms}) must be between 0 "
-                              f"and server.debounce_max_ms ({d.debounce_max_ms})")
-        if d.debounce_factor <= 0:
-            raise OptionError(f"server.debounce_factor must be positive, got {d.debounce_factor}")
-        for name, value, choices in (("completion.decoder", c.decoder, DECODERS),
-                                     ("completion.draft", c.draft, DRAFT_MODES),
-                                     ("completion.monitor", c.monitor, MONITOR_MODES),
+        """An OptionError naming the first option (in this order) with a bad value."""
+        _check_model(self.model)
+        _check_completion(self.completion)
+        _check_cache(self.cache)
+        _check_maxima(self.completion)
+        _check_server(self.server)
+        for name, value, choices in (("completion.decoder", self.completion.decoder, DECODERS),
+                                     ("completion.draft", self.completion.draft, DRAFT_MODES),
+                                     ("completion.monitor", self.completion.monitor,
+                                      MONITOR_MODES),
                                      ("cache.mode", self.cache.mode, CACHE_MODES)):
             _choice(name, value, choices)
 
@@ -295,7 +245,7 @@ class InklingOptions:
         """Which of inkling's mechanisms these options run (`inkling/stats`, the status line)."""
         c = self.completion
         return {"cache": self.cache.mode, "draft": c.draft, "monitor": c.monitor,
-                "decoder": c.decoder if c.drafts > 1 or c.decoder == "beam" else "greedy",
+                "decoder": decoder_for(c.decoder, c.drafts),
                 "drafts": c.drafts, "automaticDrafts": c.automatic_drafts,
                 "tokenHealing": c.token_healing}
 
@@ -310,7 +260,7 @@ class InklingOptions:
             parts.append("monitor")
         if m["tokenHealing"]:
             parts.append("healing")
-        parts.append(f"{m['drafts']} {m['decoder']}" if m["drafts"] > 1 or m["decoder"] == "beam"
+        parts.append(f"{m['drafts']} {m['decoder']}" if m["drafts"] > 1 or m["decoder"] != "greedy"
                      else "1 draft")
         return ", ".join(parts)
 
@@ -331,6 +281,83 @@ def check_device(name: str, value: str) -> None:
     if kind not in DEVICES or (colon and not (kind == "cuda" and index.isdigit())):
         raise OptionError(f"{name} must be auto, cpu, cuda or cuda:N (N a GPU's index); "
                           f"got {value!r}")
+
+
+def _check_model(m: ModelOptions) -> None:
+    check_device("model.device", m.device)
+    _choice("model.dtype", m.dtype, DTYPES)
+    _choice("model.forward", m.forward, FORWARDS)
+    if not 0 <= m.threads <= 1024:
+        raise OptionError(f"model.threads must be 0 (automatic) or a number of threads, "
+                          f"got {m.threads}")
+
+
+def _check_completion(c: CompletionOptions) -> None:
+    _choice("completion.fim_order", c.fim_order, FIM_ORDERS)
+    _at_least(c, ("drafts", "automatic_drafts", "max_new_tokens", "max_block_tokens",
+                  "prefix_tokens", "suffix_tokens", "alternative_min_tokens", "beam_width",
+                  "block_beam_width", "reread_lines", "reread_window"))
+    validate_datastore_spec(c.datastore)
+    validate_model_datastore_spec(c.model_datastore)
+    _choice("completion.context", c.context, CONTEXT_MODES)
+    _between("completion", c, "context_share")
+    _between("completion", c, "alternative_temperature")
+    if c.alternative_temperature > 0 and c.decoder == "sequential":
+        raise OptionError("completion.alternative_temperature needs completion.decoder "
+                          "'branches' or 'superposed' (sequential decodes greedily)")
+    if c.alternative_prune < 0:
+        raise OptionError(f"completion.alternative_prune must be at least 0 (nats; 0: off), "
+                          f"got {c.alternative_prune}")
+    _between("completion", c, "window_step")
+
+
+def _check_cache(cache: CacheOptions) -> None:
+    _between("cache", cache, "stale_threshold")
+    if cache.budget_mb < 1 or cache.idle_refresh_ms < 0:
+        raise OptionError("cache.budget_mb must be at least 1 and cache.idle_refresh_ms "
+                          "at least 0")
+
+
+def _check_maxima(c: CompletionOptions) -> None:
+    _at_most(c, ("drafts", "automatic_drafts", "beam_width", "block_beam_width",
+                 "reread_lines"))
+    if c.reread_window > _bound(c, "reread_window", "maximum"):
+        raise OptionError(f"completion.reread_window must be at most "
+                          f"{_bound(c, 'reread_window', 'maximum')} tokens, got {c.reread_window}")
+
+
+def _check_server(d: ServerOptions) -> None:
+    if not 0 <= d.debounce_min_ms <= d.debounce_max_ms:
+        raise OptionError(f"server.debounce_min_ms ({d.debounce_min_ms}) must be between 0 "
+                          f"and server.debounce_max_ms ({d.debounce_max_ms})")
+    if d.debounce_factor <= 0:
+        raise OptionError(f"server.debounce_factor must be positive, got {d.debounce_factor}")
+
+
+def _bound(tree, name: str, which: str):
+    """The ``minimum`` or ``maximum`` of a field of ``tree``: defined once, beside it."""
+    return next(f for f in dataclasses.fields(tree) if f.name == name).metadata[which]
+
+
+def _at_least(c: CompletionOptions, names: tuple[str, ...]) -> None:
+    for name in names:
+        low, value = _bound(c, name, "minimum"), getattr(c, name)
+        if value < low:
+            raise OptionError(f"completion.{name} must be at least {low}, got {value}")
+
+
+def _at_most(c: CompletionOptions, names: tuple[str, ...]) -> None:
+    for name in names:
+        high, value = _bound(c, name, "maximum"), getattr(c, name)
+        if value > high:
+            raise OptionError(f"completion.{name} must be at most {high}, got {value}")
+
+
+def _between(group: str, tree, name: str) -> None:
+    low, high, value = _bound(tree, name, "minimum"), _bound(tree, name, "maximum"), \
+        getattr(tree, name)
+    if not low <= value <= high:
+        raise OptionError(f"{group}.{name} must be between {low} and {high}, got {value}")
 
 
 def _choice(name: str, value: str, choices: tuple[str, ...]) -> None:

@@ -30,7 +30,9 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .ranking import rank_drafts
 from .request import DecodeRequest
+from .rereading import reread
 from .steps import Cancelled, Decoded, advance, finish, masked, stopped
 
 LENGTH_PENALTY = 0.5
@@ -113,6 +115,15 @@ def beam_decode(r: DecodeRequest) -> tuple[list[Decoded], int]:
     for d in finished:
         d.score = ranked(d.logprob, len(d.token_ids))
     return sorted(finished, key=lambda d: -d.score), forwards
+
+
+def beam_decode_reread(r: DecodeRequest) -> tuple[list[Decoded], int]:
+    """``beam_decode``'s drafts, its best distinct ``r.rereads`` reread in place
+    (``rereading.reread``) where the request has a ``reread``."""
+    outs, forwards = beam_decode(r)
+    if r.reread is not None:
+        outs = reread(rank_drafts(outs)[:r.rereads], r.reread, r.shown, r.cancelled)
+    return outs, forwards
 
 
 def shown_empty(text: str, r: DecodeRequest) -> bool:

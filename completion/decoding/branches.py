@@ -390,11 +390,11 @@ def sequential_decode(r: DecodeRequest) -> tuple[list[Decoded], int]:
                     first_rows=1, monitor=lead.monitor, budget=r.budget - n,
                     decode=lambda ids: r.decode(lead.ids + ids))   # one branch on its own
     for tok, lp in first_tokens(masked(lead.logits, lead.monitor), r.k):
-        alone.meter = None if results else r.meter      # the lead's steps are greedy's
         r.cache.truncate(base)
         forced = torch.full_like(r.logits, float("-inf"))               # [vocab]
         forced[tok] = 0.0                                 # this branch's first token
-        alone.logits = forced
+        alone = replace(alone, logits=forced,
+                        meter=None if results else r.meter)   # the lead's steps are greedy's
         out = greedy_decode(alone) if r.drafter is None else speculative_decode(alone)
         out.token_ids = lead.ids + out.token_ids
         out.logprob += lead.logprob + lp
@@ -405,8 +405,8 @@ def sequential_decode(r: DecodeRequest) -> tuple[list[Decoded], int]:
             past_lead(out, out.lps, extent)
         results.append(out)
         if len(results) == 1:                 # the others follow the lead's extent
-            alone.stop = alone.stop.capped(line_count(out.text))
-            alone.budget = lead_budget(out, max_new_tokens, r.floor) - n
+            alone = replace(alone, stop=alone.stop.capped(line_count(out.text)),
+                            budget=lead_budget(out, max_new_tokens, r.floor) - n)
             extent = lead_budget(out, max_new_tokens)
     r.cache.truncate(shared)            # the prompt, as every multi-draft decoder leaves it
     return results, forwards

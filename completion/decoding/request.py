@@ -1,4 +1,5 @@
-"""What every decoder takes: one request instead of a dozen positional parameters."""
+"""What every decoder takes: one request instead of a dozen positional parameters (the
+engine's is built whole from its decode plan: planned_request.py)."""
 from __future__ import annotations
 
 import zlib
@@ -25,7 +26,12 @@ def seeded(ids: list[int]) -> torch.Generator:
     return torch.Generator().manual_seed(zlib.crc32(array("q", ids).tobytes()))
 
 
-@dataclass
+def seeded_zero() -> torch.Generator:
+    """A generator seeded by 0: what a request that samples nothing carries."""
+    return torch.Generator().manual_seed(0)
+
+
+@dataclass(frozen=True)
 class DecodeRequest:
     """One completion's decoding: the cache holds the prompt, ``logits`` are its last
     position's; every decoder leaves the cache at the prompt (drafts' rows truncated)."""
@@ -50,5 +56,5 @@ class DecodeRequest:
     width: int = 4                       # beam search's hypotheses a step (at least k)
     shown: Callable[[str], str] | None = None   # a draft's text as it would be shown, or None
     reread: object | None = None         # rereading.Rereading of the beam's drafts, or None
-    generator: torch.Generator = field(   # their samples' random numbers
-        default_factory=lambda: torch.Generator().manual_seed(0))
+    rereads: int = 0                     # the beam's best distinct drafts reread (with reread)
+    generator: torch.Generator = field(default_factory=seeded_zero)   # samples' random numbers

@@ -42,14 +42,6 @@ class Rereading:
     after: str
 
     @classmethod
-    def at(cls, runtime: ModelRuntime, prompt, options) -> "Rereading | None":
-        """The rereading of a prompt (prompt.builder.Prompt) under ``options`` (the
-        completion options: ``reread_lines``, ``reread_window``); None where they turn it
-        off (``reread_lines`` 0)."""
-        return cls.of_text(runtime, prompt.prefix, prompt.suffix, options.reread_lines,
-                           options.reread_window) if options.reread_lines else None
-
-    @classmethod
     def of_text(cls, runtime: ModelRuntime, prefix: str, suffix: str, lines: int,
                 window: int) -> "Rereading":
         """The rereading of the ``prefix`` and ``suffix`` texts around a cursor: the

@@ -132,15 +132,21 @@ def speculative_decode(r: DecodeRequest) -> Decoded:
         tree = r.drafter(r.context + ids + chain[1:], budget - len(ids) - len(chain) + 1)
         began, search = time.perf_counter(), getattr(r.drafter, "last_search_ms", None)
         tree, states = allowed_tree(tree, monitor, chain[1:])
-        start, c = len(cache.ids), len(chain)
-        rows = c + len(tree)
-        if tree.tokens:
-            parents = list(range(-1, c - 1)) + [c - 1 if p < 0 else c + p for p in tree.parents]
-            out = cache.extend_tree(chain + tree.tokens, parents)   # [c + len(tree), vocab]
-        else:                       # no draft: the forward greedy decoding runs
-            out = cache.extend(chain)                                       # [c, vocab]
-        forwards += 1
-        step = Verification(chain, tree, out, start, (c, False), states)
+        rows = len(chain) + len(tree)
+        step, forwards = _verified(cache, chain, tree, states), forwards + 1
+
+
+def _verified(cache: PromptCache, chain: list[int], tree: DraftTree, states: list | None
+              ) -> Verification:
+    """The verification forward of ``chain`` then ``tree`` after the chain's last token
+    (with no draft, the forward greedy decoding runs)."""
+    start, c = len(cache.ids), len(chain)
+    if tree.tokens:
+        parents = list(range(-1, c - 1)) + [c - 1 if p < 0 else c + p for p in tree.parents]
+        out = cache.extend_tree(chain + tree.tokens, parents)       # [c + len(tree), vocab]
+    else:
+        out = cache.extend(chain)                                           # [c, vocab]
+    return Verification(chain, tree, out, start, (c, False), states)
 
 
 def near_tie_bound(dtype: torch.dtype) -> float:

@@ -27,7 +27,7 @@ import numpy as np
 
 from inkling.models.corpus import load_corpus
 
-from ..errors import OptionError
+from .datastore_specs import validate_datastore_spec
 from .suffix_index import SuffixIndex
 from .workspace_index import WorkspaceIndex
 
@@ -67,14 +67,6 @@ class Datastore:
                 f"{self.nbytes() / 2**20:.0f} MiB, {how} in {self.seconds:.1f} s")
 
 
-def validate_spec(spec: str) -> None:
-    if spec in ("none", "corpus"):
-        return
-    if not Path(spec).is_dir():
-        raise OptionError(f"completion.datastore must be none, corpus or an existing folder; "
-                          f"{spec!r} is none of these")
-
-
 def cache_dir() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "inkling" / "datastore"
@@ -85,7 +77,7 @@ def build_datastore(spec: str, tokenizer_json: str, encode_batch, progress: Prog
     """The datastore ``spec`` names, or None for ``none``. ``tokenizer_json``: the
     tokenizer's serialised form (the cache key); ``cache``: where token ids are kept
     (default: ``cache_dir()``; the cache is optional and a failure to write it is logged)."""
-    validate_spec(spec)
+    validate_datastore_spec(spec)
     if spec == "none":
         return None
     t0 = time.perf_counter()

@@ -4,6 +4,7 @@ times), so that the acceptance meter learns from the finished output afterwards.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Callable
 
 from inkling.runtime.model_runtime import ModelRuntime
@@ -28,6 +29,27 @@ def drafter_for(mode: str, prompt, runtime: ModelRuntime, block: bool, meter: Ac
         return None
     ends = runtime.stop_ids if block else runtime.stop_ids | line_end_ids(runtime)
     return TreeDrafter(SuffixDrafter(sources()), meter, prompt.prefix_ids, ends)
+
+
+@dataclass(frozen=True)
+class Drafting:
+    """What drafting brings to one completion: its drafter (None: none), the draft made
+    to run in the prompt's forward (None: none), and the acceptance meter of suffix
+    drafting (None: another mode)."""
+    drafter: PromptLookupDrafter | TreeDrafter | None = None
+    first: DraftTree | None = None
+    meter: AcceptanceMeter | None = None
+
+
+def drafting_for(mode: str, plan, prompt, runtime: ModelRuntime, meter: AcceptanceMeter,
+                 sources: Callable[[], dict]) -> Drafting:
+    """The drafter ``mode`` names where the decode ``plan`` (decoding.plan.DecodePlan) lets
+    one run (``drafter_for``), and, for a one-draft plan, the draft it makes before the
+    prompt's forward."""
+    drafter = drafter_for(mode if plan.drafting else "none", prompt, runtime, plan.block, meter,
+                          sources)
+    first = drafter(drafter.context, plan.budget) if drafter is not None and plan.one else None
+    return Drafting(drafter, first, meter if mode == "suffix" else None)
 
 
 def line_end_ids(runtime: ModelRuntime) -> frozenset[int]:

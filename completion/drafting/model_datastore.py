@@ -36,7 +36,7 @@ from typing import Callable
 import numpy as np
 
 from ..errors import OptionError
-from ..prompt.builder import TokenIds
+from ..prompt.token_ids import TokenIds
 from .suffix_index import StreamIndex
 
 FILE_NAME = "model_datastore.npz"
@@ -106,7 +106,8 @@ def build_model_datastore(runtime, sequences: list[np.ndarray], line_end_ids: fr
     ``options.items`` positions of ``sequences`` (token ids), each after its last
     CONTEXT_TOKENS context tokens. A continuation stops after the first line end that
     follows something other than a line end, at a stop token, or at new_tokens."""
-    import torch
+    # lazy: torch costs 0.8 s to import (python -X importtime); `inkling --help` imports this
+    import torch  # module (cli/datastore.py), which needs torch only to build a store
     pad = 0
     items: list[np.ndarray] = []
     positions = sample_positions(sequences, options.items, options.seed)
@@ -191,12 +192,6 @@ def load(path: Path, model_dir: Path) -> ModelDatastore:
     seqs = [tokens[bounds[i]:bounds[i + 1]] for i in range(len(bounds) - 1)]
     index = StreamIndex.of(seqs)
     return ModelDatastore(index, len(seqs), int(len(tokens)), meta, time.perf_counter() - t0)
-
-
-def validate_spec(spec: str) -> None:
-    if spec not in ("auto", "none") and not Path(spec).expanduser().is_file():
-        raise OptionError(f"completion.model_datastore must be auto, none or an existing file; "
-                          f"{spec!r} is none of these")
 
 
 def resolve(spec: str, model_dir: Path) -> Path | None:

@@ -143,15 +143,6 @@ class Candidate:
                               # the most recent last
     span: int = 0             # tokens per continuation
 
-    @classmethod
-    def of_rows(cls, source: str, match: int, rows: np.ndarray,
-                limits: DraftLimits) -> "Candidate":
-        """A candidate of rows already gathered ([continuations, span], -1 after each
-        one's end)."""
-        cand = cls(source, match, limits, span=rows.shape[1])
-        cand.__dict__["rows"] = rows
-        return cand
-
     @property
     def count(self) -> int:
         """How many continuations it has (its rows, without gathering them)."""

@@ -21,6 +21,7 @@ from inkling.runtime.model_runtime import ModelRuntime
 
 from ..edit_extent import EditExtent
 from ..options import CompletionOptions
+from .token_ids import TokenIds
 
 CHARS_PER_TOKEN_WINDOW = 6   # generous: code averages about 3.2 characters per token here
 TOKENS_PER_LINE = 10         # about what a line of code costs (sizes the windows' line grid)
@@ -210,12 +211,17 @@ def grid_lines(budget: int, step: float) -> int:
     return max(1, round(budget * step / TOKENS_PER_LINE))
 
 
+def fim_order(c: CompletionOptions, runtime: ModelRuntime) -> str:
+    """The fill-in-the-middle order ``c.fim_order`` names (auto: the model family's)."""
+    return c.fim_order if c.fim_order != "auto" else runtime.fim_order
+
+
 def prompt_at(runtime: ModelRuntime, text: str, offset: int, c: CompletionOptions,
               context_ids: tuple[int, ...] = ()) -> Prompt:
     """The prompt a completion at ``offset`` of ``text`` reads, as the options shape it:
     the windows' budgets (after the context block's room), the fill-in-the-middle order,
     the line grid, token healing."""
-    order = c.fim_order if c.fim_order != "auto" else runtime.fim_order
+    order = fim_order(c, runtime)
     sizes = budgets(runtime, c.prefix_tokens, c.suffix_tokens, c.max_block_tokens,
                     -(-len(context_ids) // 32) * 32)
     prompt = build_prompt(runtime, text[:offset], text[offset:], sizes, order, c.window_step,
@@ -257,14 +263,3 @@ def build_prompt(runtime: ModelRuntime, before: str, after: str, sizes: tuple[in
     ids = block + runtime.fim.build(order, prefix_ids, suffix_ids, TokenIds(runtime))
     return Prompt(ids, prefix, suffix, prefix_ids, suffix_ids, first_line, lines_below,
                   len(block))
-
-
-class TokenIds(dict):
-    """Special-token ids by text, looked up in the runtime's vocabulary when first asked."""
-
-    def __init__(self, runtime: ModelRuntime):
-        super().__init__()
-        self._runtime = runtime
-
-    def __missing__(self, token: str) -> int:
-        return self._runtime.token_id(token)

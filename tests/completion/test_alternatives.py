@@ -1,6 +1,7 @@
 """The alternatives of several drafts: a length floor, sampled continuations and pruning
 (completion.alternative_min_tokens / alternative_temperature / alternative_prune)."""
 import math
+from dataclasses import replace
 
 import pytest
 import torch
@@ -32,9 +33,7 @@ def _request(rt, ids, stop, budget, k, **kw):
 def _alone(rt, ids, first, stop, budget):
     forced = torch.full((rt.vocab_size,), float("-inf"))
     forced[first] = 0.0
-    r = _request(rt, ids, stop, budget, 1)
-    r.logits = forced
-    return greedy_decode(r)
+    return greedy_decode(replace(_request(rt, ids, stop, budget, 1), logits=forced))
 
 
 def _logprob(rt, ids, continuation):

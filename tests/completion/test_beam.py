@@ -1,5 +1,7 @@
 """Beam search (completion/decoding/beam.py): its drafts' scores are their own tokens'
 log-probabilities, width 1 is greedy decoding, and it keeps the monitor's rules."""
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -87,8 +89,7 @@ def test_every_hypothesis_keeps_to_the_monitor(wide_runtime):
     rt = wide_runtime
     r = _request(rt, PROMPTS[0], k=3)
     unlikely = int(torch.argsort(r.logits)[len(r.logits) // 2])      # a middling token
-    r.monitor = _Only(unlikely, rt.vocab_size)
-    outs, _ = beam_decode(r)
+    outs, _ = beam_decode(replace(r, monitor=_Only(unlikely, rt.vocab_size)))
     assert outs and all(d.token_ids[:1] == [unlikely] for d in outs)
 
 

@@ -3,7 +3,8 @@ import logging
 
 import pytest
 
-from inkling.completion.drafting.datastore import build_datastore, corpus_ids, validate_spec
+from inkling.completion.drafting.datastore import build_datastore, corpus_ids
+from inkling.completion.drafting.datastore_specs import validate_datastore_spec
 from inkling.completion.document import Position
 from inkling.completion.engine import Engine
 from inkling.completion.errors import OptionError
@@ -12,11 +13,11 @@ from inkling.models.corpus import CorpusFile
 
 
 def test_specs_are_checked_and_named_in_the_error(tmp_path):
-    validate_spec("none")
-    validate_spec("corpus")
-    validate_spec(str(tmp_path))
+    validate_datastore_spec("none")
+    validate_datastore_spec("corpus")
+    validate_datastore_spec(str(tmp_path))
     with pytest.raises(OptionError, match="nowhere-at-all"):
-        validate_spec(str(tmp_path / "nowhere-at-all"))
+        validate_datastore_spec(str(tmp_path / "nowhere-at-all"))
     with pytest.raises(OptionError, match="completion.datastore"):
         InklingOptions().merged({"completion": {"datastore": "/no/such/folder"}})
     assert build_datastore("none", "{}", lambda texts: []) is None

@@ -318,7 +318,7 @@ def test_drafts_are_verified_and_sources_searched_where_they_pay():
 
     from inkling.completion.drafting.acceptance import AcceptanceMeter
     from inkling.completion.drafting.draft_tree import DraftTree
-    from inkling.completion.drafting.suffix_drafter import Candidate, DraftLimits
+    from inkling.completion.drafting.suffix_drafter import DraftLimits
     from inkling.completion.drafting.verify_cost import VerifyCost, bucket
     cost = VerifyCost()
     assert cost.ratio(9) == 1.0                        # nothing measured: a flat cost
@@ -340,8 +340,8 @@ def test_drafts_are_verified_and_sources_searched_where_they_pay():
     # other sources' (none when it keeps no more)
     lim = DraftLimits()
     output = [5, 6, 7, 8]
-    sugg = Candidate.of_rows("suggestions", 3, np.array([[5, 6, 7, 8]]), lim)
-    store = Candidate.of_rows("datastore", 5, np.array([[5, 9, 9, 9]]), lim)
+    sugg = _candidate("suggestions", 3, [5, 6, 7, 8], lim)
+    store = _candidate("datastore", 5, [5, 9, 9, 9], lim)
     for _ in range(60):
         meter.searched({"suggestions": 0.1, "datastore": 0.2})
         best = meter.learn_step([sugg, store], {"suggestions", "datastore", "workspace"},
@@ -506,6 +506,14 @@ def test_a_completion_that_fails_after_a_drafted_prefill_leaves_only_the_prompt(
     assert len(cache.ids) == cache.past.get_seq_length() == result.reused + result.prefilled
 
 
+def _candidate(source: str, match: int, continuation: list[int], limits):
+    """A candidate of one ``continuation``, found as the drafter finds one: in a stream."""
+    from inkling.completion.drafting.suffix_drafter import Candidate
+    stream = StreamIndex.of([continuation])
+    return Candidate(source, match, limits, ((stream, stream.starts.astype(np.int64)),),
+                     len(continuation))
+
+
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.lists(st.integers(0, 5), max_size=60), min_size=1, max_size=4),
        st.lists(st.integers(0, 5), min_size=1, max_size=12))
@@ -620,10 +628,10 @@ def test_a_candidate_scores_what_its_tree_would_accept(conts, output, floor):  #
     ends = stream.starts.astype(np.int64)
     rows = _rows(stream, ends, 6)
     assert [r[r >= 0].tolist() for r in rows] == [stream.continuation(e, 6) for e in ends]
-    rows = rows[rows[:, 0] >= 0]
-    if not len(rows):
+    ends = ends[rows[:, 0] >= 0]                 # continuations that hold a token
+    if not len(ends):
         return
-    cand = Candidate.of_rows("s", 2, rows, DraftLimits(max_nodes=10_000, floor=floor))
+    cand = Candidate("s", 2, DraftLimits(max_nodes=10_000, floor=floor), ((stream, ends),), 6)
     tree = cand.tree()
     beyond = 4                                   # a token no draft holds
     wrote = [output[d] if d < len(output) else beyond for d in [0] + tree.depths()]

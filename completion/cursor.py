@@ -1,0 +1,16 @@
+"""Where one completion runs: a document's snapshot, the cursor in it, the model."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inkling.runtime.model_runtime import ModelRuntime
+
+from .document import Document
+
+
+@dataclass(frozen=True)
+class Cursor:
+    uri: str
+    doc: Document            # the document's snapshot when the completion began
+    offset: int              # the cursor's, in ``doc.text``
+    runtime: ModelRuntime

@@ -1,0 +1,24 @@
+"""What ``completion.datastore`` and ``completion.model_datastore`` may name: the one
+rule for each, checked when the options are (options.py) and again where a datastore is
+built (datastore.py). Only the standard library here: the options tree imports it."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import OptionError
+
+
+def validate_datastore_spec(spec: str) -> None:
+    """``none``, ``corpus`` or an existing folder."""
+    if spec in ("none", "corpus"):
+        return
+    if not Path(spec).is_dir():
+        raise OptionError(f"completion.datastore must be none, corpus or an existing folder; "
+                          f"{spec!r} is none of these")
+
+
+def validate_model_datastore_spec(spec: str) -> None:
+    """``auto``, ``none`` or an existing file (``~`` expanded)."""
+    if spec not in ("auto", "none") and not Path(spec).expanduser().is_file():
+        raise OptionError(f"completion.model_datastore must be auto, none or an existing file; "
+                          f"{spec!r} is none of these")

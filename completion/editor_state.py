@@ -1,0 +1,76 @@
+"""What the editor has told the engine: its open documents and workspace folders, and
+what is kept in step with them (the tree-sitter analysis, the repository context, the
+drafting sources). The Engine is one (engine.py); this half of it completes nothing."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from inkling.analysis import CodeAnalysis
+from inkling.analysis.workspace import Workspace
+
+from .document import Document, TextChange
+from .drafting.sources import DraftSources
+from .open_analysis import OpenAnalysis
+from .open_documents import OpenDocuments
+from .options import InklingOptions
+from .prompt.repo_context import RepoContext
+
+
+class EditorState:
+    def __init__(self, options: InklingOptions, datastore=None):
+        self.options = options
+        self.documents = OpenDocuments()
+        self._folders: list[str] = []              # file:// URIs, from the editor
+        self.workspace = Workspace()               # one walk and one watcher of the folders
+        self._analysis = OpenAnalysis(self.workspace, self.documents)   # when first needed
+        self.sources = DraftSources(datastore)     # what drafting searches
+        self.repo_context = RepoContext(self.documents.text_at)
+
+    # ---------------------------------------------------------------- workspace
+    @property
+    def workspace_folders(self) -> list[str]:
+        return self._folders
+
+    @workspace_folders.setter
+    def workspace_folders(self, folders: list[str]) -> None:
+        self._folders = list(folders)
+        self.repo_context.set_folders(self._folders)
+        self.workspace.set_folders(self._folders)  # a folder added is walked once prepared
+
+    @property
+    def analysis(self) -> CodeAnalysis:
+        """tree-sitter documents and the symbol index (made when first needed)."""
+        return self._analysis.get()
+
+    def workspace_file_changed(self, path: str) -> None:
+        """A file on disk changed (the replay's `file` events, the client's
+        didChangeWatchedFiles): every index has it now, not when the watcher sees it."""
+        self.workspace.file_changed(path)
+        if self.options.completion.context in ("similar", "both"):
+            self.repo_context.touch_file(Path(path))
+
+    def shutdown(self) -> None:
+        self.workspace.stop()
+
+    # --------------------------------------------------------------- documents
+    def open(self, uri: str, text: str, version: int = 0, language_id: str = "python") -> None:
+        doc = self.documents.open(uri, text, version, language_id)
+        self._analysis.opened(doc, self.options.completion)
+        self.repo_context.touch(uri, lambda: doc.text)
+
+    def apply_change(self, uri: str, changes: list[TextChange], version: int | None = None) -> None:
+        doc = self.documents.apply(uri, changes, version)
+        self._analysis.changed(doc, self.options.completion)
+        self.repo_context.touch(uri, lambda: doc.text)
+
+    def close(self, uri: str) -> None:
+        self.documents.close(uri)
+        self.sources.forget(uri)
+        self.repo_context.forget(uri)
+        self._analysis.closed(uri)
+
+    def document(self, uri: str) -> Document:
+        return self.documents.get(uri)
+
+    def document_sha256(self, uri: str) -> str:
+        return self.documents.sha256(uri)
