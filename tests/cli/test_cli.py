@@ -52,6 +52,20 @@ def test_help_lists_every_command(run_cli):
         assert command in out
 
 
+def test_help_imports_no_heavy_library():
+    """`inkling --help` stays fast: torch, transformers, Ray, matplotlib and pygls are
+    imported by the commands that use them, not by the parser."""
+    code = ("import sys\n"
+            "from inkling.cli.main import _parser\n"
+            "_parser().format_help()\n"
+            "print(' '.join(m for m in ('torch', 'transformers', 'ray', 'matplotlib', "
+            "'pygls') if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "", f"inkling --help imports {out.stdout.strip()}"
+
+
 def test_version_is_the_installed_distributions(run_cli):
     from importlib.metadata import version
     assert run_cli("--version").stdout.strip() == f"inkling {version('inkling')}"
