@@ -144,6 +144,9 @@ class CompletionOptions:
     reread_window: int = _option(768, "decoding", "Tokens before the cursor's line that "
                                  "rereading reads each draft after.", advanced=True,
                                  minimum=16, maximum=4096)
+    reread_drafts: int = _option(0, "decoding", "How many of the beam's best distinct drafts are "
+                                 "reread, at least the drafts asked (0: as many as the beam "
+                                 "keeps a step).", advanced=True, minimum=0, maximum=16)
     draft: str = _option("auto", "drafting", "Speculative drafting: guesses the model checks, "
                          "so suggestions come sooner and are the same.", values={
                              "auto": "suffix where a forward of a draft tree measured at load "
@@ -296,7 +299,7 @@ def _check_completion(c: CompletionOptions) -> None:
     _choice("completion.fim_order", c.fim_order, FIM_ORDERS)
     _at_least(c, ("drafts", "automatic_drafts", "max_new_tokens", "max_block_tokens",
                   "prefix_tokens", "suffix_tokens", "alternative_min_tokens", "beam_width",
-                  "block_beam_width", "reread_lines", "reread_window"))
+                  "block_beam_width", "reread_lines", "reread_window", "reread_drafts"))
     validate_datastore_spec(c.datastore)
     validate_model_datastore_spec(c.model_datastore)
     _choice("completion.context", c.context, CONTEXT_MODES)
@@ -320,7 +323,7 @@ def _check_cache(cache: CacheOptions) -> None:
 
 def _check_maxima(c: CompletionOptions) -> None:
     _at_most(c, ("drafts", "automatic_drafts", "beam_width", "block_beam_width",
-                 "reread_lines"))
+                 "reread_lines", "reread_drafts"))
     if c.reread_window > _bound(c, "reread_window", "maximum"):
         raise OptionError(f"completion.reread_window must be at most "
                           f"{_bound(c, 'reread_window', 'maximum')} tokens, got {c.reread_window}")

@@ -44,7 +44,8 @@ class DecodePlan:
     stop: object             # where a draft ends (stop_rules.StopRule: a line, a block)
     budget: int              # new tokens a draft may take at most
     width: int               # the beam's hypotheses a step (at least k)
-    rereads: int             # the beam's best distinct drafts reread in place (0: none)
+    rereads: int             # the beam's best distinct drafts reread in place, at least k
+                             # (completion.reread_drafts; 0: none)
     reread_lines: int        # lines after the cursor's that rereading reads
     reread_window: int       # tokens before the cursor's line that rereading reads after
     floor: int               # alternatives' tokens not cut under this
@@ -72,7 +73,7 @@ def plan_for(c, trigger: str, k: int, stop) -> DecodePlan:
     ``c``, its drafts ending by the ``stop`` rule (a block's where the cursor opens one)."""
     decoder, block = decoder_for(c.decoder, k, trigger), stop.block
     width = c.block_beam_width if block else c.beam_width
-    rereads = max(k, width) if decoder == "beam" and c.reread_lines else 0
+    rereads = max(k, c.reread_drafts or width) if decoder == "beam" and c.reread_lines else 0
     return DecodePlan(decoder, k, stop, c.max_block_tokens if block else c.max_new_tokens,
                       width, rereads, c.reread_lines, c.reread_window,
                       c.alternative_min_tokens, c.alternative_temperature, c.fill_blank_lines)

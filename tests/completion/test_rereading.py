@@ -14,7 +14,8 @@ from inkling.cache.prompt_cache import PromptCache
 from inkling.completion.document import Position
 from inkling.completion.engine import Engine
 from inkling.completion.errors import OptionError
-from inkling.completion.options import InklingOptions
+from inkling.completion.decoding.plan import plan_for
+from inkling.completion.options import CompletionOptions, InklingOptions
 
 from conftest import PROMPTS
 
@@ -129,8 +130,36 @@ def test_a_block_is_searched_at_the_block_width(wide_runtime):
 
 @pytest.mark.parametrize("key, value", [("rereadLines", -1), ("rereadLines", 17),
                                         ("rereadWindow", 8), ("rereadWindow", 5000),
-                                        ("blockBeamWidth", 0), ("blockBeamWidth", 17)])
+                                        ("blockBeamWidth", 0), ("blockBeamWidth", 17),
+                                        ("rereadDrafts", -1), ("rereadDrafts", 17)])
 def test_reread_options_out_of_range_are_refused(key, value):
     with pytest.raises(OptionError, match="completion." + key.replace("L", "_l").replace(
-            "W", "_w").replace("B", "_b")):
+            "W", "_w").replace("B", "_b").replace("D", "_d")):
         InklingOptions().merged({"completion": {key: value}})
+
+
+def test_reread_drafts_names_how_many_of_the_beams_best_are_reread():
+    line = StopRule(False, "")
+
+    def rereads(k, **options):
+        c = CompletionOptions(decoder="beam", beam_width=8, **options)
+        return plan_for(c, "invoked", k, line).rereads
+    assert rereads(3) == 8 and rereads(12) == 12             # 0: max(k, width), as before
+    assert rereads(3, reread_drafts=5) == 5
+    assert rereads(3, reread_drafts=2) == 3                  # never fewer than the drafts asked
+    assert rereads(3, reread_drafts=5, reread_lines=0) == 0  # rereading off
+
+
+def test_the_engine_rereads_the_drafts_the_option_names(wide_runtime):
+    uri, text = "file:///a.py", PROMPTS[0] + "\n\nx = 1\n"
+    at = Position(1, len("    return "))
+    engines = [_engine(wide_runtime, rereadLines=lines, beamWidth=6, **o) for lines, o in (
+        (1, {}), (1, {"rereadDrafts": 6}), (1, {"rereadDrafts": 4}), (0, {}))]
+    texts = []
+    for e in engines:
+        e.open(uri, text)
+        texts.append([d.text for d in e.complete(uri, at, k=4, trigger="invoked").drafts])
+    default, six, four, unread = texts
+    assert default == six                                    # width 6: the default's count
+    assert sorted(four) == sorted(unread)     # the beam's best four, reordered by the reading
+    assert sorted(default) != sorted(unread)  # (here the reading of six brings in another)
