@@ -39,7 +39,8 @@ from inkling.training import packing
 from inkling.training.samples import build_training_rows
 from inkling.training.site_packages import DEVICE_ALLOW_LIST, read_installed
 from inkling.training.tokenizer_recipe import save_tokenizer
-from inkling.training.training import _eval_loss, optimizer_step
+from inkling.training.train_options import TrainOptions
+from inkling.training.training import _eval_loss, adamw, device_for, llama_config, optimizer_step
 
 SHAPES = {   # hidden, layers, heads, kv heads, intermediate
     "tiny": (64, 2, 4, 2, 172),          # the CPU check of the script
@@ -54,11 +55,7 @@ def model_config(shape: str, vocab: int, max_positions: int = 2048) -> LlamaConf
     if shape not in SHAPES:
         raise ValueError(f"--shape {shape!r}: one of {', '.join(SHAPES)}")
     hidden, layers, heads, kv, inter = SHAPES[shape]
-    return LlamaConfig(
-        vocab_size=vocab, hidden_size=hidden, intermediate_size=inter, num_hidden_layers=layers,
-        num_attention_heads=heads, num_key_value_heads=kv, max_position_embeddings=max_positions,
-        rope_theta=10000.0, tie_word_embeddings=True, bos_token_id=None, eos_token_id=0,
-        pad_token_id=0, attn_implementation="sdpa")
+    return llama_config(vocab, hidden, inter, layers, heads, kv, max_positions)
 
 
 def wsd_lr(peak: float, step: int, frac: float, decay: float) -> float:
@@ -177,10 +174,7 @@ def train_seconds(a, elapsed: float) -> float:
 def train_loop(model, rows: np.ndarray, a, device) -> tuple[dict, Curve]:
     """Steps until ``a.train_seconds`` of training have passed; returns the counts and curve.
     Batches are drawn from a shuffled order of the rows, reshuffled each epoch."""
-    opt = torch.optim.AdamW(
-        [{"params": [p for p in model.parameters() if p.dim() >= 2], "weight_decay": 0.1},
-         {"params": [p for p in model.parameters() if p.dim() < 2], "weight_decay": 0.0}],
-        lr=a.lr, betas=(0.9, 0.95), fused=True)
+    opt = adamw(model, a.lr, TrainOptions.weight_decay)       # the recipe's: 0.1
     step_model = torch.compile(model) if a.compile else model
     amp = torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.bf16)
     rng = np.random.default_rng(a.seed)
@@ -234,8 +228,7 @@ def export(model, tok: Tokenizer, summary: dict, out: Path) -> list[str]:
 def run(a) -> dict:
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
-    device = torch.device(a.device if a.device != "auto" else
-                          "cuda" if torch.cuda.is_available() else "cpu")
+    device = device_for(a.device)
     t_start = time.time()
     tok = tokenizer_for(a)
     manifest = json.loads((Path(a.data) / packing.MANIFEST).read_text())

@@ -57,18 +57,30 @@ CHECKPOINT = "checkpoint.pt"
 PER_INVOCATION = ("stop_at", "cooldown", "profile_steps")
 
 
-def _device(name: str) -> torch.device:
+def device_for(name: str) -> torch.device:
+    """``auto``: CUDA where there is one, else the CPU; else the device named."""
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     return torch.device(name)
 
 
-def _model_config(o: TrainOptions):
+def llama_config(vocab: int, hidden: int, intermediate: int, layers: int, heads: int,
+                 kv_heads: int, max_positions: int) -> LlamaConfig:
+    """The recipe's Llama of this shape (RoPE, grouped-query attention, tied embeddings)."""
     return LlamaConfig(
-        vocab_size=o.vocab_size, hidden_size=o.hidden_size, intermediate_size=o.intermediate_size,
-        num_hidden_layers=o.layers, num_attention_heads=o.heads, num_key_value_heads=o.kv_heads,
-        max_position_embeddings=o.max_positions, rope_theta=10000.0, tie_word_embeddings=True,
+        vocab_size=vocab, hidden_size=hidden, intermediate_size=intermediate,
+        num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
+        max_position_embeddings=max_positions, rope_theta=10000.0, tie_word_embeddings=True,
         bos_token_id=None, eos_token_id=0, pad_token_id=0, attn_implementation="sdpa")
+
+
+def adamw(model, lr: float, weight_decay: float) -> torch.optim.AdamW:
+    """Fused AdamW (betas 0.9, 0.95), weight decay on the matrices only."""
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
+    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
+    return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
+                              {"params": no_decay, "weight_decay": 0.0}],
+                             lr=lr, betas=(0.9, 0.95), fused=True)
 
 
 def native_bf16(device: torch.device) -> bool:
@@ -459,19 +471,11 @@ def _model(o: TrainOptions, source: dict | None, device: torch.device) -> LlamaF
     elif o.init_from:
         model = LlamaForCausalLM.from_pretrained(o.init_from, dtype=torch.float32)
     else:
-        model = LlamaForCausalLM(_model_config(o))
+        model = LlamaForCausalLM(llama_config(o.vocab_size, o.hidden_size, o.intermediate_size,
+                                              o.layers, o.heads, o.kv_heads, o.max_positions))
     model = model.to(device, torch.float32)
     model.train()
     return model
-
-
-def _optimizer(model, o: TrainOptions) -> torch.optim.AdamW:
-    """Fused AdamW, weight decay on the matrices only."""
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
-    no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
-    return torch.optim.AdamW([{"params": decay, "weight_decay": o.weight_decay},
-                              {"params": no_decay, "weight_decay": 0.0}],
-                             lr=o.lr, betas=(0.9, 0.95), fused=True)
 
 
 def _resumed_state(o: TrainOptions, ckpt: dict, data: Data,
@@ -533,7 +537,7 @@ def _open_run(o: TrainOptions, ckpt: dict | None) -> Run:
     prior = ckpt["prior"] if ckpt else (_prior_run(o.init_from) if o.init_from else {})
     out = Path(o.out)
     out.mkdir(parents=True, exist_ok=True)
-    device = _device(o.device)
+    device = device_for(o.device)
     threads = _Threads(o.threads, os.cpu_count() or 1) if device.type == "cpu" else None
     source = ckpt or (torch.load(Path(o.init_from) / CHECKPOINT, map_location="cpu",
                                  weights_only=False)
@@ -543,7 +547,7 @@ def _open_run(o: TrainOptions, ckpt: dict | None) -> Run:
         torch.manual_seed(o.seed)
     data = Data(o, tok)
     model = _model(o, source, device)
-    opt = _optimizer(model, o)
+    opt = adamw(model, o.lr, o.weight_decay)
     if source:          # AdamW's moments go on with the weights: a fresh start of them
         opt.load_state_dict(source["optimizer"])        # throws the loss back up
     del source
