@@ -81,13 +81,13 @@ def main() -> None:
     natives = {flags: NativeLlama(runtime.model, extension=m) for flags, m in modules.items()}
     caches = {}
     for flags in sets:                  # the runtime runs the native forward it holds now
-        runtime._native = natives[flags]
+        runtime.forwards.native = natives[flags]
         caches[flags] = PromptCache(runtime, "full", forward="native")
         caches[flags].extend(ids, last_only=True)
     times = {flags: ([], []) for flags in sets}
     for r in range(args.rounds):
         for flags in sets if r % 2 else sets[::-1]:
-            runtime._native = natives[flags]
+            runtime.forwards.native = natives[flags]
             wall, cpu = step_ms(caches[flags], len(ids), args.reps)
             times[flags][0].append(wall)
             times[flags][1].append(cpu)
