@@ -2,7 +2,7 @@
 
     python benchmarks/int8_loss.py FOLDER [FOLDER ...] [--rows 40]
 
-The validation rows ``inkling train`` evaluates on (training/training.py: the held-out
+The validation rows ``inkling train`` evaluates on (training/data.py: the held-out
 standard-library files, toolz 1.0.0), tokenized with the first folder's tokenizer; each
 folder loaded by the runtime's loader (int8 folders dequantized) and run by transformers'
 forward in float32. Prints the mean next-token loss of each set and its difference from
