@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from inkling.completion.decoding.plan import drafts_asked
 from inkling.completion.engine import Completion, Draft, Engine
 from inkling.completion.errors import OptionError
 from inkling.completion.options import InklingOptions
@@ -414,7 +415,7 @@ def test_engine_refusals_surface_as_one_line(tmp_path, tiny_model_dir, capsys, m
     message, on one line."""
     def refuse(self, uri, position, k=None, trigger="automatic", cancelled=None):
         raise OptionError(f"the number of drafts must be between 1 and 16, got "
-                          f"{self.draft_count(trigger) * 10}")
+                          f"{drafts_asked(self.options.completion, trigger) * 10}")
     monkeypatch.setattr(Engine, "complete", refuse)
     trace = write(tmp_path, "t.jsonl", {"kind": "open", "path": "a.py", "text": "x = 1\n"},
                   {"kind": "complete", "path": "a.py", "position": pos(0, 0), "expected": "x"})
