@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from inkling.runtime.model_loader import load_runtime
+from inkling.cache import splice as cache_splice
 from inkling.cache.prompt_cache import PromptCache
 from inkling.completion import engine as engine_module
 from inkling.completion.decoding import speculative
@@ -53,7 +54,7 @@ class SyncKinds:
         from inkling.completion.prompt import builder as prompt
         self.counts = {"draft in the prompt's forward": 0, "splice (edit above the cursor)": 0,
                        "window moved": 0, "refresh": 0}
-        sync, splice, full = PromptCache.sync, PromptCache._splice, PromptCache._sync_full
+        sync, splice, full = PromptCache.sync, cache_splice.splice, PromptCache._sync_full
         build, counts, last = prompt.build_prompt, self.counts, {}
 
         def synced(cache, ids, edges=(), draft=None):
@@ -61,10 +62,10 @@ class SyncKinds:
             counts["draft in the prompt's forward"] += out.draft_logits is not None
             return out
 
-        def spliced(cache, prompt_ids, segs, edges, draft=None):
+        def spliced(cache, prompt_ids, segs, edges):
             counts["splice (edit above the cursor)"] += not (len(segs) == 2 and segs[0].kept
                                                              and segs[0].start == 0)
-            return splice(cache, prompt_ids, segs, edges, draft)
+            return splice(cache, prompt_ids, segs, edges)
 
         def full_sync(cache, prompt_ids, refreshed, draft=None):
             counts["refresh"] += refreshed
@@ -77,7 +78,7 @@ class SyncKinds:
             last[key] = p.first_line
             return p
         monkeypatch.setattr(PromptCache, "sync", synced)
-        monkeypatch.setattr(PromptCache, "_splice", spliced)
+        monkeypatch.setattr(cache_splice, "splice", spliced)
         monkeypatch.setattr(PromptCache, "_sync_full", full_sync)
         monkeypatch.setattr(prompt, "build_prompt", built)
 
