@@ -28,8 +28,9 @@ from .drafting.drafter import drafting_for
 from .editor_state import EditorState
 from .open_analysis import wanted
 from .options import InklingOptions
-from .preparation import Prepared, Progress, prepare, uses_datastore
+from .preparation import Prepared, prepare, uses_datastore
 from .presentation import shown_drafts, shown_text
+from .progress import Progress
 from .prompt.builder import fim_order, prompt_at
 from .result import Completion, Draft, EngineStats
 

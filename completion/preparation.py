@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable
 
 from inkling.analysis.workspace import Workspace
 from inkling.runtime.model_runtime import ModelRuntime
@@ -15,9 +14,7 @@ from .drafting.sources import DraftSources
 from .errors import InklingError
 from .open_analysis import token_vocabulary
 from .options import CompletionOptions
-
-Progress = Callable[[str, float], None]
-
+from .progress import Progress
 
 @dataclass
 class Prepared:

@@ -21,18 +21,17 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from inkling.models.corpus import load_corpus
 
+from ..progress import Progress
 from .datastore_specs import validate_datastore_spec
 from .suffix_index import SuffixIndex
 from .workspace_index import WorkspaceIndex
 
 log = logging.getLogger("inkling.datastore")
-Progress = Callable[[str, float], None]
 _BATCH = 64                       # files tokenized per progress step
 
 

@@ -31,19 +31,16 @@ import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
 from ..errors import OptionError
+from ..progress import Progress
 from ..prompt.token_ids import TokenIds
 from .suffix_index import StreamIndex
 
 FILE_NAME = "model_datastore.npz"
 CONTEXT_TOKENS = 24          # context kept before each continuation (the longest match used)
-Progress = Callable[[str, float], None]
-
-
 @dataclass(frozen=True)
 class SampleOptions:
     items: int = 32768          # sampled positions

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from inkling.analysis.workspace import (Progress, WalkReport, Workspace, WorkspaceFile,
-                                        WorkspaceLimits)
+from inkling.analysis.workspace import WalkReport, Workspace, WorkspaceFile, WorkspaceLimits
 
+from ..progress import Progress
 from .suffix_index import SuffixIndex
 
 EncodeBatch = Callable[[list[str]], list[list[int]]]
