@@ -119,9 +119,9 @@ def beam_decode(r: DecodeRequest) -> tuple[list[Decoded], int]:
 
 def beam_decode_reread(r: DecodeRequest) -> tuple[list[Decoded], int]:
     """``beam_decode``'s drafts, its best distinct ``r.rereads`` reread in place
-    (``rereading.reread``) where the request has a ``reread``."""
+    (``rereading.reread``) where the request has a ``reread`` and a count."""
     outs, forwards = beam_decode(r)
-    if r.reread is not None:
+    if r.reread is not None and r.rereads:
         outs = reread(rank_drafts(outs)[:r.rereads], r.reread, r.shown, r.cancelled)
     return outs, forwards
 
