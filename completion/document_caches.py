@@ -27,3 +27,12 @@ class DocumentCaches(CachePool[PromptCache]):
                 old.cache.mode, old.cache.stale_threshold, old.completion.fim_order):
             self.clear()
         self.budget_bytes = new.cache.budget_mb << 20
+
+    def refresh_idle(self, quiet_ms: float, wait_ms: int) -> int:
+        """After ``quiet_ms`` without an edit or a completion, once ``wait_ms``
+        (``cache.idle_refresh_ms``; 0: never) has passed, recompute the stale tokens of the
+        most recent document's cache. Returns the tokens recomputed."""
+        if not wait_ms or quiet_ms < wait_ms:
+            return 0
+        cache = self.most_recent()
+        return cache.refresh() if cache is not None else 0

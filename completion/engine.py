@@ -24,7 +24,7 @@ from .document_caches import DocumentCaches
 from .draft_book import DraftBook
 from .drafting.acceptance import AcceptanceMeter
 from .drafting.draft_mode import resolved
-from .drafting.drafter import drafting_for
+from .drafting.drafter import Drafting, drafting_for
 from .editor_state import EditorState
 from .open_analysis import wanted
 from .options import InklingOptions
@@ -54,9 +54,7 @@ class Engine(EditorState):
         if new.model != self.options.model:
             self._runtime = None
         self._caches.reconfigure(self.options, new)
-        store = self.sources.datastore
-        if store is not None and store.spec != new.completion.datastore:
-            self.sources.datastore = None          # prepare() builds the new one
+        self.sources.reconfigure(new.completion.datastore)
         self.options = new
         return new
 
@@ -74,10 +72,6 @@ class Engine(EditorState):
     def draft_mode(self, runtime: ModelRuntime) -> str:
         """``completion.draft`` as it runs on ``runtime`` (auto: measured at load)."""
         return resolved(self.options, runtime, self.acceptance.prior)
-
-    @property
-    def datastore(self):
-        return self.sources.datastore              # the corpus datastore, once built
 
     @property
     def uses_datastore(self) -> bool:
@@ -120,32 +114,23 @@ class Engine(EditorState):
         doc = self.document(uri).snapshot()
         at = Cursor(uri, doc, doc.offset_at(position), self.load_model())
         model_s0 = at.runtime.stats.seconds
-        block = self.repo_context.at_cursor(c, doc, at.offset, at.runtime, self._analysis.get)
-        prompt = prompt_at(at.runtime, doc.text, at.offset, c, block.ids)
+        block = self.repo_context.at_cursor(c, at.doc, at.offset, at.runtime, self._analysis.get)
+        prompt = prompt_at(at.runtime, at.doc.text, at.offset, c, block.ids)
         plan = plan_for(c, trigger, k, stop_rule_for(prompt.line_prefix, prompt.prefix,
                                                      prompt.line_suffix, prompt.suffix))
-        cache, mode = self._caches.of(uri, at.runtime, self.options), self.draft_mode(at.runtime)
-        drafting = drafting_for(mode, plan, prompt, at.runtime, self.acceptance, lambda: self.
-                                sources.draft_sources(uri, doc.text, at.offset, at.runtime,
-                                                      c.model_datastore))
-        self.stats.undrafted += plan.drafting and mode == "suffix" and drafting.drafter is None
+        cache, drafting = self._caches.of(uri, at.runtime, self.options), self._drafting(at, plan,
+                                                                                         prompt)
         first, order = drafting.first, fim_order(c, at.runtime)
         synced = cache.sync(prompt.ids, prompt.moved_edges(extent, at.runtime, order),
                             (first.tokens, first.parents) if first else None)
         self.stats.refreshes += synced.refreshed
         first_ms = (time.perf_counter() - t0) * 1000
         with drafts_dropped_on_error(cache, len(prompt.ids), synced):
-            monitor, guard = self._analysis.at_cursor(doc, at.offset, at.runtime) \
-                if c.monitor == "on" else (None, None)
-            near = AtCursor(monitor, lambda text: shown_text(text, prompt, guard), lambda: self
-                            .sources.ngram_sources(uri, doc.text, at.offset, at.runtime))
-            request = planned_request(plan, prompt, cache, synced, drafting, near, cancelled)
-            outs, forwards = decode_drafts(request, plan.decoder)
+            outs, forwards, guard = self._decode(at, plan, prompt, cache, synced, drafting,
+                                                 cancelled)
         self._caches.trim()
-        if drafting.drafter is not None and drafting.drafter.steps and plan.one:
-            self._after.append(lambda: self._learn(drafting.drafter, outs[0].token_ids))
-        self.sources.suggested(uri, prompt.prefix_ids, [o.token_ids for o in outs])
-        shown, dropped, cut = shown_drafts(outs, prompt, guard, doc.eol, c.alternative_prune)
+        self._remember(at, plan, prompt, drafting, outs)
+        shown, dropped, cut = shown_drafts(outs, prompt, guard, at.doc.eol, c.alternative_prune)
         drafts = [self.book.offer(text, out.logprob, len(out.token_ids)) for text, out in shown]
         self.stats.completions += 1
         return Completion(
@@ -159,6 +144,31 @@ class Engine(EditorState):
             if drafting.drafter is not None else (),
             dropped=tuple(dropped), context_tokens=len(block), context_text=block.text,
             guard=cut, shortfall=shortfall(k, len(outs), len(drafts), dropped, plan.decoder))
+
+    def _drafting(self, at: Cursor, plan, prompt) -> Drafting:
+        mode = self.draft_mode(at.runtime)                  # auto: measured at load
+        drafting = drafting_for(mode, plan, prompt, at.runtime, self.acceptance, lambda: self.
+                                sources.draft_sources(at.uri, at.doc.text, at.offset, at.runtime,
+                                                      self.options.completion.model_datastore))
+        self.stats.undrafted += plan.drafting and mode == "suffix" and drafting.drafter is None
+        return drafting
+
+    def _decode(self, at: Cursor, plan, prompt, cache, synced, drafting, cancelled):
+        """The drafts (best first), their forwards, the syntax guard (None: monitor off)."""
+        monitor, guard = self._analysis.at_cursor(at.doc, at.offset, at.runtime) \
+            if self.options.completion.monitor == "on" else (None, None)
+        near = AtCursor(monitor, lambda text: shown_text(text, prompt, guard), lambda: self
+                        .sources.ngram_sources(at.uri, at.doc.text, at.offset, at.runtime))
+        outs, forwards = decode_drafts(planned_request(plan, prompt, cache, synced, drafting,
+                                                       near, cancelled), plan.decoder)
+        return outs, forwards, guard
+
+    def _remember(self, at: Cursor, plan, prompt, drafting, outs) -> None:
+        """The drafts offered are searched by later drafts; the meter learns from the first
+        after the answer (``settle``)."""
+        if drafting.drafter is not None and drafting.drafter.steps and plan.one:
+            self._after.append(lambda: self._learn(drafting.drafter, outs[0].token_ids))
+        self.sources.suggested(at.uri, prompt.prefix_ids, [o.token_ids for o in outs])
 
     def _learn(self, drafter, output: list[int]) -> None:
         self.stats.learnt += bool(drafter.learn(output))
@@ -182,14 +192,9 @@ class Engine(EditorState):
         return draft
 
     def idle(self, quiet_ms: float) -> int:
-        """Idle work after ``quiet_ms`` without an edit or a completion: once
-        ``cache.idle_refresh_ms`` has passed (0: never), recompute the stale tokens of the
-        most recent document's cache. The server calls it from a timer, the replay from
-        its clock. Returns the tokens recomputed."""
-        wait = self.options.cache.idle_refresh_ms
-        if not wait or quiet_ms < wait or self._runtime is None:
-            return 0
-        cache = self._caches.most_recent()
-        done = cache.refresh() if cache is not None else 0
+        """Idle work (``DocumentCaches.refresh_idle``) after ``quiet_ms`` without an edit or
+        a completion; the server calls it from a timer, the replay from its clock."""
+        done = self._caches.refresh_idle(quiet_ms, self.options.cache.idle_refresh_ms) \
+            if self._runtime is not None else 0
         self.stats.refreshes += done > 0
         return done

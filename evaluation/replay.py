@@ -211,7 +211,7 @@ class Replayer:
                 prepared = engine.prepare()                 # as the server does once loaded
                 if prepared.failed:                         # no trace could replay as asked
                     raise prepared.failed[0][1]
-                self.datastore = engine.datastore           # built once, for every trace
+                self.datastore = engine.sources.datastore          # built once, for every trace
                 _run(_Session(trace, root, engine, self.checker, result), tick)
             finally:
                 engine.shutdown()                           # its watchers

@@ -94,6 +94,12 @@ class DraftSources:
             sources["model"] = model_store
         return sources
 
+    def reconfigure(self, spec: str) -> None:
+        """``completion.datastore`` is now ``spec``: a datastore of another is dropped
+        (``prepare`` builds the new one)."""
+        if self.datastore is not None and self.datastore.spec != spec:
+            self.datastore = None
+
     def build_datastore(self, spec: str, runtime: ModelRuntime, progress=None):
         """The datastore ``spec`` names (None for ``none``), built once and kept."""
         if self.datastore is None or self.datastore.spec != spec:

@@ -65,9 +65,9 @@ def test_a_folder_datastore_drafts_and_decoding_stays_lossless(tiny_runtime, tmp
     greedy.open(uri, text)
     want = greedy.complete(uri, Position(5, 11)).drafts[0].text
     assert outs["none"].drafts[0].text == outs[str(store)].drafts[0].text == want
-    assert "datastore" in engine.datastore.summary()
+    assert "datastore" in engine.sources.datastore.summary()
     ctx = tiny_runtime.encode("def mean(values):\n    total = sum(")
-    assert engine.datastore.matches(ctx)                            # the folder's code is there
+    assert engine.sources.datastore.matches(ctx)                            # the folder's code is there
 
 
 def test_superposed_decoding_takes_ngram_counts_from_the_datastore(tiny_runtime, tmp_path):
