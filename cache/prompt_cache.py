@@ -31,13 +31,13 @@ from dataclasses import dataclass
 import torch
 
 from inkling.cache import splice
+from inkling.cache.modes import MODES
 from inkling.cache.rope import RopeRotator
 from inkling.cache.tree_mask import tree_mask
 from inkling.runtime.rotary import UnsupportedRope
 from inkling.runtime.model_runtime import ModelRuntime
 
 log = logging.getLogger("inkling.cache")
-MODES = ("full", "pie", "naive")
 # a draft runs with the prompt's new tokens in one forward when they are this few (the
 # typing case); a larger prefill runs alone, in chunks
 DRAFT_WITH_PREFILL = 64

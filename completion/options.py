@@ -7,20 +7,21 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
+from inkling.cache.modes import MODES
+from inkling.runtime.forwards import FORWARDS as RUNTIME_FORWARDS
+
 from .decoding.plan import MAX_DRAFTS, decoder_for
 from .drafting.datastore_specs import validate_datastore_spec, validate_model_datastore_spec
 from .errors import OptionError
 
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
-# runtime.model_runtime.FORWARDS but "captured" (kept in step by a test,
-# tests/completion/test_options.py): auto runs the captured forward where it pays (on a GPU),
-# and named alone it serves the tests and benchmarks. Not imported from there: that module
-# imports torch, 0.8 s that `inkling --help` (which imports this tree) does not pay.
-FORWARDS = ("auto", "native", "compact", "reference")
+# the runtime's forwards but "captured": auto runs the captured forward where it pays (on a
+# GPU), and named alone it serves the tests and benchmarks
+FORWARDS = tuple(f for f in RUNTIME_FORWARDS if f != "captured")
 FIM_ORDERS = ("auto", "psm", "spm")
 DECODERS = ("greedy", "branches", "superposed", "sequential", "beam")
-CACHE_MODES = ("full", "pie", "naive")
+CACHE_MODES = MODES
 DRAFT_MODES = ("auto", "none", "prompt-lookup", "suffix")
 MONITOR_MODES = ("off", "on")
 CONTEXT_MODES = ("off", "imports", "similar", "both")

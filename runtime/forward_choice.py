@@ -14,9 +14,9 @@ import threading
 from inkling.runtime import captured_llama, native_llama
 from inkling.runtime.captured_llama import CapturedBuffers, CapturedLlama
 from inkling.runtime.errors import ModelError
+from inkling.runtime.forwards import FORWARDS
 from inkling.runtime.native_llama import NativeBuffers, NativeLlama, NativeUnavailable
 
-FORWARDS = ("auto", "native", "compact", "captured", "reference")
 # why model.forward auto runs the captured forward on a GPU (inkling/stats shows it)
 CAPTURED_NOTE = ("on a GPU: the compact forward's steps of up to 64 rows replayed as CUDA "
                  "graphs (a step there is bound by its launches; the native layers are CPU "

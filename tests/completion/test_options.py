@@ -5,11 +5,18 @@ import pytest
 from inkling.completion.decoding.plan import MAX_DRAFTS
 from inkling.completion.errors import OptionError
 from inkling.completion.options import FORWARDS, InklingOptions
-from inkling.runtime.model_runtime import FORWARDS as RUNTIME_FORWARDS
+from inkling.runtime.forwards import FORWARDS as RUNTIME_FORWARDS
 
 
-def test_the_forwards_a_user_names_are_the_runtimes_but_captured():
-    assert FORWARDS == tuple(f for f in RUNTIME_FORWARDS if f != "captured")
+def test_a_user_names_any_forward_of_the_runtime_but_captured():
+    for forward in RUNTIME_FORWARDS:
+        if forward == "captured":
+            with pytest.raises(OptionError, match="model.forward"):
+                InklingOptions().merged({"model": {"forward": forward}})
+        else:
+            assert InklingOptions().merged({"model": {"forward": forward}}).model.forward == \
+                forward
+    assert set(FORWARDS) == set(RUNTIME_FORWARDS) - {"captured"}
 
 
 @pytest.mark.parametrize("key", ["drafts", "automaticDrafts"])
