@@ -115,13 +115,16 @@ def _comparison(report: dict, all_results) -> str:
     runs = report.get("runs") or []
     if len(runs) < 2 or all_results is None:
         return ""
+    text = ("<h2>Comparison</h2><p>Every combination replayed the same traces, interleaved "
+            "trace by trace; ratios are to the first combination (p50 for distributions)."
+            f"</p>{_comparison_table(runs)}")
+    if not plots_available():
+        return text + f"<p>{html.escape(PLOTS_MISSING)}</p>"
     # only `inkling replay --report` pays for the plots
     # lazy: matplotlib.pyplot costs 0.3 to 0.6 s to import (python -X importtime)
     from inkling.evaluation import report_plots
-    return ("<h2>Comparison</h2><p>Every combination replayed the same traces, interleaved "
-            "trace by trace; ratios are to the first combination (p50 for distributions)."
-            f"</p>{_comparison_table(runs)}"
-            f'<img alt="latency" src="{report_plots.comparison_latency_plot(runs, all_results)}">'
+    return (text + f'<img alt="latency" '
+            f'src="{report_plots.comparison_latency_plot(runs, all_results)}">'
             f'<img alt="per trace" src="{report_plots.comparison_per_trace_plot(runs)}">')
 
 

@@ -208,3 +208,23 @@ def test_the_printed_table_shows_each_run_with_its_counts():
     assert rows["guard_emptied"] == ["0.5000", "0.0000"]
     assert rows["syntax_valid"] == ["1.0000", "(n", "1)", "0.5000", "(n", "2)"]
     assert rows["latency_ms"] == ["p50", "10.0", "p50", "10.0"]
+
+
+def test_a_comparisons_report_without_matplotlib_says_how_to_get_its_plots(monkeypatch):
+    import importlib.util
+
+    from inkling.evaluation.replay_result import (CompletionRecord, TraceResult,
+                                                  comparison_json, replay_json)
+    from inkling.evaluation.report import render_report
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "matplotlib" else find_spec(name, *a))
+    record = CompletionRecord(1, "a.py", "x = 1\n", ("x = 1",), 10.0, 2.0, 5.0, 4, 4, 100, 50,
+                              True)
+    results = [[TraceResult("t.jsonl", "t", completions=[record])] for _ in range(2)]
+    report = replay_json(results[0], {})
+    report["runs"] = comparison_json(combinations(["completion.monitor=on,off"],
+                                                  InklingOptions()), results)
+    page = render_report(results[0], report, results)
+    assert "<h2>Comparison</h2>" in page and "<img" not in page
+    assert page.count("pip install &#x27;inkling[report]&#x27;") == 2
