@@ -91,6 +91,26 @@ def losses(runs: dict) -> list[dict]:
     return out
 
 
+def syntax_changes(runs: dict) -> tuple[list[dict], int]:
+    """The completions whose shown first draft is a syntax error with the monitor on but not
+    off (with each part's verdict where both were replayed alone), and how many went the
+    other way (an error off, none on)."""
+    out, better, modes = [], 0, list(runs)
+    for traces in zip(*runs.values()):
+        for recs in zip(*(t.completions for t in traces)):
+            by = dict(zip(modes, recs))
+            on, off = by["on"].valid, by["off"].valid
+            better += on is True and off is False
+            if on is False and off is True:
+                out.append({"trace": traces[0].name, "line": by["on"].line, "syntax": True,
+                            "parts": {mode: by[mode].valid for mode in ("masks", "guard")
+                                      if mode in by},
+                            "expected": m.first_line(by["on"].expected),
+                            **{mode: m.first_line(r.first) for mode, r in by.items()},
+                            "cut": by["on"].guard_cut})
+    return out, better
+
+
 def wins(runs: dict) -> int:
     return sum(similarity(on) > similarity(off)
                for t_on, t_off in zip(runs["on"], runs["off"])
@@ -139,9 +159,13 @@ def main() -> int:
     lines.append(f"on worse than off: {len(found)}, better: {wins(runs)}; causes "
                  + ", ".join(f"{k} {v}" for k, v in Counter(f["cause"] for f in found)
                              .most_common()))
+    errors, fixed = syntax_changes(runs)
+    lines.append(f"syntax errors the monitor made: {len(errors)} (the masks alone: "
+                 f"{sum(e['parts'].get('masks') is False for e in errors)}, the guard alone: "
+                 f"{sum(e['parts'].get('guard') is False for e in errors)}); mended: {fixed}")
     print("\n".join(lines))
     if args.losses:
-        Path(args.losses).write_text("".join(json.dumps(f) + "\n" for f in found))
+        Path(args.losses).write_text("".join(json.dumps(f) + "\n" for f in found + errors))
     if args.append:
         head = (f"\n$ python benchmarks/monitor_pays.py --set {args.set}\n"
                 f"commit {_git('rev-parse', '--short', 'HEAD')}"
