@@ -149,3 +149,31 @@ def test_the_defaults_benchmark_checks_drafting_where_auto_chose_it():
     assert "1.04 < 6.40" in _drafting_check(cpu, run(1.0), run(1.04))[1]
     assert _drafting_check(gpu, run(2.6), run(2.6))[2]
     assert not _drafting_check(gpu, run(1.2), run(1.2))[2]      # drafting chosen, not paying
+
+
+def test_the_defaults_benchmark_asks_the_monitor_for_fewer_syntax_errors():
+    """benchmarks/defaults.py: the monitor on must leave fewer syntax errors in shown drafts
+    than off (no absolute floor: the guard cuts a draft to the start of a line being typed,
+    which a whole-document reparse may still count as an error)."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from defaults import _checks
+
+    def run(draft, monitor, valid):
+        return {"settings": {"completion.draft": draft, "completion.monitor": monitor},
+                "shown": 1.0, "guard_cut": 0.0, "guard_emptied": 0.0, "syntax_valid": valid,
+                "syntax_valid_n": 9, "undefined_names": 0.0, "undefined_names_n": 9,
+                "exact_line": 0.1, "latency_ms": {"p50": 9.0}, "tokens_per_forward": 1.0,
+                "tokens_per_forward_n": 9}
+    chosen = {"mode": "none", "rows": [1, 8, 16], "forward_ms": [1.0, 3.0, 6.4]}
+
+    def syntax(on, off):
+        runs = [run(d, m, on if m == "on" else off) for d in ("auto", "none", "suffix")
+                for m in ("on", "off")]
+        return dict((name, (text, ok)) for name, text, ok in _checks(runs, chosen))["syntax_valid"]
+    assert syntax(0.90, 0.87)[1] and "0.1000 (n 9) < monitor off's 0.1300" in syntax(0.90, 0.87)[0]
+    assert not syntax(0.86, 0.87)[1]
+    assert not syntax(0.87, 0.87)[1]
+    assert syntax(1.0, 1.0)[1]                              # no errors either way
+    assert not syntax(None, 0.9)[1]
