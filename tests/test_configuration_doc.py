@@ -88,7 +88,7 @@ def test_check_names_the_file_that_drifted(tmp_path, monkeypatch, capsys):
 def test_every_option_has_one_line_of_help_a_group_and_its_values():
     fields = [f for s in dataclasses.fields(InklingOptions)
               for f in dataclasses.fields(s.default_factory())]
-    assert len(OPTIONS) == len(fields) == 37
+    assert len(OPTIONS) == len(fields) > 0          # every field of the tree is an option
     for o in OPTIONS:
         assert o.about["group"] in GROUPS, o.key
         assert "\n" not in o.help and o.help.endswith(".") and len(o.help) <= 140, o.key
