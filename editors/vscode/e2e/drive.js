@@ -175,11 +175,21 @@ async function settingsPage(page, cmd, shot) {
   await shot("vscode-settings.png");
   await page.setViewportSize({ width: 1280, height: 720 });
   const groups = await tocRows(page);
-  await page.keyboard.press("Control+A");
-  await page.keyboard.type("inkling.completion.drafts");
   const box = page.locator(".settings-editor .setting-item-contents",
     { has: page.locator(".setting-item-label", { hasText: /^Drafts$/ }) }).locator("input");
-  await box.waitFor({ timeout: 20000 });
+  // the search box focused again first (the sash drag above may have taken the focus), and
+  // the query typed again where a busy machine dropped it
+  for (let attempt = 0; ; attempt++) {
+    await page.focus(search);
+    await page.keyboard.press("Control+A");
+    await page.keyboard.type("inkling.completion.drafts");
+    try {
+      await box.waitFor({ timeout: 10000 });
+      break;
+    } catch (e) {
+      if (attempt === 2) throw e;
+    }
+  }
   await page.waitForTimeout(500);
   await box.click();
   await page.keyboard.press("Control+A");
