@@ -90,6 +90,11 @@ class BlankLine:
     def forced_text(self) -> str:
         return "" if self.inner is None else self.inner.forced_text()
 
+    @property
+    def refusal(self) -> tuple:
+        """What ``refuses`` depends on (its answers are kept by it)."""
+        return ("blank-line", self.indented)
+
     def refuses(self, text: str) -> bool:
         """Whether the rule takes ``text`` (a token's part past healed text) as it takes
         whole tokens: a line break before any other character, or at an indented line

@@ -39,6 +39,7 @@ class TokenTexts:
         self._sorted_ids = [i for _, i in usable]
         self._masks: dict[str, torch.Tensor] = {}
         self._overhangs: dict[str, list[tuple[int, str]]] = {}
+        self._refusing: dict[tuple, torch.Tensor] = {}
 
     def mask(self, remaining: str) -> torch.Tensor:
         """bool [vocab]: tokens that cover a prefix of ``remaining`` or all of it and more."""
@@ -55,6 +56,23 @@ class TokenTexts:
             if len(self._masks) > 256:
                 self._masks.clear()
             found = self._masks[remaining] = allowed
+        return found
+
+    def mask_refusing(self, remaining: str, rule, refuses) -> torch.Tensor:
+        """``mask(remaining)`` less the tokens whose text past ``remaining`` a rule
+        ``refuses``; ``rule`` names what ``refuses`` depends on (kept per remaining text and
+        rule: testing every overhanging token took about a millisecond a step)."""
+        key = (remaining, rule)
+        found = self._refusing.get(key)
+        if found is None:
+            found = self.mask(remaining)
+            out = [i for i, extra in self.overhanging(remaining) if refuses(extra)]
+            if out:
+                found = found.clone()
+                found[torch.tensor(out)] = False
+            if len(self._refusing) > 256:
+                self._refusing.clear()
+            self._refusing[key] = found
         return found
 
     def overhanging(self, remaining: str) -> list[tuple[int, str]]:
@@ -92,13 +110,9 @@ class Healing:
         or all of it and more where the inner rule (``refuses``, the blank-line rule's)
         takes the text past it; then the inner state's mask."""
         if self.remaining:
-            m = self.texts.mask(self.remaining)
             refuses = getattr(self.inner, "refuses", None)
-            if refuses is not None:
-                out = [i for i, extra in self.texts.overhanging(self.remaining) if refuses(extra)]
-                if out:
-                    m = m.clone()
-                    m[torch.tensor(out)] = False
+            m = self.texts.mask(self.remaining) if refuses is None else \
+                self.texts.mask_refusing(self.remaining, self.inner.refusal, refuses)
             return m if device is None else m.to(device)
         return None if self.inner is None else self.inner.mask(device)
 

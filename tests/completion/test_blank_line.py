@@ -133,3 +133,6 @@ def test_at_an_indented_blank_line_the_suggestion_begins_with_text_not_more_whit
     assert healed.mask().tolist() == [False, True, False, True, False, False]
     at_zero = Healing(tt, "    ", BlankLine(ends, texts))
     assert at_zero.mask().tolist() == [False, True, True, True, True, False]
+    # kept per healed text and rule: asked again, the same mask, each rule its own
+    assert healed.mask() is Healing(tt, "    ", BlankLine(ends, texts, indented=True)).mask()
+    assert healed.mask().tolist() == [False, True, False, True, False, False]

@@ -1,0 +1,100 @@
+"""Where the monitor's latency goes, per completion: the reporting set (or the traces given)
+replayed at the defaults with the monitor on, timers around its three parts, and the same
+traces with the monitor off, interleaved trace by trace.
+
+    python benchmarks/monitor_latency.py [--rounds 2] [TRACE ...]
+
+The parts, each summed over a completion: ``setup`` (the analysis at the cursor:
+``OpenAnalysis.at_cursor``, the monitor state and the syntax guard), ``steps`` (the masks
+and the state's advance at every decoding step: ``steps.masked`` and ``steps.advance``
+with a monitor) and ``guard`` (the syntax guard's checks of the shown drafts:
+``presentation.guarded``). Prints each part's p50 and mean in ms, the completions'
+latency p50 with the monitor on and off, and the difference.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from inkling.completion import open_analysis, presentation
+from inkling.completion.decoding import greedy, steps
+from inkling.completion.engine import Engine
+from inkling.completion.options import InklingOptions
+from inkling.evaluation.replay import Replayer
+from inkling.evaluation.syntax_check import SyntaxChecker
+from inkling.evaluation.trace_file import read_trace
+
+HERE = Path(__file__).resolve().parent
+PARTS = ("setup", "steps", "guard")
+spent = dict.fromkeys(PARTS, 0.0)
+
+
+def timed(part: str, fn, when=lambda *a: True):
+    def wrapper(*args, **kw):
+        if not when(*args):
+            return fn(*args, **kw)
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kw)
+        finally:
+            spent[part] += time.perf_counter() - t0
+    return wrapper
+
+
+def instrument() -> None:
+    """Timers around the parts, where the decoders and the Engine look them up."""
+    open_analysis.OpenAnalysis.at_cursor = timed("setup", open_analysis.OpenAnalysis.at_cursor)
+    with_monitor = lambda _x, monitor, *a: monitor is not None        # noqa: E731
+    for module in (steps, greedy):
+        module.masked = timed("steps", steps.masked, with_monitor)
+        module.advance = timed("steps", steps.advance, lambda monitor, *a: monitor is not None)
+    presentation.guarded = timed("guard", presentation.guarded,
+                                 lambda _text, guard: guard is not None)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("traces", nargs="*")
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+    paths = args.traces or sorted(str(p) for p in (HERE / "traces" / "reporting").glob("*.jsonl"))
+    traces = [read_trace(p) for p in paths]
+    base = InklingOptions()
+    runtime = Engine(base).load_model()
+    replayer = Replayer(base, runtime, SyntaxChecker())
+    instrument()
+    original = Engine._complete
+    parts: dict[str, list[float]] = {p: [] for p in PARTS}
+    latency: dict[str, list[float]] = {"on": [], "off": []}
+
+    def complete(self, *a, **kw):                  # each completion's parts, apart
+        spent.update(dict.fromkeys(PARTS, 0.0))
+        out = original(self, *a, **kw)
+        if self.options.completion.monitor == "on":
+            for p in PARTS:
+                parts[p].append(spent[p] * 1000)
+        return out
+    Engine._complete = complete
+    for r in range(args.rounds + 1):               # round 0 warms the caches, not counted
+        for trace in traces:
+            for mode in (("on", "off") if r % 2 else ("off", "on")):
+                replayer.options = base.merged({"completion": {"monitor": mode}})
+                result = replayer.replay(trace)
+                if r:
+                    latency[mode] += [c.latency_ms for c in result.completions]
+        if r == 0:
+            parts = {p: [] for p in PARTS}
+    for p in PARTS:
+        print(f"{p:6} p50 {statistics.median(parts[p]):6.2f} ms  mean "
+              f"{statistics.fmean(parts[p]):6.2f} ms")
+    on, off = statistics.median(latency["on"]), statistics.median(latency["off"])
+    print(f"completion latency p50: monitor on {on:.2f} ms, off {off:.2f} ms, "
+          f"difference {on - off:.2f} ms ({len(latency['on'])} completions a mode)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
