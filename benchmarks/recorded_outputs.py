@@ -99,27 +99,22 @@ def replay_all(limit: int, extra: dict | None = None) -> dict:
                 "decoder": decoder, "draft": draft,
                 "automatic_drafts": 1 if decoder == "greedy" else 3},
                 "cache": {"idle_refresh_ms": 0}}).merged(extra or {})
-            engine = Engine(options, runtime)
-            spec = options.completion.datastore
-            if engine.uses_datastore and spec not in datastores:
-                datastores[spec] = engine.build_datastore()
-            replayer = Replayer(options, runtime, checker,
-                                datastores.get(spec) if engine.uses_datastore else None)
-            t0 = time.perf_counter()
-            run = {}
-            for trace in traces:
-                result = replayer.replay(trace)
-                run[trace.source] = [[r.line, list(r.drafts)] for r in result.completions]
-            n = sum(len(v) for v in run.values())
-            print(f"{decoder:10} {draft:13} {n:5} completions  {time.perf_counter() - t0:6.1f} s",
-                  flush=True)
-            out["runs"][f"{decoder}/{draft}"] = run
+            out["runs"][f"{decoder}/{draft}"] = _replay(options, runtime, checker, datastores,
+                                                        traces, f"{decoder:10} {draft:13}")
     # the defaults as a person gets them, on the reporting set
     reporting = [dataclasses.replace(read_trace(p), source=f"reporting/{p.name}")
                  for p in sorted(REPORTING.glob("*.jsonl"))]
     out["traces"] += [t.source for t in reporting]
     out["fingerprint"] = _fingerprint(traces + reporting)
-    options = InklingOptions().merged(extra or {})
+    out["runs"]["defaults/reporting"] = _replay(InklingOptions().merged(extra or {}), runtime,
+                                                checker, datastores, reporting,
+                                                f"{'defaults':10} {'reporting':13}")
+    return out
+
+
+def _replay(options, runtime, checker, datastores: dict, traces, label: str) -> dict:
+    """Each trace's completions as [line, drafts], replayed under ``options`` (the datastore
+    they name built once, kept in ``datastores``)."""
     engine = Engine(options, runtime)
     spec = options.completion.datastore
     if engine.uses_datastore and spec not in datastores:
@@ -128,12 +123,10 @@ def replay_all(limit: int, extra: dict | None = None) -> dict:
                         datastores.get(spec) if engine.uses_datastore else None)
     t0 = time.perf_counter()
     run = {t.source: [[r.line, list(r.drafts)] for r in replayer.replay(t).completions]
-           for t in reporting}
+           for t in traces}
     n = sum(len(v) for v in run.values())
-    print(f"{'defaults':10} {'reporting':13} {n:5} completions  "
-          f"{time.perf_counter() - t0:6.1f} s", flush=True)
-    out["runs"]["defaults/reporting"] = run
-    return out
+    print(f"{label} {n:5} completions  {time.perf_counter() - t0:6.1f} s", flush=True)
+    return run
 
 
 def check(recorded: dict, now: dict) -> list[str]:
