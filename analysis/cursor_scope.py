@@ -15,8 +15,10 @@ from .python_symbols import import_bindings, statements
 from .symbols import FileSymbols, ImportBinding
 
 MAX_LINES_BACK = 20_000
+MAX_BRACKET_LINES = 200           # lines a signature's brackets are followed back
+_CLOSERS = ")]}"
 _HEADER = re.compile(r"[ \t]*(?:async[ \t]+)?(def|class)[ \t]+([A-Za-z_]\w*)")
-_PARAMS = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+\w+[ \t]*\([ \t]*\*{0,2}([A-Za-z_]\w*)")
+_PARAMS = re.compile(r"[ \t]*(?:async[ \t]+)?def[ \t]+\w+[ \t]*\(\s*\*{0,2}([A-Za-z_]\w*)")
 
 
 @dataclass(frozen=True)
@@ -74,8 +76,11 @@ def enclosing_headers(text: str, offset: int, root=None) -> tuple[Header, ...]:
         start = text.rfind("\n", 0, end) + 1
         row -= 1
         current = text[start:end]
-        end = start - 1
         stripped = current.strip()
+        if stripped and stripped[0] in _CLOSERS:   # ``) -> str:`` of ``def f(\n    a,\n) -> str:``
+            start, row = _opening_line(text, start, row, current)
+            current = text[start:text.find("\n", start)]
+        end = start - 1
         if not stripped or stripped.startswith("#"):
             continue
         ind = indent_width(current)
@@ -83,11 +88,31 @@ def enclosing_headers(text: str, offset: int, root=None) -> tuple[Header, ...]:
             continue
         match = _HEADER.match(current)
         if match:
-            params = _PARAMS.match(current)
+            params = _PARAMS.match(text, start, start + 400)   # ``self`` on the next line too
             found.append(Header(match.group(1), match.group(2), row, ind,
                                 params.group(1) if params else "", start))
         level = ind
     return tuple(reversed(found))
+
+
+def _opening_line(text: str, start: int, row: int, line: str) -> tuple[int, int]:
+    """(offset, row) of the line that opened the brackets ``line`` (at ``start``) closes,
+    counting brackets back line by line; ``line``'s own where none is found within
+    ``MAX_BRACKET_LINES`` (a bracket inside a string may miscount)."""
+    depth, at, at_row = _net_closes(line), start, row
+    for _ in range(MAX_BRACKET_LINES):
+        if depth <= 0 or at == 0:
+            break
+        end = at - 1
+        at = text.rfind("\n", 0, end) + 1
+        at_row -= 1
+        depth += _net_closes(text[at:end])
+    return (at, at_row) if depth <= 0 else (start, row)
+
+
+def _net_closes(line: str) -> int:
+    """Brackets ``line`` closes, less those it opens."""
+    return sum(line.count(c) for c in _CLOSERS) - sum(line.count(c) for c in "([{")
 
 
 def cursor_scope(symbols: FileSymbols, text: str, offset: int, root=None,

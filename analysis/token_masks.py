@@ -170,10 +170,10 @@ class MaskCache:
         bases = set()
         if not typed:
             bases |= {"not_name_start", "string_start"}
-        elif typed in STRING_PREFIXES:
-            bases.add("quote_start")                  # f"...": a string, not a name
-        elif any(typed in p for p in parts):
-            bases.add("ends_identifier")
+        if typed in STRING_PREFIXES:
+            bases.add("quote_start")                  # f"...": a string...
+        if typed and any(typed in p for p in parts):
+            bases.add("ends_identifier")              # ...or a bound ``f``, ``b``, ``r`` ends
         if keyword_arg:
             bases |= {"name_only", "name_assign_end", "assign_end"}
             if not typed:

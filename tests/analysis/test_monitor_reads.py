@@ -124,6 +124,19 @@ def test_read_mask_allows_only_bound_names():
     assert {"missing", " missing", "missing("} <= bound
 
 
+def test_a_bound_name_that_is_a_string_prefix_may_end():
+    """``f``, ``b``, ``r`` and ``u`` start strings (``f"``) and are common names too: a
+    bound ``f`` ends like any name (``f)``, ``f:``), and a string may still follow it
+    (``f"``), as a call's argument too; an unbound ``f`` only starts a string."""
+    vocab = TokenVocabulary.from_texts(TEXTS)
+    masks = MaskCache(vocab)
+    for keyword_arg in (False, True):
+        bound = _allowed(masks.read_mask((frozenset({"f"}),), "f", False, keyword_arg), vocab)
+        assert {")", ",", ":", '"'} <= bound, keyword_arg
+        unbound = _allowed(masks.read_mask((frozenset({"x"}),), "f", False, keyword_arg), vocab)
+        assert '"' in unbound and not {")", ",", ":"} & unbound, keyword_arg
+
+
 def test_keyword_argument_names_end_with_an_equals_sign():
     vocab = TokenVocabulary.from_texts(TEXTS)
     masks = MaskCache(vocab)
@@ -219,3 +232,44 @@ def test_builtin_keywords_come_from_signatures():
     assert builtin_keywords("isinstance") == frozenset()
     assert builtin_keywords("sorted") == {"key", "reverse"}
     assert builtin_keywords("no_such_builtin") is None
+
+
+SIGNATURE_OVER_LINES = '''class Box:
+    def __init__(self, size):
+        self.size = size
+
+    def grow(
+        self,
+        by: int,
+        *,
+        step: int = (1),
+    ) -> int:
+        """Grow by ``by``.
+
+        Returns:
+            |
+'''
+
+
+def test_a_signature_over_several_lines_still_encloses_the_body(tmp_path: Path,
+                                                                bundled_model_dir: Path):
+    """A black-formatted ``def f(\\n    a,\\n) -> T:`` closes its brackets at the def's own
+    indent: the enclosing method is found through them (the class, ``self``, the
+    parameters a read may name), and a docstring still being typed under it is a string."""
+    from tokenizers import Tokenizer
+
+    from inkling.analysis.cursor_scope import enclosing_headers
+    tok = Tokenizer.from_file(str(bundled_model_dir / "tokenizer.json"))
+    vocab = TokenVocabulary.from_tokenizer(tok)
+    body = SIGNATURE_OVER_LINES.replace('        """Grow by ``by``.\n\n        Returns:\n', "")
+    headers = enclosing_headers(body.replace("|", ""), body.index("|"))
+    assert [(h.kind, h.name, h.first_param) for h in headers] == [
+        ("class", "Box", ""), ("def", "grow", "self")]
+    a = analysis_for(tmp_path, {"m.py": body.replace("|", "pass")})
+    state = open_at(a, tmp_path / "m.py", body, vocab)
+    assert state.context.scope.self_name == "self"
+    assert _walks(tok, state, "return self.size + by + step")
+    assert not _walks(tok, state, "return undefined_thing")
+    a = analysis_for(tmp_path, {"m.py": SIGNATURE_OVER_LINES.replace("|", "")})
+    in_docstring = open_at(a, tmp_path / "m.py", SIGNATURE_OVER_LINES, vocab)
+    assert not in_docstring.scan.in_code and in_docstring.mask() is None
