@@ -690,6 +690,7 @@ def _served_session(trace, served, checker):
     served._count += 1
     root = served.root / f"trace-{served._count}"
     root.mkdir()
+    served.engine.workspace_folders = [root.as_uri()]
     return _Session(trace, root, served.engine, checker, TraceResult(trace.source, trace.name))
 
 

@@ -238,6 +238,7 @@ class LspReplayer:
         self._count += 1
         root = self.root / f"trace-{self._count}"
         root.mkdir()
+        self.engine.workspace_folders = [root.as_uri()]    # the trace's alone, as in process
         t0 = time.perf_counter()
         session = _Session(trace, root, self.engine, self.checker, result)
         _run(session, tick)

@@ -30,7 +30,7 @@ from inkling.lsp.convert import ACCEPT_COMMAND       # the command an inline ite
 class LspEngine:
     def __init__(self, options: InklingOptions, root_uri: str, timeout_s: float = 600):
         self.options = options
-        self.workspace_folders = [root_uri]
+        self._folders = [root_uri]
         self.timeout_s = timeout_s
         self._docs: dict[str, Document] = {}
         self._drafts: dict[str, Draft] = {}       # the last completion's drafts, by server id
@@ -92,6 +92,13 @@ class LspEngine:
         except KeyError:
             raise DocumentError(f"unknown document {uri} (it was never opened, or was closed)") \
                 from None
+
+    def stats(self) -> dict:
+        """The server's ``inkling/stats``."""
+        async def ask():
+            return await self.client.protocol.send_request_async("inkling/stats", {})
+        found = self._call(ask())
+        return found._asdict() if hasattr(found, "_asdict") else dict(found)
 
     def document_sha256(self, uri: str) -> str:
         """The SHA-256 of the *server's* copy."""
@@ -172,6 +179,23 @@ class LspEngine:
         except Exception as exc:                          # the server names the draft
             raise DocumentError(str(exc)) from None
         return self._drafts.get(draft_id) or Draft(draft_id, "", 0.0, 0)
+
+    @property
+    def workspace_folders(self) -> list[str]:
+        return self._folders
+
+    @workspace_folders.setter
+    def workspace_folders(self, folders: list[str]) -> None:
+        """The editor's folders are now ``folders``: ``workspace/didChangeWorkspaceFolders``
+        (the server drops the files of a folder removed and walks one added, as the
+        in-process Engine's setter does)."""
+        old, new = self._folders, list(folders)
+        event = lsp.WorkspaceFoldersChangeEvent(
+            added=[lsp.WorkspaceFolder(uri=u, name="replay") for u in new if u not in old],
+            removed=[lsp.WorkspaceFolder(uri=u, name="replay") for u in old if u not in new])
+        self._folders = new
+        self._loop.call_soon_threadsafe(self.client.workspace_did_change_workspace_folders,
+                                        lsp.DidChangeWorkspaceFoldersParams(event=event))
 
     def workspace_file_changed(self, path: str) -> None:
         """A file changed on disk: ``workspace/didChangeWatchedFiles``, as an editor that

@@ -226,7 +226,8 @@ def _engine_stats(engine: Engine) -> dict:
             "undrafted": engine.stats.undrafted,   # drafting idled for them
             "forward": forward_in_use(engine),     # None until the model loads
             "drafting": drafting_in_use(engine),   # the mode that runs, and why
-            "threads": threads_in_use(engine)}     # and on a GPU
+            "threads": threads_in_use(engine),     # and on a GPU
+            "workspace_folders": list(engine.workspace_folders)}   # what the analysis indexes
 
 
 def _document_summary(engine: Engine, uri: str) -> dict:
