@@ -8,7 +8,9 @@ p50/p95 of the in-process replay (the Engine's own), and of the replay through t
 protocol: the client's round trip (the headline figure, what the user waits for) with
 the server Engine's own latency of the same requests beside it, and per request the
 difference (the protocol's cost: JSON-RPC, the event loop, the hand-over to the model
-thread).
+thread); and how many completions got the same drafts both ways (each trace is replayed
+on a new Engine in process, and in its own workspace folder of the one server through
+the protocol, so they should all be the same).
 """
 from __future__ import annotations
 
@@ -61,7 +63,20 @@ def main() -> int:
     print(f"p50 difference via LSP - in-process {b['latency_ms']['p50'] - a['latency_ms']['p50']:+.1f}"
           f" ms; per-request protocol overhead p50 {overhead['p50']:.2f} ms, "
           f"p95 {overhead['p95']:.2f} ms (target p50 <= 5 ms)")
+    print(_same_drafts(traces, local, remote))
     return 0
+
+
+def _same_drafts(traces, local, remote) -> str:
+    """How many completions got the same drafts in process and through the protocol, and
+    the first few that did not (trace:line)."""
+    pairs = [(t.source, x, y) for t, here, there in zip(traces, local, remote)
+             for x, y in zip(here.completions, there.completions)]
+    counts = [(len(h.completions), len(t.completions)) for h, t in zip(local, remote)]
+    differ = [f"{Path(src).name}:{x.line}" for src, x, y in pairs if x.drafts != y.drafts]
+    return (f"the same drafts in process and via LSP: {len(pairs) - len(differ)} of "
+            f"{len(pairs)} completions" + (f"; differ: {', '.join(differ[:8])}" if differ else "")
+            + ("" if all(a == b for a, b in counts) else f"; completions per trace {counts}"))
 
 
 if __name__ == "__main__":

@@ -9,7 +9,11 @@ The parts, each summed over a completion: ``setup`` (the analysis at the cursor:
 and the state's advance at every decoding step: ``steps.masked`` and ``steps.advance``
 with a monitor) and ``guard`` (the syntax guard's checks of the shown drafts:
 ``presentation.guarded``). Prints each part's p50 and mean in ms, the completions'
-latency p50 with the monitor on and off, and the difference.
+latency p50 with the monitor on and off, and the difference. ``--steps`` adds the steps'
+pieces, each's ms a completion (mean, the monitor on) and us a call: the masked logits
+(``steps.masked``), a new state's mask (``MonitorState._mask``), a mask the cache had to
+build (``MaskCache`` misses) or found, the state's advance (``steps.advance``) and the
+forced name; greedy decoding's (the defaults' automatic completions).
 """
 from __future__ import annotations
 
@@ -55,10 +59,50 @@ def instrument() -> None:
                                  lambda _text, guard: guard is not None)
 
 
+PIECES = ("masked logits", "a state's mask", "mask built", "mask found", "advance",
+          "forced name")
+pieces = {p: [0.0, 0] for p in PIECES}             # seconds, calls (the monitor on)
+
+
+def _piece(name: str, fn, when=lambda *a: True):
+    def wrapper(*args, **kw):
+        if not when(*args):
+            return fn(*args, **kw)
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kw)
+        finally:
+            pieces[name][0] += time.perf_counter() - t0
+            pieces[name][1] += 1
+    return wrapper
+
+
+def instrument_steps() -> None:
+    """Timers on the steps' pieces (``--steps``)."""
+    from inkling.analysis.monitor import MonitorState
+    from inkling.analysis.token_masks import MaskCache
+    with_monitor = lambda _x, monitor, *a: monitor is not None        # noqa: E731
+    greedy.masked = timed("steps", _piece("masked logits", steps.masked, with_monitor),
+                          with_monitor)
+    greedy.advance = timed("steps", _piece("advance", steps.advance,
+                                           lambda monitor, *a: monitor is not None),
+                           lambda monitor, *a: monitor is not None)
+    MonitorState._mask = _piece("a state's mask", MonitorState._mask)
+    MonitorState.forced_text = _piece("forced name", MonitorState.forced_text)
+    cached = MaskCache._cached
+
+    def sorted_cached(self, key, device, make_recipe):
+        found = (key, "cpu" if device is None else str(device)) in self._dense
+        return _piece("mask found" if found else "mask built", cached)(
+            self, key, device, make_recipe)
+    MaskCache._cached = sorted_cached
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("traces", nargs="*")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--steps", action="store_true", help="time the steps' pieces too")
     args = ap.parse_args()
     paths = args.traces or sorted(str(p) for p in (HERE / "traces" / "reporting").glob("*.jsonl"))
     traces = [read_trace(p) for p in paths]
@@ -66,6 +110,8 @@ def main() -> int:
     runtime = Engine(base).load_model()
     replayer = Replayer(base, runtime, SyntaxChecker())
     instrument()
+    if args.steps:
+        instrument_steps()
     original = Engine._complete
     parts: dict[str, list[float]] = {p: [] for p in PARTS}
     latency: dict[str, list[float]] = {"on": [], "off": []}
@@ -87,9 +133,16 @@ def main() -> int:
                     latency[mode] += [c.latency_ms for c in result.completions]
         if r == 0:
             parts = {p: [] for p in PARTS}
+            for p in PIECES:
+                pieces[p] = [0.0, 0]
     for p in PARTS:
         print(f"{p:6} p50 {statistics.median(parts[p]):6.2f} ms  mean "
               f"{statistics.fmean(parts[p]):6.2f} ms")
+    if args.steps:                                 # pieces time the monitor on only
+        for p in PIECES:
+            seconds, calls = pieces[p]
+            print(f"  {p:15} {seconds * 1000 / len(parts['steps']):6.3f} ms a completion, "
+                  f"{seconds * 1e6 / max(calls, 1):6.1f} us a call ({calls} calls)")
     on, off = statistics.median(latency["on"]), statistics.median(latency["off"])
     print(f"completion latency p50: monitor on {on:.2f} ms, off {off:.2f} ms, "
           f"difference {on - off:.2f} ms ({len(latency['on'])} completions a mode)")
