@@ -46,6 +46,7 @@ class EditorState:
         """A file on disk changed (the replay's `file` events, the client's
         didChangeWatchedFiles): every index has it now, not when the watcher sees it."""
         self.workspace.file_changed(path)
+        self._analysis.stale()
         if self.options.completion.context in ("similar", "both"):
             self.repo_context.touch_file(Path(path))
 
@@ -60,7 +61,7 @@ class EditorState:
 
     def apply_change(self, uri: str, changes: list[TextChange], version: int | None = None) -> None:
         doc = self.documents.apply(uri, changes, version)
-        self._analysis.changed(doc, self.options.completion)
+        self._analysis.changed(doc, self.options.completion, edit_end(doc, changes))
         self.repo_context.touch(uri, lambda: doc.text)
 
     def close(self, uri: str) -> None:
@@ -74,3 +75,12 @@ class EditorState:
 
     def document_sha256(self, uri: str) -> str:
         return self.documents.sha256(uri)
+
+
+def edit_end(doc: Document, changes: list[TextChange]) -> int | None:
+    """Where the last of ``changes`` (applied to ``doc``) left the cursor: the end of the
+    text it inserted; None for a whole-document change."""
+    last = changes[-1] if changes else None
+    if last is None or last.range is None:
+        return None
+    return doc.offset_at(last.range.start) + len(last.text)

@@ -4,6 +4,8 @@ watcher), told of every open document, and asked for the monitor and the syntax 
 a cursor. Owned by the Engine's thread."""
 from __future__ import annotations
 
+import logging
+
 from inkling.analysis import AnalysisOptions, CodeAnalysis
 from inkling.analysis.vocabulary import TokenVocabulary
 from inkling.analysis.workspace import Workspace
@@ -12,6 +14,8 @@ from inkling.runtime.model_runtime import ModelRuntime
 from .document import Document
 from .open_documents import OpenDocuments
 from .options import CompletionOptions
+
+log = logging.getLogger(__name__)
 
 
 def wanted(c: CompletionOptions) -> bool:
@@ -35,6 +39,8 @@ class OpenAnalysis:
     def __init__(self, workspace: Workspace, documents: OpenDocuments):
         self._workspace, self._documents = workspace, documents
         self._analysis: CodeAnalysis | None = None
+        self._runtime: ModelRuntime | None = None    # the last completion's
+        self._ahead: tuple | None = None      # (uri, text, offset, runtime, (monitor, guard))
 
     @property
     def made(self) -> bool:
@@ -61,23 +67,53 @@ class OpenAnalysis:
             analysis.open(doc.uri, doc.text, doc.language_id)
         return analysis
 
+    def stale(self) -> None:
+        """What the last edit made is not to be used: the workspace or a document changed
+        besides (the index a monitor resolves against)."""
+        self._ahead = None
+
     def opened(self, doc: Document, c: CompletionOptions) -> None:
+        self._ahead = None
         if self._analysis is not None or wanted(c):
             self.get().open(doc.uri, doc.text, doc.language_id)
 
-    def changed(self, doc: Document, c: CompletionOptions) -> None:
+    def changed(self, doc: Document, c: CompletionOptions, cursor: int | None = None) -> None:
+        """``doc`` was edited; ``cursor``: where the edit left the cursor (None: not known).
+        With the monitor on, what a completion there reads is made now, while the editor
+        waits out its debounce before it asks: the symbols, and the monitor and the guard
+        at ``cursor`` (for the model the last completion ran on)."""
         if self._analysis is not None:             # tree.edit and an incremental reparse
             self._analysis.change(doc.uri, doc.text)
             if c.monitor == "on":
-                self._analysis.prepare(doc.uri)    # the monitor's symbols, before it is asked
+                self._analysis.prepare(doc.uri)
+                if cursor is not None and self._runtime is not None:
+                    self._ahead = self._made_ahead(doc, cursor, self._runtime)
+
+    def _made_ahead(self, doc: Document, cursor: int, runtime: ModelRuntime) -> tuple | None:
+        """What ``at_cursor`` takes at ``cursor``; None where making it failed (an edit
+        never fails for the analysis: the completion then makes it, and says why)."""
+        try:
+            return doc.uri, doc.text, cursor, runtime, self._made(doc, cursor, runtime)
+        except Exception:            # noqa: BLE001 - the edit is applied whatever this does
+            log.exception("the analysis at %s:%d after an edit failed", doc.uri, cursor)
+            return None
 
     def closed(self, uri: str) -> None:
+        self._ahead = None
         if self._analysis is not None:
             self._analysis.close(uri)
 
     def at_cursor(self, doc: Document, offset: int, runtime: ModelRuntime):
-        """(monitor state, syntax guard) at ``offset`` of ``doc``. Analysis never raises
-        into decoding: what it cannot resolve is unconstrained (None)."""
+        """(monitor state, syntax guard) at ``offset`` of ``doc``: those the last edit made
+        where they are for this very text, else made now. Analysis never raises into
+        decoding: what it cannot resolve is unconstrained (None)."""
+        ahead, self._runtime = self._ahead, runtime
+        if ahead is not None and ahead[0] == doc.uri and ahead[2] == offset and \
+                ahead[3] is runtime and ahead[1] == doc.text:
+            return ahead[4]
+        return self._made(doc, offset, runtime)
+
+    def _made(self, doc: Document, offset: int, runtime: ModelRuntime):
         an = self.get()
         vocab = token_vocabulary(runtime)
         return an.monitor(doc.uri, offset, vocab, text=doc.text), an.guard(doc.uri, offset)

@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from inkling.completion.document import Position
+from inkling.completion.document import Position, Range
 from inkling.completion.engine import Engine
 from inkling.completion.options import InklingOptions
 
@@ -194,3 +194,39 @@ def test_a_verified_tree_is_walked_masking_only_the_rows_it_walks():
     assert calls == [(), (2,), (2, 4)]                 # the root's row, then each accepted
     assert w.rows.shape == (3, 8) and [int(r.argmax()) for r in w.rows] == [2, 4, 4]
     assert [t for t, _ in w.logprobs(tree, 2)] == [2, 4]
+
+
+def test_the_monitor_at_an_edits_end_is_made_with_the_edit(tiny_runtime, monkeypatch):
+    """After an edit the monitor and the guard at the cursor it left are made at once
+    (while the editor waits out its debounce), and a completion there takes them: the
+    same drafts as made at the completion; elsewhere, or after a file changed on disk,
+    they are made at the completion."""
+    from inkling.completion.document import TextChange
+    from inkling.completion.open_analysis import OpenAnalysis
+    made = []
+    real = OpenAnalysis._made
+    monkeypatch.setattr(OpenAnalysis, "_made",
+                        lambda self, doc, offset, rt: (made.append(offset), real(self, doc, offset, rt))[1])
+    opts = InklingOptions().merged({"completion": {"monitor": "on", "max_new_tokens": 6}})
+    uri = "file:///w/box.py"
+    start = TEXT.replace("return self.\n", "return \n")
+    engine = Engine(opts, runtime=tiny_runtime)
+    engine.open(uri, start)
+    engine.complete(uri, Position(6, 15))                   # the runtime known from now on
+    edit = TextChange("self.", Range(Position(6, 15), Position(6, 15)))
+    engine.apply_change(uri, [edit], 2)
+    end = engine.document(uri).offset_at(Position(6, 20))
+    assert made[-1] == end                                  # made with the edit
+    count = len(made)
+    ahead = engine.complete(uri, Position(6, 20))
+    assert len(made) == count                               # the completion took them
+    engine._analysis.stale()
+    again = engine.complete(uri, Position(6, 20))
+    assert len(made) == count + 1                           # made at the completion
+    assert [d.text for d in ahead.drafts] == [d.text for d in again.drafts]
+    engine.complete(uri, Position(6, 19))                   # elsewhere: made there
+    assert made[-1] == end - 1
+    engine.apply_change(uri, [TextChange("w", Range(Position(6, 20), Position(6, 20)))], 3)
+    engine.workspace_file_changed("/w/other.py")            # the index may change
+    engine.complete(uri, Position(6, 21))
+    assert made[-1] == end + 1 and made[-2] == end + 1      # made again at the completion
