@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from inkling.analysis.monitor import MonitorState
+from inkling.analysis.token_masks import MaskCache
 from inkling.completion import open_analysis, presentation
 from inkling.completion.decoding import greedy, steps
 from inkling.completion.engine import Engine
@@ -37,6 +39,11 @@ spent = dict.fromkeys(PARTS, 0.0)
 
 
 def timed(part: str, fn, when=lambda *a: True):
+    """``fn`` with its time added to ``part``'s where ``when(*args)``."""
+    return _timer(fn, when, lambda seconds: spent.__setitem__(part, spent[part] + seconds))
+
+
+def _timer(fn, when, record):
     def wrapper(*args, **kw):
         if not when(*args):
             return fn(*args, **kw)
@@ -44,7 +51,7 @@ def timed(part: str, fn, when=lambda *a: True):
         try:
             return fn(*args, **kw)
         finally:
-            spent[part] += time.perf_counter() - t0
+            record(time.perf_counter() - t0)
     return wrapper
 
 
@@ -65,22 +72,15 @@ pieces = {p: [0.0, 0] for p in PIECES}             # seconds, calls (the monitor
 
 
 def _piece(name: str, fn, when=lambda *a: True):
-    def wrapper(*args, **kw):
-        if not when(*args):
-            return fn(*args, **kw)
-        t0 = time.perf_counter()
-        try:
-            return fn(*args, **kw)
-        finally:
-            pieces[name][0] += time.perf_counter() - t0
-            pieces[name][1] += 1
-    return wrapper
+    """``fn`` with its time and calls added to piece ``name``'s where ``when(*args)``."""
+    def record(seconds: float) -> None:
+        pieces[name][0] += seconds
+        pieces[name][1] += 1
+    return _timer(fn, when, record)
 
 
 def instrument_steps() -> None:
     """Timers on the steps' pieces (``--steps``)."""
-    from inkling.analysis.monitor import MonitorState
-    from inkling.analysis.token_masks import MaskCache
     with_monitor = lambda _x, monitor, *a: monitor is not None        # noqa: E731
     greedy.masked = timed("steps", _piece("masked logits", steps.masked, with_monitor),
                           with_monitor)
