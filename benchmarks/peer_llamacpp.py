@@ -687,11 +687,8 @@ def _served_session(trace, served, checker):
     serve`, a folder of its workspace per trace), set up as LspReplayer.replay does."""
     from inkling.evaluation.replay import _Session
     from inkling.evaluation.replay_result import TraceResult
-    served._count += 1
-    root = served.root / f"trace-{served._count}"
-    root.mkdir()
-    served.engine.workspace_folders = [root.as_uri()]
-    return _Session(trace, root, served.engine, checker, TraceResult(trace.source, trace.name))
+    return _Session(trace, served.trace_folder(), served.engine, checker,
+                    TraceResult(trace.source, trace.name))
 
 
 def inkling_sample(session, event, probe: SyncProbe) -> tuple[Sample, list[int] | None]:

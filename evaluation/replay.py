@@ -235,10 +235,7 @@ class LspReplayer:
 
     def replay(self, trace: Trace, tick: Tick = lambda n: None) -> TraceResult:
         result = TraceResult(trace.source, trace.name)
-        self._count += 1
-        root = self.root / f"trace-{self._count}"
-        root.mkdir()
-        self.engine.workspace_folders = [root.as_uri()]    # the trace's alone, as in process
+        root = self.trace_folder()
         t0 = time.perf_counter()
         session = _Session(trace, root, self.engine, self.checker, result)
         _run(session, tick)
@@ -247,6 +244,15 @@ class LspReplayer:
         result.total_ms = (time.perf_counter() - t0) * 1000
         result.model_ms = sum(r.model_ms for r in result.completions)
         return result
+
+    def trace_folder(self) -> Path:
+        """A new folder for the next trace, made the server's only workspace folder (as the
+        in-process replay's Engine is new for each trace, a trace's files reach no other's)."""
+        self._count += 1
+        root = self.root / f"trace-{self._count}"
+        root.mkdir()
+        self.engine.workspace_folders = [root.as_uri()]
+        return root
 
     def close(self) -> None:
         try:
