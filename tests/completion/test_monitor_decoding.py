@@ -230,3 +230,27 @@ def test_the_monitor_at_an_edits_end_is_made_with_the_edit(tiny_runtime, monkeyp
     engine.workspace_file_changed("/w/other.py")            # the index may change
     engine.complete(uri, Position(6, 21))
     assert made[-1] == end + 1 and made[-2] == end + 1      # made again at the completion
+
+
+def test_an_analysis_that_fails_after_an_edit_never_fails_the_edit(tiny_runtime, monkeypatch):
+    """The monitor made with an edit raises: the edit is applied all the same, and the
+    completion there makes its monitor itself."""
+    from inkling.completion.document import TextChange
+    from inkling.completion.open_analysis import OpenAnalysis
+    real, calls = OpenAnalysis._made, []
+
+    def made(self, doc, offset, rt):
+        calls.append(offset)
+        if len(calls) == 2:                                 # the one made with the edit
+            raise RuntimeError("broken analysis")
+        return real(self, doc, offset, rt)
+    monkeypatch.setattr(OpenAnalysis, "_made", made)
+    opts = InklingOptions().merged({"completion": {"monitor": "on", "max_new_tokens": 6}})
+    uri, start = "file:///w/box.py", TEXT.replace("return self.\n", "return \n")
+    engine = Engine(opts, runtime=tiny_runtime)
+    engine.open(uri, start)
+    engine.complete(uri, Position(6, 15))
+    engine.apply_change(uri, [TextChange("self.", Range(Position(6, 15), Position(6, 15)))], 2)
+    assert engine.document(uri).text == TEXT and len(calls) == 2
+    result = engine.complete(uri, Position(6, 20))
+    assert len(calls) == 3 and result.drafts                # made at the completion
