@@ -77,10 +77,12 @@ class PackedLinear(torch.nn.Module):
                 and (not tied or weight.numel() * 4 <= TIED_PACK_MAX_BYTES))
 
 
-def lay_out_for_cpu(model: torch.nn.Module) -> int:
-    """Replace the model's ``nn.Linear`` layers by :class:`PackedLinear` (large ones)
-    or :class:`InputMajorLinear` in place; returns how many were replaced. A tied output
-    layer that is not packed keeps sharing its weight with the input embedding."""
+def lay_out_for_cpu(model: torch.nn.Module, pack: bool = True) -> int:
+    """Replace the model's ``nn.Linear`` layers by :class:`PackedLinear` (large ones,
+    where ``pack``) or :class:`InputMajorLinear` in place; returns how many were replaced.
+    A tied output layer that is not packed keeps sharing its weight with the input
+    embedding. ``pack`` False: every layer [in, out], as the native layers read them
+    (model.forward native on a model whose layers would be packed)."""
     emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     tied = None
     if isinstance(emb, torch.nn.Embedding):
@@ -91,7 +93,7 @@ def lay_out_for_cpu(model: torch.nn.Module) -> int:
             if type(child) is not torch.nn.Linear:
                 continue
             is_tied = tied is not None and child.weight.data_ptr() == tied
-            if PackedLinear.suits(child.weight, is_tied):
+            if pack and PackedLinear.suits(child.weight, is_tied):
                 setattr(parent, name, PackedLinear(child.weight, child.bias))
                 swapped += 1
                 continue

@@ -130,7 +130,7 @@ def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
     n_threads = pick_threads(threads, dev, n_params)
     if n_threads is not None:
         torch.set_num_threads(n_threads)
-    model_setup.lay_out(model, dev)
+    model_setup.lay_out(model, dev, forward)
     runtime = model_setup.new_runtime(path, cfg, model, dev, dt,
                                       thread_choice(threads, n_threads, n_params))
     model_setup.settle_forward(runtime, forward, report)

@@ -63,10 +63,12 @@ def read_model(path: Path, dtype: torch.dtype, device: torch.device) -> torch.nn
     return model
 
 
-def lay_out(model: torch.nn.Module, device: torch.device) -> None:
-    """The model's layers laid out for the CPU there, its attention packed for GQA."""
+def lay_out(model: torch.nn.Module, device: torch.device, forward: str = "auto") -> None:
+    """The model's layers laid out for the CPU there, its attention packed for GQA. With
+    ``forward`` native no layer is packed for oneDNN: the native layers read [in, out]
+    weights (``auto`` runs them only on a model too small to have packed layers)."""
     if device.type == "cpu":
-        lay_out_for_cpu(model)
+        lay_out_for_cpu(model, pack=forward != "native")
     use_packed_gqa(model)
 
 

@@ -159,7 +159,8 @@ def _flags_name(flags: tuple[str, ...]) -> str:
 
 def _compile_args(source: Path, flags: tuple[str, ...]) -> list[str]:
     """Torch's compile and link arguments for a CPU extension of ``source`` (as
-    ``cpp_extension.load`` gives them), in one command."""
+    ``cpp_extension.load`` gives them), in one command, and OpenMP's where torch runs its
+    threads on it (``parallel_flags``)."""
     root = Path(torch.__file__).parent
     abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
     return [f"-DTORCH_EXTENSION_NAME={EXTENSION}", "-DTORCH_API_INCLUDE_EXTENSION_H",
@@ -167,9 +168,22 @@ def _compile_args(source: Path, flags: tuple[str, ...]) -> list[str]:
             "-isystem", str(root / "include"),
             "-isystem", str(root / "include" / "torch" / "csrc" / "api" / "include"),
             "-isystem", sysconfig.get_paths()["include"],
-            "-fPIC", "-std=c++20", "-O3", "-fno-trapping-math", *flags, str(source),
+            "-fPIC", "-std=c++20", "-O3", "-fno-trapping-math", *parallel_flags(), *flags,
+            str(source),
             "-shared", f"-L{root / 'lib'}", "-lc10", "-ltorch_cpu", "-ltorch",
             "-ltorch_python"]
+
+
+def parallel_flags() -> tuple[str, ...]:
+    """``-fopenmp`` where torch's threads are OpenMP's (Linux wheels): ``at::parallel_for``
+    is a template in torch's headers whose OpenMP region is compiled into this module, and
+    without the flag it runs the whole range on the calling thread (the projections and
+    the attention then ignored ``torch.set_num_threads``). The module then needs
+    ``libgomp.so.1``, which torch has already loaded: one OpenMP runtime, torch's thread
+    count. Elsewhere (macOS's clang has no -fopenmp) the ranges run on one thread."""
+    if sys.platform.startswith("linux") and torch.backends.openmp.is_available():
+        return ("-fopenmp",)
+    return ()
 
 
 # ------------------------------------------------------------------------ building

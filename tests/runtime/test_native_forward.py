@@ -239,6 +239,32 @@ def test_auto_leaves_large_models_to_the_compact_forward(tiny_model_dir, monkeyp
     assert PromptCache(rt, "full", forward="native").forward == "native"   # asked: it runs
 
 
+def test_native_asked_keeps_layers_that_would_be_packed_for_it(tiny_model_dir, monkeypatch):
+    """Projections large enough for oneDNN's packed layout (every layer of a 100 M model)
+    are packed where the compact forward may serve, which the native layers cannot read;
+    with model.forward native asked they stay [in, out] and the native layers run them,
+    within 1e-4 of the reference, the same greedy tokens."""
+    from inkling.runtime import cpu_layout
+    monkeypatch.setattr(cpu_layout, "PACK_MIN_WEIGHTS", 1000)
+    auto = load_runtime(tiny_model_dir, device="cpu", dtype="float32")
+    assert isinstance(auto.model.model.layers[0].mlp.up_proj, cpu_layout.PackedLinear)
+    with pytest.raises(ModelError, match="PackedLinear"):
+        PromptCache(auto, "full", forward="native")
+    rt = load_runtime(tiny_model_dir, device="cpu", dtype="float32", forward="native")
+    caches = _both(rt)
+    assert caches["native"].forward == "native"
+    prompt = _ids(rt, 70, seed=5)
+    _close(*(c.extend(prompt)[-8:] for c in caches.values()))
+    tokens = {}
+    for name, c in caches.items():
+        logits, out = c.extend([prompt[0]])[-1], []
+        for _ in range(20):
+            out.append(int(logits.argmax()))
+            logits = c.extend([out[-1]])[-1]
+        tokens[name] = out
+    assert tokens["reference"] == tokens["native"]
+
+
 def test_a_build_failure_names_the_compilers_error():
     exc = RuntimeError("Error building extension 'x': [1/2] c++ -O3 -c a.cpp\nFAILED: a.o\n"
                        "a.cpp:3:1: error: 'foo' was not declared in this scope\nninja: stopped")
