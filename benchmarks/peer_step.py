@@ -171,6 +171,12 @@ def start_cases(stack, a, binary: Path, found: dict[str, Path], threads: list[in
     return cases
 
 
+def next_run(out: Path) -> int:
+    """The number of the run to append to ``out`` (its ``# run N`` headers counted)."""
+    text = out.read_text(encoding="utf-8") if out.is_file() else ""
+    return 1 + sum(line.startswith("# run ") for line in text.splitlines())
+
+
 def _params(model) -> int:
     """Parameters, a tied embedding counted once (it shares the output layer's storage)."""
     storages: dict[int, int] = {}
@@ -180,10 +186,10 @@ def _params(model) -> int:
     return sum(storages.values())
 
 
-def table(cases: list[Case], a, keys: dict[str, str], commit: str) -> str:
-    lines = [f"# inkling's decoding step against llama.cpp's (llama-cpp-python's vendored "
-             f"llama.cpp), ms per token after {a.context} cached tokens, {a.tokens} greedy "
-             f"tokens a round, {a.rounds} interleaved rounds (median of the rounds')",
+def table(cases: list[Case], a, keys: dict[str, str], commit: str, run: int) -> str:
+    lines = [f"# run {run}: inkling's decoding step against llama.cpp's (llama-cpp-python's "
+             f"vendored llama.cpp), ms per token after {a.context} cached tokens, {a.tokens} "
+             f"greedy tokens a round, {a.rounds} interleaved rounds (median of the rounds')",
              f"# commit {commit}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
              f"weights: {', '.join(f'{k} {v}' for k, v in keys.items())}; other work ran: "
              f"{a.other_work}",
@@ -226,7 +232,8 @@ def main() -> int:
             print(f"round {r + 1} of {a.rounds} done", flush=True)
         commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                                 capture_output=True, text=True).stdout.strip()
-        text = table(cases, a, {s: model_key(f) for s, f in found.items()}, commit)
+        text = table(cases, a, {s: model_key(f) for s, f in found.items()}, commit,
+                     next_run(Path(a.out)))
     print(text, end="")
     with open(a.out, "a") as f:
         f.write(text)
