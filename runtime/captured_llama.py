@@ -32,7 +32,7 @@ from __future__ import annotations
 import torch
 from torch.nn import functional as F
 
-from inkling.runtime.compact_llama import CompactLlama, _rms, _rope
+from inkling.runtime.compact_llama import CompactLlama, _rms
 from inkling.runtime.kv_buffers import CAPACITY_STEP, KVBuffers
 from inkling.runtime.rotary import UNSUPPORTED_ROPE, rope_type
 
@@ -134,7 +134,6 @@ class CapturedLlama(CompactLlama):
             raise ValueError(f"{type(model).__name__}: no captured forward: {why}")
         self.graphs = graphs
         self.step_fn = self.static_step
-        self._cos = self._sin = None                                    # [P, d] each
         self._rows: torch.Tensor | None = None                          # [64]: 0 .. 63
 
     def new_buffers(self, dtype: torch.dtype, device: torch.device) -> CapturedBuffers:
@@ -199,14 +198,10 @@ class CapturedLlama(CompactLlama):
         first ``n`` rows (sin's first half negated, as ``_rope`` gives it); the tables
         cover every position up to the capacity, from the model's rotary module (row for
         row what it computes)."""
-        if self._cos is None or self._cos.shape[0] < capacity or \
-                self._cos.device != positions.device:
-            where = torch.arange(capacity, device=positions.device)[None]          # [1, P]
-            probe = torch.zeros(1, dtype=self.embed.weight.dtype, device=positions.device)
-            cos, sin = _rope(*self.rotary(probe, position_ids=where))       # [1, 1, P, d]
-            self._cos, self._sin = cos[0, 0], sin[0, 0]
-        torch.index_select(self._cos, 0, positions, out=step.cos[0, 0, :n])     # [n, d]
-        torch.index_select(self._sin, 0, positions, out=step.sin[0, 0, :n])
+        table = self.rope_table                       # static: refusal() holds the rest
+        table.ensure(capacity, positions.device)
+        torch.index_select(table.cos, 0, positions, out=step.cos[0, 0, :n])     # [n, d]
+        torch.index_select(table.sin, 0, positions, out=step.sin[0, 0, :n])
 
     def _arange(self, n: int, device: torch.device) -> torch.Tensor:
         """0 .. n - 1 on ``device``: for a bucket's rows a slice of one kept tensor (no

@@ -28,6 +28,7 @@ from torch.nn import functional as F
 
 from inkling.runtime.cpu_layout import InputMajorLinear
 from inkling.runtime.kv_buffers import KVBuffers
+from inkling.runtime.rotary import RopeTable, static_rope
 
 Projection = Callable[[torch.Tensor], torch.Tensor]
 
@@ -108,12 +109,24 @@ class CompactLlama:
         self.scaling = body.layers[0].self_attn.scaling
         self.embed = body.embed_tokens
         self.rotary = body.rotary_emb
+        self.rope_table = RopeTable(self.rotary, self.embed.weight.dtype) \
+            if static_rope(config) else None
         self.norm = body.norm
         self.head = _projection(model.lm_head)
         self.layers = [_Layer.of(block) for block in body.layers]
 
     def new_buffers(self, dtype: torch.dtype, device: torch.device) -> KVBuffers:
         return KVBuffers.for_config(self.config, dtype, device)
+
+    def rope(self, embeds: torch.Tensor, positions: torch.Tensor
+             ) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos and sin' [n, d] at ``positions`` [1, n] (sin's first half negated, as
+        ``_rope`` gives it): looked up in the table where the rotary type is static, else
+        the model's rotary module's (``embeds``: its dtype)."""
+        if self.rope_table is not None and embeds.dtype == self.rope_table.dtype:
+            return self.rope_table.rows(positions[0])
+        cos, sin = _rope(*self.rotary(embeds, position_ids=positions))   # [1, 1, n, d] each
+        return cos[0, 0], sin[0, 0]
 
     @torch.inference_mode()
     def forward(self, kv: KVBuffers, embeds: torch.Tensor, positions: torch.Tensor,
@@ -124,7 +137,8 @@ class CompactLlama:
         (the model's dtype); the new entries are appended to ``kv``."""
         n, past = embeds.shape[1], kv.length
         kv.reserve(n)
-        rope = _rope(*self.rotary(embeds, position_ids=positions))       # [1, 1, n, d] each
+        cos, sin = self.rope(embeds, positions)                            # [n, d] each
+        rope = cos[None, None], sin[None, None]                          # [1, 1, n, d] each
         attend = self._attention_mask(mask, n, past, embeds.device)
         stores = (kv.keys.unbind(0), kv.values.unbind(0))                # [1, kv, cap, d] each
         x = embeds[0]                                                     # [n, hidden]

@@ -243,12 +243,10 @@ class NativeLlama(CompactLlama):
         if not self.runs_native(n, embeds.dtype):
             return super().forward(kv, embeds, positions, mask, keep)
         kv.reserve(n)
-        cos, sin = self.rotary(embeds, position_ids=positions)           # [1, n, d] each
-        half = sin.shape[-1] // 2
-        sin = torch.cat((-sin[0, :, :half], sin[0, :, half:]), -1)       # [n, d]
+        cos, sin = self.rope(embeds, positions)                           # [n, d] each
         x = embeds[0].contiguous().clone()                               # [n, hidden]
         hidden = self.extension.layers_forward(
-            x, self.weights, kv.keys, kv.values, past, cos[0].contiguous(), sin,
+            x, self.weights, kv.keys, kv.values, past, cos.contiguous(), sin.contiguous(),
             _additive(mask, self.no_mask), self.final_norm, self.eps, self.scaling,
             self.heads, self.kv_heads, keep, ATTEND_MANY_ROWS)             # [keep or n, hidden]
         kv.length = past + n
