@@ -20,8 +20,9 @@ tokens: 100.7 M parameters; made once into the cache folder, seed 0).
 A round of one system: after ``--context`` cached tokens (the same ids both sides),
 ``--tokens`` greedy tokens, each fed back; ms per token of the decode:
 
-* inkling: the wall time of each step (``PromptCache.extend`` of one row, the native
-  forward, then the argmax of its logits), the round's median;
+* inkling: the wall time of the round's steps (each ``PromptCache.extend`` of one row,
+  the native forward, then the argmax of its logits) over their number (runs 1-2 took the
+  median step instead);
 * llama.cpp: ``llama-server /completion`` (the prompt cached between rounds, ``top_k`` 1,
   ``ignore_eos``, ``n_predict`` = ``--tokens``): its own ``timings.predicted_per_token_ms``
   (decode and sampling, no HTTP).
@@ -106,16 +107,16 @@ def prompt_ids(context: int, vocab: int) -> list[int]:
 
 
 def inkling_round(case: Case, cache: PromptCache, ids: list[int], tokens: int) -> float:
-    """Median wall ms of one greedy step (a one-row forward and its argmax) after ``ids``
-    (cached: the last one is run again for its logits)."""
+    """Wall ms a greedy step (a one-row forward and its argmax), ``tokens`` steps after
+    ``ids`` (cached: the last one is run again for its logits) over their number, as
+    llama.cpp's ``predicted_per_token_ms`` is its decode's time over its tokens."""
     torch.set_num_threads(case.threads)
     cache.truncate(len(ids) - 1)
-    tok, times = int(torch.argmax(cache.extend(ids[-1:])[-1])), []
+    tok = int(torch.argmax(cache.extend(ids[-1:])[-1]))
+    t0 = time.perf_counter()
     for _ in range(tokens):
-        t0 = time.perf_counter()
         tok = int(torch.argmax(cache.extend([tok])[-1]))
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
+    return (time.perf_counter() - t0) * 1000 / tokens
 
 
 def llama_round(case: Case, ids: list[int], tokens: int) -> float:
