@@ -637,11 +637,14 @@ torch::Tensor project_packed(torch::Tensor x, torch::Tensor panels, int64_t out)
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("project_rows", &project_rows, "x @ w by the layers' projection", py::arg("x"),
         py::arg("w"), py::arg("half") = false);
-  m.def("project_packed", &project_packed, "x @ w from w's panels");
+  // the long calls release the GIL: the server's event loop answers while a forward runs
+  m.def("project_packed", &project_packed, "x @ w from w's panels",
+        py::call_guard<py::gil_scoped_release>());
   m.def("pack_panels", &pack_panels, "w [in, out] as the projections' panels", py::arg("w"),
         py::arg("half") = false);
   m.def("pack_int8_panels", &pack_int8_panels,
         "int8 w [in, out] and its column scales [out] as the projections' int8 panels");
   m.def("fast_half", &fast_half, "whether float16 panels are read by F16C");
-  m.def("layers_forward", &layers_forward, "the decoder layers of a few rows, in place");
+  m.def("layers_forward", &layers_forward, "the decoder layers of a few rows, in place",
+        py::call_guard<py::gil_scoped_release>());
 }
