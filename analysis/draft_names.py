@@ -9,6 +9,7 @@ loop variable, ``self.x = ...``) count as defined.
 from __future__ import annotations
 
 import builtins
+import functools
 import keyword
 import re
 from dataclasses import dataclass
@@ -124,9 +125,16 @@ def readable_parts(symbols, bound, index: SymbolIndex, resolver: Resolver, words
     stars = resolver.star_exports(symbols)
     if stars is None:
         return None
-    shared = frozenset(_BUILTINS | index.workspace_names() | stars |
-                       (_WORDS if words else frozenset()))
+    shared = _shared_names(index.workspace_names(), frozenset(stars), words)
     return shared, frozenset(set(bound) | set(symbols.names)) - shared
+
+
+@functools.lru_cache(maxsize=8)
+def _shared_names(workspace: frozenset, stars: frozenset, words: bool) -> frozenset:
+    """The workspace's part of ``readable_parts``: one set while the workspace's names (the
+    same object while unchanged: ``SymbolIndex.workspace_names``) and the star imports'
+    are, so a keystroke does not copy every name of the workspace again."""
+    return frozenset(_BUILTINS | workspace | stars | (_WORDS if words else frozenset()))
 
 
 def _draft_lexicon(root, text: str, offset: int, draft: str) -> tuple[int, list[bool]]:

@@ -54,7 +54,8 @@ def readable_names(doc: OpenDocument, symbols: FileSymbols, index: SymbolIndex
     if doc.free_version != tree.version or doc.free_workspace is not workspace:
         bound = index.parsers.extractor().bound_names(tree.root)
         parts = readable_parts(symbols, bound, index, Resolver(index))
-        if parts is not None and doc.free_names is not None and parts[0] == doc.free_names[0]:
+        if parts is not None and doc.free_names is not None and (
+                parts[0] is doc.free_names[0] or parts[0] == doc.free_names[0]):
             parts = (doc.free_names[0], parts[1])        # the same object: masks kept
         doc.free_names = parts
         doc.free_version, doc.free_workspace = tree.version, workspace

@@ -78,13 +78,17 @@ class SymbolIndex:
 
     # ------------------------------------------------------------- documents
     def set_document(self, path: Path, symbols: FileSymbols) -> None:
-        """An open document's symbols (they win over the file on disk)."""
+        """An open document's symbols (they win over the file on disk). The workspace's
+        names are gathered again only where the document's changed (an edit inside a
+        function body changes none of them): gathering them is a union over every file."""
         path = Path(path).resolve()
         with self._lock:
+            old = self._open.get(path)
             self._open[path] = symbols
             for name in self.module_names_for(path):
                 self._paths[name] = path
-            self._names = None
+            if old is None or old.all_names != symbols.all_names:
+                self._names = None
 
     def drop_document(self, path: Path) -> None:
         path = Path(path).resolve()

@@ -173,3 +173,54 @@ def test_open_documents_win_over_disk(tmp_path: Path):
     assert a.index.module("m").names == {"IN_EDITOR", "TYPED"}
     a.close(uri)
     assert a.index.module("m").names == {"ON_DISK"}
+
+
+def test_a_files_names_statement_by_statement_are_the_whole_files_query(monkeypatch):
+    """``bound_names`` and the module's ``global`` names of a file come from each top-level
+    statement's query, kept per statement text: after every edit (typing into a body, a new
+    statement, a statement broken and mended, one deleted), and with a cache small enough to
+    evict, they equal the one query over the whole file."""
+    import random
+
+    from tree_sitter import Parser
+
+    from inkling.analysis import python_symbols
+    lang = Grammars().language("python")
+    parser, cached = Parser(lang), PythonSymbolExtractor(lang)
+    monkeypatch.setattr(python_symbols, "STATEMENT_CACHE_BYTES", 600)
+
+    def whole(root):
+        return (cached._captured(cached._bindings, root), cached._captured(cached._globals, root))
+
+    edits = ["x", "\n", "(", ")", "def typed(a, b):\n    return a\n", "", "global G\n",
+             "    new_local = 1\n", ":", "lambda q: q"]
+    for seed, step in ((seed, step) for seed in (3, 4, 5) for step in range(120)):
+        if step == 0:
+            text, g = SOURCE, random.Random(seed)
+        at = g.randrange(len(text) + 1)
+        if step % 3 == 2 and len(text) > 40:                     # a deletion
+            text = text[:at] + text[at + g.randrange(1, 12):]
+        else:
+            text = text[:at] + g.choice(edits) + text[at:]
+        root = parser.parse(text.encode()).root_node
+        assert (cached.bound_names(root), cached._module_captured("globals", cached._globals, root)
+                ) == whole(root), text
+        assert cached.extract(root, "m").all_names == \
+            PythonSymbolExtractor(lang).extract(root, "m").all_names
+
+
+def test_the_workspace_names_stay_one_set_while_an_open_documents_names_do(tmp_path: Path):
+    """An edit that binds no new module name (typing in a function body) keeps the
+    workspace's names the same set, so what is built on them is kept; a new module-level
+    name makes them again, with it."""
+    a = analysis_for(tmp_path, {"m.py": "def f():\n    return 1\n", "other.py": "OTHER = 1\n"})
+    uri = (tmp_path / "m.py").as_uri()
+    a.open(uri, "def f():\n    return 1\n")
+    a.symbols(uri)
+    before = a.index.workspace_names()
+    a.change(uri, "def f():\n    local = 2\n    return 1\n")
+    a.symbols(uri)
+    assert a.index.workspace_names() is before
+    a.change(uri, "def f():\n    local = 2\n    return 1\nTYPED = 3\n")
+    a.symbols(uri)
+    assert "TYPED" in a.index.workspace_names() and "OTHER" in a.index.workspace_names()
