@@ -6,8 +6,9 @@ and the guard at the cursor) in a workspace of many files, at the defaults.
 
 The workspace defaults to a copy of the running Python's standard library's top-level
 modules (about 170 files) and the file to ``inspect.py`` (124 KB); ``--keys`` characters
-are typed, one edit each, at the end of a ``return`` line in a function past the file's
-middle, then taken back, ``--rounds`` times. Prints the edits' p50, mean and max (ms) and
+of a new statement are typed, one edit each, at the end of the line before a ``return`` in a
+function past the file's middle (a new line, then code: the monitor and the guard are made
+at a cursor in code), then taken back, ``--rounds`` times. Prints the edits' p50, mean and max (ms) and
 the workspace's size. The model is loaded (``Engine.prepare`` walks the workspace for the
 symbol index), but no completion runs.
 """
@@ -26,7 +27,7 @@ from inkling.completion.document import Position, Range, TextChange
 from inkling.completion.engine import Engine
 from inkling.completion.options import InklingOptions
 
-TYPED = "  # a comment typed here, one key at a time"
+TYPED = "\n        total = first_value + len(arguments) * 2"
 
 
 def stdlib_copy(dest: Path) -> Path:
@@ -38,17 +39,20 @@ def stdlib_copy(dest: Path) -> Path:
 
 
 def type_keys(engine: Engine, uri: str, at: Position, keys: str, version: int) -> list[float]:
-    """ms of each edit: ``keys`` typed at ``at`` one by one, then deleted one by one."""
-    times = []
-    for i, ch in enumerate(keys):
-        p = Position(at.line, at.character + i)
+    """ms of each edit: ``keys`` typed at ``at`` one by one (a line break moves to the next
+    line), then deleted one by one, last first."""
+    times, spans = [], []                        # each key's (start, end) position
+    line, col = at.line, at.character
+    for ch in keys:
+        start = Position(line, col)
+        line, col = (line + 1, 0) if ch == "\n" else (line, col + 1)
+        spans.append((start, Position(line, col)))
         t0 = time.perf_counter()
-        engine.apply_change(uri, [TextChange(ch, Range(p, p))], version := version + 1)
+        engine.apply_change(uri, [TextChange(ch, Range(start, start))], version := version + 1)
         times.append((time.perf_counter() - t0) * 1000)
-    for i in reversed(range(len(keys))):
-        p, q = Position(at.line, at.character + i), Position(at.line, at.character + i + 1)
+    for start, end in reversed(spans):
         t0 = time.perf_counter()
-        engine.apply_change(uri, [TextChange("", Range(p, q))], version := version + 1)
+        engine.apply_change(uri, [TextChange("", Range(start, end))], version := version + 1)
         times.append((time.perf_counter() - t0) * 1000)
     return times
 
@@ -74,14 +78,16 @@ def main() -> int:
             time.sleep(0.1)
         text = path.read_text(encoding="utf-8")
         lines = text.splitlines()
-        line = next((i for i, s in enumerate(lines)
-                     if i > len(lines) // 2 and s.startswith("        return")), len(lines) - 1)
+        line = next((i for i, s in enumerate(lines) if i > len(lines) // 2 and
+                     s.startswith("        return") and lines[i - 1].strip()), len(lines)) - 1
         uri, at = path.resolve().as_uri(), Position(line, len(lines[line]))
         engine.open(uri, text, 1)
         keys = (TYPED * (a.keys // len(TYPED) + 1))[:a.keys]
         times = []
         for r in range(a.rounds):
             times += type_keys(engine, uri, at, keys, 1 + r * 2 * len(keys))
+            if engine.document(uri).text != text:
+                raise SystemExit("the keys taken back did not leave the file as it was")
         engine.shutdown()
         files = len(list(ws.rglob("*.py")))
     print(f"workspace {files} Python files; {a.file} {len(text.encode()) // 1024} KB; "
