@@ -181,6 +181,7 @@ class CodeAnalysis:
             return None
         tree, text = doc.tree, doc.tree.text
         scope = cursor_scope(symbols, text, offset, tree.root, self.index.parsers.extractor())
+        doc.headers_at = (tree.version, offset, scope.headers)
         start = scan_start(tree.root, text, offset, headers=scope.headers)
         scan = scan_state(doc, text[start:offset], start)
         masks = self._masks_for(vocab) if vocab is not None else None
@@ -196,7 +197,10 @@ class CodeAnalysis:
             return None
         text, scan = doc.tree.text, None
         if doc.language in SCANNED_LANGUAGES:      # the same scan as the monitor's
-            start = scan_start(doc.tree.root, text, offset)
+            kept = doc.headers_at                  # and its headers, at the same cursor
+            headers = kept[2] if kept is not None and kept[:2] == (doc.tree.version, offset) \
+                else None
+            start = scan_start(doc.tree.root, text, offset, headers=headers)
             scan = scan_state(doc, text[start:offset], start)
         return SyntaxGuard(text, offset, doc.language, self.grammars,
                            tree=doc.tree.tree.copy(),

@@ -28,6 +28,9 @@ class OpenDocument:
     # the last monitor's lexical scan: (the text scanned, from where, the state after it);
     # the next keystroke's scan in the same statement goes on from it
     scanned: tuple[str, int, ScanState] | None = None
+    # the last monitor's enclosing def/class lines: (tree version, offset, headers); the
+    # guard at the same cursor reads them instead of walking the lines up again
+    headers_at: tuple | None = None
 
 
 def scan_state(doc: OpenDocument, segment: str, start: int) -> ScanState:
