@@ -94,7 +94,7 @@ class SymbolIndex:
                 self._names = None
 
     def drop_document(self, path: Path) -> None:
-        path = Path(path).resolve()
+        path = self._resolve(path)
         with self._lock:
             self._open.pop(path, None)
             if path not in self._disk:

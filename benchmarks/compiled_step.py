@@ -26,7 +26,7 @@ import time
 import torch
 from torch.nn import functional as F
 
-from inkling.runtime.compact_llama import _rope
+from inkling.runtime.rotary import signed_rope
 from inkling.runtime.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
 from inkling.models import BUNDLED_MODEL_DIR
@@ -40,7 +40,7 @@ def weight_t(linear: torch.nn.Module) -> torch.Tensor:
 def step_function(compact, capacity: int):
     """``step(x, cos, sin, keys, values, pos)`` -> logits [1, vocab]: x [1, hidden] the row's
     embedding, cos / sin [1, 1, 1, d] its rotary factors (sin's first half negated, as
-    ``_rope`` gives them), keys / values [layers, 1, kv, capacity, d] the cache, pos a
+    ``signed_rope`` gives them), keys / values [layers, 1, kv, capacity, d] the cache, pos a
     0-dim long tensor (the row's position, the cache's length before it)."""
     heads, kv_heads, d = compact.heads, compact.kv_heads, compact.head_dim
     blocks = compact.model.model.layers
@@ -92,7 +92,7 @@ def main() -> None:
     shape = (layers, 1, compact.kv_heads, capacity, compact.head_dim)
     keys, values = torch.randn(shape), torch.randn(shape)
     x = torch.randn(1, compact.config.hidden_size)
-    cos, sin = _rope(*compact.rotary(x[None], position_ids=torch.tensor([[args.context]])))
+    cos, sin = signed_rope(*compact.rotary(x[None], position_ids=torch.tensor([[args.context]])))
     pos = torch.tensor(args.context)
     step = step_function(compact, capacity)
     if args.freezing:

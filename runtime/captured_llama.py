@@ -195,7 +195,7 @@ class CapturedLlama(CompactLlama):
     def _rope_rows(self, positions: torch.Tensor, capacity: int, step: StaticStep,
                    n: int) -> None:
         """The rotary tables' rows at ``positions`` [n] into ``step.cos`` / ``step.sin``'s
-        first ``n`` rows (sin's first half negated, as ``_rope`` gives it); the tables
+        first ``n`` rows (sin's first half negated, as ``signed_rope`` gives it); the tables
         cover every position up to the capacity, from the model's rotary module (row for
         row what it computes)."""
         table = self.rope_table                       # static: refusal() holds the rest

@@ -28,7 +28,7 @@ from torch.nn import functional as F
 
 from inkling.runtime.cpu_layout import InputMajorLinear
 from inkling.runtime.kv_buffers import KVBuffers
-from inkling.runtime.rotary import RopeTable, static_rope
+from inkling.runtime.rotary import RopeTable, signed_rope, static_rope
 
 Projection = Callable[[torch.Tensor], torch.Tensor]
 
@@ -121,11 +121,11 @@ class CompactLlama:
     def rope(self, embeds: torch.Tensor, positions: torch.Tensor
              ) -> tuple[torch.Tensor, torch.Tensor]:
         """cos and sin' [n, d] at ``positions`` [1, n] (sin's first half negated, as
-        ``_rope`` gives it): looked up in the table where the rotary type is static, else
+        ``signed_rope`` gives it): looked up in the table where the rotary type is static, else
         the model's rotary module's (``embeds``: its dtype)."""
         if self.rope_table is not None and embeds.dtype == self.rope_table.dtype:
             return self.rope_table.rows(positions[0])
-        cos, sin = _rope(*self.rotary(embeds, position_ids=positions))   # [1, 1, n, d] each
+        cos, sin = signed_rope(*self.rotary(embeds, position_ids=positions))  # [1, 1, n, d]
         return cos[0, 0], sin[0, 0]
 
     @torch.inference_mode()
@@ -200,11 +200,3 @@ def _rms(norm: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
     h = x if dtype == torch.float32 else x.to(torch.float32)
     h = h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + norm.variance_epsilon)
     return norm.weight * (h if dtype == torch.float32 else h.to(dtype))
-
-
-def _rope(cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos, sin [1, n, d] -> [1, 1, n, d] each, sin with its first half negated:
-    ``x * cos + x.roll(d / 2) * sin'`` is ``x * cos + rotate_half(x) * sin`` to the bit
-    ((-a) * b == a * (-b)), in one op instead of four."""
-    half = sin.shape[-1] // 2
-    return cos.unsqueeze(1), torch.cat((-sin[..., :half], sin[..., half:]), -1).unsqueeze(1)

@@ -22,6 +22,14 @@ def rope_type(config) -> str:
     return params.get("rope_type") or params.get("type") or "default"
 
 
+def signed_rope(cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """cos, sin [1, n, d] -> [1, 1, n, d] each, sin with its first half negated:
+    ``x * cos + x.roll(d / 2) * sin'`` is ``x * cos + rotate_half(x) * sin`` to the bit
+    ((-a) * b == a * (-b)), in one op instead of four."""
+    half = sin.shape[-1] // 2
+    return cos.unsqueeze(1), torch.cat((-sin[..., :half], sin[..., half:]), -1).unsqueeze(1)
+
+
 def static_rope(config) -> bool:
     """Whether a position's rotary cos and sin never change (every type but those whose
     frequencies move with the sequence's length): a table of positions holds them."""
@@ -50,10 +58,8 @@ class RopeTable:
         size = max(capacity, self.capacity)
         where = torch.arange(size, device=device)[None]                  # [1, P]
         probe = torch.zeros(1, dtype=self.dtype, device=device)
-        cos, sin = self.rotary(probe, position_ids=where)                # [1, P, d] each
-        half = sin.shape[-1] // 2
-        self.cos = cos[0].contiguous()
-        self.sin = torch.cat((-sin[0, :, :half], sin[0, :, half:]), -1)
+        cos, sin = signed_rope(*self.rotary(probe, position_ids=where))  # [1, 1, P, d] each
+        self.cos, self.sin = cos[0, 0].contiguous(), sin[0, 0].contiguous()
         self.capacity = size
 
     def rows(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:

@@ -5,8 +5,8 @@ import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from inkling.runtime.compact_llama import CompactLlama, _rope
-from inkling.runtime.rotary import RopeTable, static_rope
+from inkling.runtime.compact_llama import CompactLlama
+from inkling.runtime.rotary import RopeTable, signed_rope, static_rope
 
 ROPES = {
     "default": None,
@@ -34,7 +34,7 @@ def test_the_table_holds_what_the_module_computes(kind, head_dim):
                       torch.tensor([64, 5, 1000]),            # past the table: it grows
                       torch.arange(0, 2000, 37)):
         cos, sin = table.rows(positions)
-        want_cos, want_sin = _rope(*rotary(torch.zeros(1), position_ids=positions[None]))
+        want_cos, want_sin = signed_rope(*rotary(torch.zeros(1), position_ids=positions[None]))
         assert torch.equal(cos, want_cos[0, 0]) and torch.equal(sin, want_sin[0, 0]), positions
     assert table.capacity >= 2000
 
