@@ -7,8 +7,9 @@ line typed on: with what closes the string and brackets it left open after it
 
 Where a draft ends is decided while decoding, by one stop-rule system
 (``inkling.completion.decoding.stop_rules``); the guard only trims what was decoded.
-``SyntaxGuard`` holds what one cursor's checks share (the parsed document), so a caller
-that asks many times per completion parses the document once.
+``SyntaxGuard`` holds what one cursor's checks share (the parsed window around the
+cursor, parse_window.py, or the whole document where there is none), so a caller that
+asks many times per completion parses it once and reparses only the window per check.
 """
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from .grammars import Grammars
+from .parse_window import Window, statement_window
 from .syntax_errors import InsertionChecker
 from .python_scanner import ScanState
 from .text_edit import byte_offset
@@ -44,20 +46,43 @@ class SyntaxGuard:
         return self.grammars.parser(self.language)
 
     @cached_property
-    def checker(self) -> InsertionChecker | None:
+    def document_checker(self) -> InsertionChecker | None:
+        """The checks over the whole document: the reference the window's agree with."""
         if not self.parser:
             return None
         return InsertionChecker(self.parser, self.text, self.offset,
                                 self.tree.copy() if self.tree is not None else None,
                                 self.open_string, compile_rules=self.language == "python")
 
+    @cached_property
+    def checker(self) -> InsertionChecker | None:
+        """The checks over the cursor's statement window (parse_window.py) where the
+        document's tree gives one, else over the whole document."""
+        window = self.window
+        if window is None or not self.parser:
+            return self.document_checker
+        return InsertionChecker(self.parser, window.text, window.offset, None,
+                                self.open_string, compile_rules=True)
+
+    @cached_property
+    def window(self) -> Window | None:
+        """The part of a Python document the checks parse (None: all of it)."""
+        if self.language != "python" or self.tree is None:
+            return None
+        data = self.text.encode("utf-8", "surrogatepass")
+        return statement_window(self.tree.root_node, data, byte_offset(self.text, self.offset))
+
     def valid(self, draft: str) -> bool | None:
         """No new ERROR/MISSING node in the statement (the draft's open string and
-        brackets closed after it, given ``scan``); None without a grammar."""
-        if self.checker is None:
+        brackets closed after it, given ``scan``); None without a grammar. Checked in the
+        cursor's window where the draft stays in it, else in the whole document."""
+        window = self.window
+        checker = self.checker if window is None or window.keeps(draft) else \
+            self.document_checker
+        if checker is None:
             return None
         ending = closers(self.scan, draft) if self.scan is not None and draft else ""
-        return not self.checker.introduces_error(draft + ending)
+        return not checker.introduces_error(draft + ending)
 
     def longest_valid_prefix(self, draft: str) -> int:
         """Length of the longest valid prefix of ``draft`` (the whole draft when there is
