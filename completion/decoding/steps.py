@@ -12,8 +12,13 @@ import torch
 
 from inkling.cache.prompt_cache import PromptCache
 
+from .mask_bias import MaskBiases
+
 if TYPE_CHECKING:                    # the request names Decoded's users, not the reverse
     from .request import DecodeRequest
+
+
+BIASES = MaskBiases()                # the masks' biases, kept across steps and completions
 
 
 class Cancelled(Exception):
@@ -38,16 +43,14 @@ def pick(logits: torch.Tensor) -> tuple[int, float]:
 
 
 def masked(logits: torch.Tensor, monitor) -> torch.Tensor:
-    """logits [vocab] with the monitor's disallowed tokens at -inf (unchanged without one)."""
+    """logits [vocab] with the monitor's disallowed tokens at -inf (unchanged without one;
+    ids past the mask's end, which the tokenizer does not know, disallowed too)."""
     if monitor is None:
         return logits
     allowed = monitor.mask(logits.device)                  # None or bool [vocab']
     if allowed is None:
         return logits
-    n = logits.shape[-1]
-    if allowed.shape[-1] < n:                               # ids the tokenizer does not know
-        allowed = torch.cat((allowed, allowed.new_zeros(n - allowed.shape[-1])))
-    return logits.masked_fill(~allowed[:n], float("-inf"))
+    return logits + BIASES.bias(allowed, logits)            # [vocab]: + 0 or -inf
 
 
 def advance(monitor, tok: int):
