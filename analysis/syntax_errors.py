@@ -96,6 +96,7 @@ class InsertionChecker:
     _before: bytes = b""
     _tree: object = None
     _start: int = 0
+    _breaks: list | None = None
 
     def __post_init__(self):
         self._before = self.text.encode("utf-8", "surrogatepass")
@@ -118,10 +119,17 @@ class InsertionChecker:
                                                                   old_lo, old_hi))
         new = Counter(_key(n, ins.back(n.start_byte)) for n in error_nodes(new_root, lo, hi))
         if self.compile_rules:             # what the parser accepts but Python rejects
-            old.update(rule_breaks(self._tree.root_node, ins.start, ins.start))
+            old.update(self._old_breaks())
             new.update((what, ins.start if ins.back(at) is None else ins.back(at))
                        for what, at in rule_breaks(new_root, ins.start, ins.start + ins.size))
         return bool(new - old)
+
+    def _old_breaks(self) -> list[tuple[str, int]]:
+        """The compile rules the old text breaks at the insertion point (kept: every check
+        of this checker asks the same)."""
+        if self._breaks is None:
+            self._breaks = rule_breaks(self._tree.root_node, self._start, self._start)
+        return self._breaks
 
     def _reparse(self, insertion: str, after: bytes):
         tree = self._tree.copy()
