@@ -180,7 +180,8 @@ class CodeAnalysis:
         if symbols is None or not symbols.parsed:
             return None
         tree, text = doc.tree, doc.tree.text
-        scope = cursor_scope(symbols, text, offset, tree.root, self.index.parsers.extractor())
+        scope = cursor_scope(symbols, text, offset, tree.root, self.index.parsers.extractor(),
+                             doc.kept_headers)
         doc.headers_at = (tree.version, offset, scope.headers)
         start = scan_start(tree.root, text, offset, headers=scope.headers)
         scan = scan_state(doc, text[start:offset], start)

@@ -3,9 +3,10 @@ read may name (each extracted when first needed after a change), and the last le
 scan of the cursor's statement. Owned by the CodeAnalysis's caller's thread."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cursor_scope import KeptHeaders
 from .document_tree import DocumentTree
 from .draft_names import readable_parts
 from .python_scanner import ScanState
@@ -31,6 +32,9 @@ class OpenDocument:
     # the last monitor's enclosing def/class lines: (tree version, offset, headers); the
     # guard at the same cursor reads them instead of walking the lines up again
     headers_at: tuple | None = None
+    # the last enclosing def/class lines and what they were read from (the next keystroke
+    # on the same line reuses them)
+    kept_headers: KeptHeaders = field(default_factory=KeptHeaders)
 
 
 def scan_state(doc: OpenDocument, segment: str, start: int) -> ScanState:

@@ -224,3 +224,32 @@ def test_the_workspace_names_stay_one_set_while_an_open_documents_names_do(tmp_p
     a.change(uri, "def f():\n    local = 2\n    return 1\nTYPED = 3\n")
     a.symbols(uri)
     assert "TYPED" in a.index.workspace_names() and "OTHER" in a.index.workspace_names()
+
+
+def test_typing_along_a_line_reuses_the_enclosing_headers(monkeypatch):
+    """Each keystroke of a line in a method gets the headers a fresh walk up the lines
+    gets, from the document's kept answer while the text above the line and its level are
+    the same; an edit above walks again."""
+    import inspect
+    import textwrap as tw
+    from inkling.analysis import cursor_scope as cs
+    source = inspect.getsource(tw)
+    head = "    def _split(self, text):\n"
+    at = source.index(head) + len(head)
+    typed = "words = self.wordsep_re.split(text)"
+    parser = Grammars().parser("python")
+    kept, walks = cs.KeptHeaders(), []
+    walk = cs._headers_above
+    monkeypatch.setattr(cs, "_headers_above", lambda *a: walks.append(1) or walk(*a))
+    for n in range(len(typed) + 1):
+        text = source[:at] + "        " + typed[:n] + "\n" + source[at:]
+        root = parser.parse(text.encode()).root_node
+        got = cs.enclosing_headers(text, at + 8 + n, root, kept)
+        assert got == cs.enclosing_headers(text, at + 8 + n, root)
+        assert [(h.kind, h.name) for h in got] == [("class", "TextWrapper"), ("def", "_split")]
+    assert len(walks) == 1 + len(typed) + 1          # one kept walk; each fresh one above
+    rows = [h.row for h in got]
+    edited = "# a comment\n" + text
+    got = cs.enclosing_headers(edited, len("# a comment\n") + at + 8, None, kept)
+    assert got == cs.enclosing_headers(edited, len("# a comment\n") + at + 8, None)
+    assert [h.row for h in got] == [r + 1 for r in rows] and kept.headers == got
