@@ -295,23 +295,27 @@ class PythonSymbolExtractor:
         time (its tree may hang on more than its text); the cache keeps the texts of
         STATEMENT_CACHE_BYTES, least recently used first out."""
         names: set[str] = set()
-        cache = self._statements
         for child in root.children:
-            if child.has_error or child.is_missing:
-                names |= self._captured(query, child)
-                continue
-            key = (name, child.text)
-            found = cache.get(key)
-            if found is None:
-                found = cache[key] = frozenset(self._captured(query, child))
-                self._statement_bytes += len(key[1])
-                while self._statement_bytes > STATEMENT_CACHE_BYTES and len(cache) > 1:
-                    (_, text), _ = cache.popitem(last=False)
-                    self._statement_bytes -= len(text)
-            else:
-                cache.move_to_end(key)
-            names |= found
+            names |= self._per_statement(name, child,
+                                         lambda c: frozenset(self._captured(query, c)))
         return names
+
+    def _per_statement(self, name: str, statement, compute):
+        """``compute(statement)``, kept by (``name``, the statement's text) unless its tree
+        has an error (LRU, STATEMENT_CACHE_BYTES of texts)."""
+        if statement.has_error or statement.is_missing:
+            return compute(statement)
+        cache, key = self._statements, (name, statement.text)
+        found = cache.get(key)
+        if found is None:
+            found = cache[key] = compute(statement)
+            self._statement_bytes += len(key[1])
+            while self._statement_bytes > STATEMENT_CACHE_BYTES and len(cache) > 1:
+                (_, text), _ = cache.popitem(last=False)
+                self._statement_bytes -= len(text)
+        else:
+            cache.move_to_end(key)
+        return found
 
     def _captured(self, query, node, start: int | None = None, end: int | None = None
                   ) -> set[str]:
@@ -435,14 +439,24 @@ class PythonSymbolExtractor:
                   if f.params and "staticmethod" not in f.decorators}
         if not firsts:
             return set()
-        cursor = QueryCursor(self._self_attrs)
-        cursor.set_byte_range(body.start_byte, body.end_byte)
         out = set()
-        for _, caps in cursor.matches(body):
-            obj, attr = caps.get("obj"), caps.get("attr")
-            if obj and attr and node_text(obj[0]) in firsts:
-                out.add(node_text(attr[0]))
+        for statement in body.children:          # an edit in one method queries that one
+            for obj, attr in self._per_statement("self-attributes", statement,
+                                                 self._attribute_targets):
+                if obj in firsts:
+                    out.add(attr)
         return out
+
+    def _attribute_targets(self, node) -> tuple[tuple[str, str], ...]:
+        """(object, attribute) of each ``obj.attr`` assigned under ``node``."""
+        cursor = QueryCursor(self._self_attrs)
+        cursor.set_byte_range(node.start_byte, node.end_byte)
+        out = []
+        for _, caps in cursor.matches(node):
+            obj, attr = caps.get("obj"), caps.get("attr")
+            if obj and attr:
+                out.append((node_text(obj[0]), node_text(attr[0])))
+        return tuple(out)
 
 
 def _bases(arglist) -> tuple[list[str], bool]:
