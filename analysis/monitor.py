@@ -268,9 +268,9 @@ class MonitorState:
         """``torch.bool [vocab]`` of the tokens allowed next, or None for "any token".
 
         Shared and cached: apply it with ``steps.masked`` (or ``logits.masked_fill(~mask,
-        -inf)``; never in place on the mask). Kept on the state once computed (a tree's node is asked
-        once per child and again when its row is walked); None at once outside code
-        (every constraint below is one of code)."""
+        -inf)``; never in place on the mask). Kept on the state once computed (a tree's
+        node is asked once per child and again when its row is walked); None at once
+        outside code (every constraint below is one of code)."""
         masks = self.context.masks
         if masks is None or not self.scan.in_code:
             return None

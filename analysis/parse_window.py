@@ -125,7 +125,7 @@ def _class_body(node, at: int):
     if node is None or node.type != _CLASS or node.has_error and _header_has_error(node):
         return None
     body = node.child_by_field_name("body")
-    if body is None or body.type != "block" or not body.children or \
+    if body is None or body.type != "block" or not body.child_count or \
             body.start_point.row <= node.start_point.row or \
             not body.start_byte <= at < node.end_byte:
         return None
