@@ -29,7 +29,7 @@ import logging
 import threading
 
 from .analysis_options import AnalysisOptions
-from .cursor_scope import cursor_scope
+from .cursor_scope import cursor_scope, enclosing_headers
 from .document_tree import DocumentTree
 from .draft_names import DraftNames
 from .grammars import Grammars
@@ -182,7 +182,6 @@ class CodeAnalysis:
         tree, text = doc.tree, doc.tree.text
         scope = cursor_scope(symbols, text, offset, tree.root, self.index.parsers.extractor(),
                              doc.kept_headers)
-        doc.headers_at = (tree.version, offset, scope.headers)
         start = scan_start(tree.root, text, offset, headers=scope.headers)
         scan = scan_state(doc, text[start:offset], start)
         masks = self._masks_for(vocab) if vocab is not None else None
@@ -197,10 +196,8 @@ class CodeAnalysis:
         if doc is None or doc.tree is None:
             return None
         text, scan = doc.tree.text, None
-        if doc.language in SCANNED_LANGUAGES:      # the same scan as the monitor's
-            kept = doc.headers_at                  # and its headers, at the same cursor
-            headers = kept[2] if kept is not None and kept[:2] == (doc.tree.version, offset) \
-                else None
+        if doc.language in SCANNED_LANGUAGES:      # the same scan and headers as the monitor's
+            headers = enclosing_headers(text, offset, doc.tree.root, doc.kept_headers)
             start = scan_start(doc.tree.root, text, offset, headers=headers)
             scan = scan_state(doc, text[start:offset], start)
         return SyntaxGuard(text, offset, doc.language, self.grammars,

@@ -29,11 +29,8 @@ class OpenDocument:
     # the last monitor's lexical scan: (the text scanned, from where, the state after it);
     # the next keystroke's scan in the same statement goes on from it
     scanned: tuple[str, int, ScanState] | None = None
-    # the last monitor's enclosing def/class lines: (tree version, offset, headers); the
-    # guard at the same cursor reads them instead of walking the lines up again
-    headers_at: tuple | None = None
-    # the last enclosing def/class lines and what they were read from (the next keystroke
-    # on the same line reuses them)
+    # the last enclosing def/class lines and what they were read from: the guard at the
+    # monitor's cursor, and the next keystroke on the same line, reuse them
     kept_headers: KeptHeaders = field(default_factory=KeptHeaders)
 
 
