@@ -119,12 +119,12 @@ class InsertionChecker:
                                                                   old_lo, old_hi))
         new = Counter(_key(n, ins.back(n.start_byte)) for n in error_nodes(new_root, lo, hi))
         if self.compile_rules:             # what the parser accepts but Python rejects
-            old.update(self._old_breaks())
+            old.update(self.old_breaks())
             new.update((what, ins.start if ins.back(at) is None else ins.back(at))
                        for what, at in rule_breaks(new_root, ins.start, ins.start + ins.size))
         return bool(new - old)
 
-    def _old_breaks(self) -> list[tuple[str, int]]:
+    def old_breaks(self) -> list[tuple[str, int]]:
         """The compile rules the old text breaks at the insertion point (kept: every check
         of this checker asks the same)."""
         if self._breaks is None:
