@@ -81,8 +81,9 @@ class OpenAnalysis:
         """``doc`` was edited; ``cursor``: where the edit left the cursor (None: not known).
         With the monitor on, what a completion there reads is made now, while the editor
         waits out its debounce before it asks: the symbols, and the monitor and the guard
-        at ``cursor`` (for the model the last completion ran on) with what their first
-        step and first check read (the first mask, the guard's parsed window)."""
+        at ``cursor`` (for the model the last completion ran on), the guard's window
+        parsed. (Not the monitor's first mask: decoding starts from the token-healing
+        and blank-line rules' states around it, which ask for others.)"""
         if self._analysis is not None:             # tree.edit and an incremental reparse
             self._analysis.change(doc.uri, doc.text)
             if c.monitor == "on":
@@ -94,10 +95,8 @@ class OpenAnalysis:
         """What ``at_cursor`` takes at ``cursor``; None where making it failed (an edit
         never fails for the analysis: the completion then makes it, and says why)."""
         try:
-            monitor, guard = made = self._made(doc, cursor, runtime)
-            if monitor is not None:        # the first step's mask, kept on the state
-                monitor.mask(runtime.device)
-            if guard is not None:          # the window parsed, the old text's breaks
+            _, guard = made = self._made(doc, cursor, runtime)       # (monitor, guard)
+            if guard is not None:          # its window parsed, the old text's breaks kept
                 guard.prepare()
             return doc.uri, doc.text, cursor, runtime, made
         except Exception:            # noqa: BLE001 - the edit is applied whatever this does

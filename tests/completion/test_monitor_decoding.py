@@ -198,8 +198,8 @@ def test_a_verified_tree_is_walked_masking_only_the_rows_it_walks():
 
 def test_the_monitor_at_an_edits_end_is_made_with_the_edit(tiny_runtime, monkeypatch):
     """After an edit the monitor and the guard at the cursor it left are made at once
-    (while the editor waits out its debounce), with the first step's mask and the guard's
-    parsed window, and a completion there takes them: the
+    (while the editor waits out its debounce), with the guard's window parsed, and a
+    completion there takes them: the
     same drafts as made at the completion; elsewhere, or after a file changed on disk,
     they are made at the completion."""
     from inkling.completion.document import TextChange
@@ -218,8 +218,7 @@ def test_the_monitor_at_an_edits_end_is_made_with_the_edit(tiny_runtime, monkeyp
     engine.apply_change(uri, [edit], 2)
     end = engine.document(uri).offset_at(Position(6, 20))
     assert made[-1] == end                                  # made with the edit
-    monitor, guard = engine._analysis._ahead[4]
-    assert "_kept_mask" in monitor.__dict__                 # the first step's mask, made
+    guard = engine._analysis._ahead[4][1]
     assert "checker" in guard.__dict__ and guard.checker.old_breaks() is \
         guard.checker.old_breaks()                          # the window parsed, its breaks kept
     count = len(made)
