@@ -165,6 +165,7 @@ def _bound_on(line: str, bound: frozenset) -> frozenset:
     return bound | found if found - bound else bound
 
 
+_NOT_YET = object()          # a value not computed yet (None is one)
 _SELF_TARGETS = re.compile(r"\s*(\w+)\.\w+(?:\s*,\s*\1\.\w+)*\s*(?::[^=]*)?=(?!=)")
 _SELF_NAME = re.compile(r"\b(\w+)\.(\w+)")
 
@@ -200,15 +201,24 @@ class MonitorState:
         if not text:
             return self
         scan, assigned, bound = self.scan, self.assigned, self.bound
-        for i, piece in enumerate(text.split("\n")):        # each line's end is checked
-            if i and scan.in_code and _BINDS.search(scan.line):
+        for i, piece in enumerate(text.split("\n") if "\n" in text else (text,)):
+            if i and scan.in_code and _BINDS.search(scan.line):   # each line's end checked:
                 bound = _bound_on(scan.line, bound)   # the whole line: ``import X``, ``as X``
             scan = scan.advance(piece if i == 0 else "\n" + piece)
             if "=" in piece and not scan.frames and scan.in_code:
                 assigned = self._assigned_on(scan.line, assigned)
             if scan.in_code and _BINDS.search(piece):
                 bound = _bound_on(scan.line, bound)
-        return MonitorState(self.context, scan, assigned, bound)
+        return self._next(scan, assigned, bound)
+
+    def _next(self, scan: ScanState, assigned: frozenset, bound: frozenset) -> "MonitorState":
+        """``MonitorState(self.context, scan, assigned, bound)`` without the generated
+        ``__init__``'s frozen field assignments (a dict update: what is cached on ``self``,
+        its site and mask, is not carried over). tests/analysis/test_analysis_monitor.py
+        compares the two."""
+        new = object.__new__(MonitorState)
+        new.__dict__.update(context=self.context, scan=scan, assigned=assigned, bound=bound)
+        return new
 
     def _assigned_on(self, line: str, assigned: frozenset) -> frozenset:
         m = _SELF_TARGETS.match(line)
@@ -228,14 +238,25 @@ class MonitorState:
             return self
         return self.advance(v.texts[token_id])
 
-    @cached_property
+    @property
     def site(self) -> TriggerSite | None:
-        """The trigger the text ends at, if any (whether or not it resolves)."""
-        return trigger_site(self.scan)
+        """The trigger the text ends at, if any (whether or not it resolves); kept on the
+        state as its mask is (a dict lookup: ``functools.cached_property`` takes a lock
+        at every first read on Python 3.11, and a decoding step reads it first)."""
+        kept = self.__dict__.get("_site", _NOT_YET)
+        if kept is _NOT_YET:
+            kept = self.__dict__["_site"] = trigger_site(self.scan)
+        return kept
 
-    @cached_property
+    @property
     def allowed(self) -> frozenset[str] | None:
         """The names allowed at the current trigger; None when unconstrained."""
+        kept = self.__dict__.get("_allowed", _NOT_YET)
+        if kept is _NOT_YET:
+            kept = self.__dict__["_allowed"] = self._allowed_here()
+        return kept
+
+    def _allowed_here(self) -> frozenset[str] | None:
         site = self.site
         if site is None:
             return None

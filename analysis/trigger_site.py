@@ -7,6 +7,7 @@ what those names are is the resolver's business (``MonitorContext.allowed``).
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
 
 from .python_scanner import ScanState
@@ -20,6 +21,22 @@ _IMPORT = re.compile(r"^\s*import\b(\s*)((?:[\w.]+(?:\s+as\s+\w+)?\s*,\s*)*)([\w
 _FROM = re.compile(r"^\s*from\b(\s*)(\.*)([\w.]*)$")
 _IN_PARENS = re.compile(r"(?:^|[(,])\s*(\w*)$")
 _ARG = re.compile(r"^\s*(\w*)$")
+
+# Where the patterns that end a line may start: a search from there finds what a search
+# of the whole line does (a match at its start for the statements' patterns), where the
+# search from the line's start tries every place of it.
+_IMPORT_START = re.compile(r"\s*(?:import|from)\b")
+_WORD_CHARS = string.ascii_letters + string.digits + "_"
+_CHAIN_CHARS = _WORD_CHARS + "."
+
+
+def _run_start(line: str, chars: str) -> int:
+    """Where the run of ``chars`` (ASCII ``\\w``, with ``.`` or without) that ends ``line``
+    starts: a match of ``\\w`` or ``[\\w.]`` characters up to the end starts there or
+    after. 0 where a word character beyond ASCII comes before it (``\\w`` takes that too)."""
+    start = len(line.rstrip(chars))
+    return 0 if start and line[start - 1].isalnum() else start
+
 
 NONE, OPTIONAL, REQUIRED = "none", "optional", "required"     # whitespace before the name
 
@@ -49,11 +66,11 @@ def trigger_site(scan: ScanState) -> TriggerSite | None:
             return TriggerSite("from_import", top.import_from.lstrip("."), m.group(1),
                                OPTIONAL if not m.group(1) else NONE, True, level)
         return None
-    if not scan.frames:
+    if not scan.frames and _IMPORT_START.match(line):
         site = _statement_site(line)
         if site is not None or _FROM_IMPORT.match(line) or re.match(r"^\s*(import|from)\b", line):
             return site
-    m = _ATTRIBUTE.search(line)
+    m = _ATTRIBUTE.search(line, _run_start(line, _CHAIN_CHARS))
     if m:
         start = not scan.frames and not line[:m.start()].strip()
         return TriggerSite("attribute", m.group(1), m.group(2), statement_start=start)
@@ -75,7 +92,7 @@ def pending_chain(scan: ScanState) -> str | None:
         return None
     if scan.top is not None and scan.top.import_from is not None:
         return None
-    m = _PENDING.search(scan.line)
+    m = _PENDING.search(scan.line, _run_start(scan.line, _CHAIN_CHARS))
     if not m:
         return None
     if not scan.frames and not scan.line[:m.start()].strip() and "." not in m.group(1):
@@ -179,7 +196,7 @@ def read_site(scan: ScanState) -> ReadSite | None:
     if not scan.in_code:
         return None
     line = scan.line
-    m = _TYPED.search(line)
+    m = _TYPED.search(line, _run_start(line, _WORD_CHARS))
     if m is None:
         return None
     typed, before = m.group(1) or "", line[:m.start()]

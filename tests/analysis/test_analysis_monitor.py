@@ -210,6 +210,24 @@ def test_attributes_a_path_assigns_become_members(tmp_path: Path, tiny_tokenizer
     assert "value" in compared.allowed and not compared.assigned
 
 
+def test_a_states_next_state_is_the_one_its_constructor_makes(tmp_path: Path, tiny_tokenizer):
+    """``advance`` makes its state without the dataclass' ``__init__`` (``_next``): equal
+    to the one the constructor makes, and nothing cached on the old state (its site, its
+    allowed names, its mask) carried to the new one."""
+    from inkling.analysis.monitor import MonitorState
+    a = analysis_for(tmp_path, {"c.py": CLASS.replace("|", "")})
+    state = open_at(a, tmp_path / "c.py", CLASS, TokenVocabulary.from_tokenizer(tiny_tokenizer))
+    assert state.site is not None and state.allowed and state.mask() is not None
+    for text in ("va", "value + x", "fresh = 1\n        y = self.", "value) # self."):
+        made = state.advance(text)
+        built = MonitorState(state.context, made.scan, made.assigned, made.bound)
+        assert made == built and type(made) is MonitorState
+        assert (made.site, made.allowed) == (built.site, built.allowed)
+        assert made.mask() is built.mask()               # the cache's shared tensor
+    later = state.advance("value + x")
+    assert later.site is None and later.allowed is None   # not the old state's trigger
+
+
 def _masked_decode(runtime, vocab_state, prompt_ids, steps, rng=None):
     """Greedy (or sampled) decode with the monitor's masks; returns the text."""
     ids, state, text = list(prompt_ids), vocab_state, ""
