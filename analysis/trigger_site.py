@@ -67,9 +67,7 @@ def trigger_site(scan: ScanState) -> TriggerSite | None:
                                OPTIONAL if not m.group(1) else NONE, True, level)
         return None
     if not scan.frames and _IMPORT_START.match(line):
-        site = _statement_site(line)
-        if site is not None or _FROM_IMPORT.match(line) or re.match(r"^\s*(import|from)\b", line):
-            return site
+        return _statement_site(line)         # an import statement: its site, or none
     m = _ATTRIBUTE.search(line, _run_start(line, _CHAIN_CHARS))
     if m:
         start = not scan.frames and not line[:m.start()].strip()
@@ -88,7 +86,7 @@ def pending_chain(scan: ScanState) -> str | None:
     such as ``.append`` or ``._x`` holds the trigger and the name's start at once)."""
     if not scan.in_code:
         return None
-    if not scan.frames and re.match(r"^\s*(import|from)\b", scan.line):
+    if not scan.frames and _IMPORT_START.match(scan.line):
         return None
     if scan.top is not None and scan.top.import_from is not None:
         return None
