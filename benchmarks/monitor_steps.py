@@ -6,15 +6,21 @@ fresh states of this tree's ``MonitorState`` and of ``--against``'s (its
 ``analysis/monitor.py``, ``trigger_site.py`` and ``python_scanner.py`` loaded beside this
 tree's), in turn, ``--repeats`` times.
 
-    python benchmarks/monitor_steps.py [--against HEAD] [--repeats 6] [TRACE ...]
+    python benchmarks/monitor_steps.py [--against HEAD] [--repeats 6] [--pollute MB] [TRACE ...]
 
 Each state the recording starts from is made again from its scanner state, its context
 (with empty caches: each completion's context starts empty) and the names it bound; the
 mask cache is the replay's, warm (``monitor_latency.py --steps`` times the masks it had
 to build). Prints, for each repeat and implementation, the ms the calls took in all and by
 kind, and the calls whose mask or forced name differ from the recording's (any such count
-makes the comparison void); then each one's best total and their ratio. A recorded state's
-context reads the names a free read may name as they were when it was recorded.
+makes the comparison void); then each one's best total, its ratio to this tree's and its
+time a step. A recorded state's context reads the names a free read may name as they were
+when it was recorded.
+
+``--pollute MB`` streams MB of memory through the caches before each step (untimed): what a
+decoding step's forward does between two steps (the bundled model's weights are about 13
+MB), so that the calls are timed as they run in a replay, from cold caches, rather than
+back to back from warm ones. Each implementation is then timed both ways, in turn.
 """
 from __future__ import annotations
 
@@ -26,6 +32,8 @@ import sys
 import time
 import types
 from pathlib import Path
+
+import numpy as np
 
 from inkling.analysis import monitor as this
 from inkling.completion.engine import Engine
@@ -140,9 +148,11 @@ def scan_of(scan, scanner):
     return scanner.ScanState(**{**vars(scan), "frames": frames})
 
 
-def replayed(rec: Recording, cls, scanner=None) -> tuple[dict, int]:
+def replayed(rec: Recording, cls, scanner=None, pollute: np.ndarray | None = None
+             ) -> tuple[dict, int]:
     """(seconds by kind, calls whose result differs) of the recorded calls made again on
-    fresh states of ``cls`` (their scanner states ``scanner``'s: None, this tree's)."""
+    fresh states of ``cls`` (their scanner states ``scanner``'s: None, this tree's);
+    ``pollute`` read through before each step (a mask asked for starts one), untimed."""
     fresh = {}
     for key, context in rec.contexts.items():
         fresh[key] = dataclasses.replace(context, _allowed={}, _members={}, _both={})
@@ -159,6 +169,8 @@ def replayed(rec: Recording, cls, scanner=None) -> tuple[dict, int]:
                 context, scan, assigned, bound = rec.roots[n]
                 state = states[n] = cls(fresh[context], scan_of(scan, scanner), assigned,
                                         bound)
+            if pollute is not None and kind == "mask":
+                pollute.sum()                      # a forward's reads between two steps
             t0 = clock()
             if kind == "mask":
                 out = state.mask(arg)
@@ -181,7 +193,10 @@ def main() -> int:
     ap.add_argument("traces", nargs="*")
     ap.add_argument("--against", default="HEAD", help="the commit compared (default HEAD)")
     ap.add_argument("--repeats", type=int, default=6)
+    ap.add_argument("--pollute", type=float, default=0.0, metavar="MB",
+                    help="MB read through the caches before each step (default 0: none)")
     args = ap.parse_args()
+    pollute = np.ones(int(args.pollute * (1 << 20)), np.uint8) if args.pollute else None
     paths = args.traces or sorted(str(p) for p in (HERE / "traces" / "reporting").glob("*.jsonl"))
     then, then_scanner = loaded_at(args.against)
     rec = Recording()
@@ -195,19 +210,26 @@ def main() -> int:
     counts = {k: sum(c[0] == k for c in rec.calls) for k in KINDS}
     print(f"{len(rec.calls)} calls ({', '.join(f'{k} {n}' for k, n in counts.items())}) "
           f"from {len(rec.roots)} states at the cursor")
+    variants = [(label, cls, scanner, None) for label, cls, scanner in (
+        ("this tree", this.MonitorState, None), (args.against, then, then_scanner))]
+    if pollute is not None:                        # each also from cold caches, in turn
+        variants = [v for label, cls, scanner, _ in variants for v in (
+            (label, cls, scanner, None), (f"{label} cold", cls, scanner, pollute))]
     best = {}
     for r in range(args.repeats):
-        for label, cls, scanner in (("this tree", this.MonitorState, None),
-                                    (args.against, then, then_scanner)):
-            spent, differ = replayed(rec, cls, scanner)
+        for label, cls, scanner, reads in variants:
+            spent, differ = replayed(rec, cls, scanner, reads)
             total = sum(spent.values())
             best[label] = min(best.get(label, total), total)
-            print(f"{r + 1}  {label:>10}  {total * 1000:7.1f} ms  " + "  ".join(
+            print(f"{r + 1}  {label:>15}  {total * 1000:7.1f} ms  " + "  ".join(
                 f"{k} {s * 1000:6.1f}" for k, s in spent.items()) + f"  differ {differ}",
                   flush=True)
-    mine, theirs = best["this tree"], best[args.against]
-    print(f"best: this tree {mine * 1000:.1f} ms, {args.against} {theirs * 1000:.1f} ms, "
-          f"x{mine / theirs:.3f}")
+    steps = counts["mask"]
+    for label, total in best.items():
+        print(f"best {label:>15}  {total * 1000:7.1f} ms  x{total / best['this tree']:.3f}"
+              f"  {total / steps * 1e6:6.1f} us a step ({steps} steps)")
+    if pollute is not None:
+        print(f"cold: {args.pollute:g} MB read through the caches before each step")
     return 0
 
 
