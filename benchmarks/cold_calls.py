@@ -10,8 +10,8 @@ after the same call) and cold (right after ``--mb`` MB were read), in turn:
 - ``str.rstrip``: one call of a small C routine (what one compiled step of the monitor
   would be, at the least);
 - ``re.search``: one regular expression's search (the monitor's sites run a dozen);
-- ``scanner advance``: ``ScanState.advance`` by one token's text (Python, with its
-  regular expressions and new states).
+- ``scanner advance``: ``ScanState.advance`` by a short text (a comma and a name among
+  a call's arguments: Python, with its regular expressions and new states).
 
     python benchmarks/cold_calls.py [--mb 16] [--calls 400]
 

@@ -18,7 +18,7 @@ time a step. A recorded state's context reads the names a free read may name as 
 when it was recorded.
 
 ``--pollute MB`` streams MB of memory through the caches before each step (untimed): what a
-decoding step's forward does between two steps (the bundled model's weights are about 13
+decoding step's forward does between two steps (the bundled model's weights are about 12
 MB), so that the calls are timed as they run in a replay, from cold caches, rather than
 back to back from warm ones. Each implementation is then timed both ways, in turn.
 """
