@@ -83,14 +83,19 @@ def set_builders(eval_set: EvalSet, cache: Path | None = None
     return [(f"retype-{path.removesuffix('.py').replace('/', '-')}.jsonl", b) for path, b in out]
 
 
-def set_traces(name: str) -> list[Trace]:
-    """The committed traces of an evaluation set (``make_sets.py`` writes them)."""
+def set_paths(name: str) -> list[str]:
+    """The paths of an evaluation set's committed traces (``make_sets.py`` writes them)."""
     folder = SET_TRACES / name
-    paths = sorted(folder.glob("*.jsonl"))
+    paths = sorted(str(p) for p in folder.glob("*.jsonl"))
     if not paths:
         raise FileNotFoundError(f"no traces in {folder}: python benchmarks/make_sets.py "
                                 f"--set {name} builds them")
-    return [read_trace(p) for p in paths]
+    return paths
+
+
+def set_traces(name: str) -> list[Trace]:
+    """The committed traces of an evaluation set."""
+    return [read_trace(p) for p in set_paths(name)]
 
 
 def toolz_builders(tmp: Path) -> tuple[list, str]:

@@ -39,7 +39,9 @@ from inkling.evaluation.replay import Replayer
 from inkling.evaluation.syntax_check import SyntaxChecker
 from inkling.evaluation.trace_file import read_trace
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_traces import set_paths  # noqa: E402
+
 MODES = ("off", "on", "on-noguard", "oracle", "oracle-noguard")
 
 
@@ -119,7 +121,7 @@ def main() -> int:
     ap.add_argument("traces", nargs="*")
     ap.add_argument("--rounds", type=int, default=2)
     args = ap.parse_args()
-    paths = args.traces or sorted(str(p) for p in (HERE / "traces" / "reporting").glob("*.jsonl"))
+    paths = args.traces or set_paths("reporting")
     traces = [read_trace(p) for p in paths]
     base = InklingOptions()
     replayer = Replayer(base, Engine(base).load_model(), SyntaxChecker())

@@ -33,7 +33,9 @@ from inkling.evaluation.replay import Replayer
 from inkling.evaluation.syntax_check import SyntaxChecker
 from inkling.evaluation.trace_file import read_trace
 
-HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_traces import set_paths  # noqa: E402
+
 PARTS = ("setup", "steps", "guard")
 spent = dict.fromkeys(PARTS, 0.0)
 
@@ -104,7 +106,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--steps", action="store_true", help="time the steps' pieces too")
     args = ap.parse_args()
-    paths = args.traces or sorted(str(p) for p in (HERE / "traces" / "reporting").glob("*.jsonl"))
+    paths = args.traces or set_paths("reporting")
     traces = [read_trace(p) for p in paths]
     base = InklingOptions()
     runtime = Engine(base).load_model()

@@ -42,6 +42,9 @@ from inkling.evaluation.replay import Replayer
 from inkling.evaluation.syntax_check import SyntaxChecker
 from inkling.evaluation.trace_file import read_trace
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_traces import set_paths  # noqa: E402
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 KINDS = ("advance_token", "advance", "mask", "forced_text")
@@ -197,7 +200,7 @@ def main() -> int:
                     help="MB read through the caches before each step (default 0: none)")
     args = ap.parse_args()
     pollute = np.ones(int(args.pollute * (1 << 20)), np.uint8) if args.pollute else None
-    paths = args.traces or sorted(str(p) for p in (HERE / "traces" / "reporting").glob("*.jsonl"))
+    paths = args.traces or set_paths("reporting")
     then, then_scanner = loaded_at(args.against)
     rec = Recording()
     originals = rec.instrument()
