@@ -20,7 +20,10 @@ undefined_names over shown drafts at most half of monitor off's; exact_line and 
 p50 against ``draft=none, monitor=off``. ``--runs N`` makes N such runs one after
 another and prints each one's table and checks, then each check's count of runs passed:
 on this machine the latency p50s of two runs of the same code differ by up to a tenth,
-a combination against another too.
+a combination against another too. Under the checks, what the latency ratio is made of,
+read off the same run: the monitor's own cost (``draft=none`` on against off) and, where
+auto chose none, one configuration's two columns (``draft=auto`` and ``none``, monitor
+off), this run's noise.
 """
 from __future__ import annotations
 
@@ -144,7 +147,26 @@ def _one(traces: list[Path], out: Path, report: str | None) -> list[tuple[str, s
     checks = _checks(runs, chosen)
     for _, text, ok in checks:
         print(("pass  " if ok else "FAIL  ") + text)
+    for line in _latency_parts(runs, chosen):
+        print("      " + line)
     return checks
+
+
+def _latency_parts(runs: list[dict], chosen: dict) -> list[str]:
+    """What the latency check's ratio is made of, read off the same run: the monitor's own
+    cost (``draft=none`` on against off) and, where auto chose none (so that ``draft=auto``
+    and ``none`` decode alike), the two columns of one configuration, monitor off: how
+    far this run's p50s differ with nothing changed."""
+    p50 = {(r["settings"]["completion.draft"], r["settings"]["completion.monitor"]):
+           r["latency_ms"]["p50"] for r in runs}
+    on, off = p50["none", "on"], p50["none", "off"]
+    parts = [f"the monitor's own cost: draft=none, monitor on {on:.1f} ms against off "
+             f"{off:.1f} ms (x{on / off:.3f})"]
+    if chosen["mode"] == "none":
+        same = p50["auto", "off"]
+        parts.append(f"one configuration twice (auto chose none), monitor off: draft=auto "
+                     f"{same:.1f} ms against draft=none {off:.1f} ms (x{same / off:.3f})")
+    return parts
 
 
 def _named(traces: list[Path]) -> str:

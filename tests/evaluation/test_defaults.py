@@ -177,3 +177,23 @@ def test_the_defaults_benchmark_asks_the_monitor_for_fewer_syntax_errors():
     assert not syntax(0.87, 0.87)[1]
     assert syntax(1.0, 1.0)[1]                              # no errors either way
     assert not syntax(None, 0.9)[1]
+
+
+def test_the_defaults_benchmark_says_what_the_latency_gap_is_made_of():
+    """benchmarks/defaults.py: under the checks, the monitor's own cost (draft=none on
+    against off) and, where auto chose none, the same configuration's two columns."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from defaults import _latency_parts
+
+    p50 = {("auto", "on"): 12.0, ("auto", "off"): 10.5, ("none", "on"): 12.5,
+           ("none", "off"): 10.0, ("suffix", "on"): 13.0, ("suffix", "off"): 11.0}
+    runs = [{"settings": {"completion.draft": d, "completion.monitor": m},
+             "latency_ms": {"p50": ms}} for (d, m), ms in p50.items()]
+    cpu = _latency_parts(runs, {"mode": "none"})
+    assert cpu == ["the monitor's own cost: draft=none, monitor on 12.5 ms against off 10.0 ms "
+                   "(x1.250)",
+                   "one configuration twice (auto chose none), monitor off: draft=auto 10.5 ms "
+                   "against draft=none 10.0 ms (x1.050)"]
+    assert _latency_parts(runs, {"mode": "suffix"}) == cpu[:1]   # auto drafts: not alike
