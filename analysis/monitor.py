@@ -20,8 +20,7 @@ from .python_scanner import ScanState
 from .resolver import MODULE_DUNDERS, Resolver, keyword_arguments
 from .symbol_index import SymbolIndex
 from .token_masks import MaskCache
-from .trigger_site import (NONE, TriggerSite, pending_chain, read_site, statement_receiver,
-                           statement_target, trigger_site)
+from .trigger_site import NONE, SiteReading, TriggerSite, site_reading
 
 
 @dataclass
@@ -239,13 +238,24 @@ class MonitorState:
         return self.advance(v.texts[token_id])
 
     @property
+    def reading(self) -> SiteReading | None:
+        """What ``trigger_site.py`` reads of the scanner state (None outside code), kept
+        on the state as its mask is (a dict lookup: ``functools.cached_property`` takes a
+        lock at every first read on Python 3.11, and a decoding step reads it first) and
+        shared with every state of the same line and frames (``site_reading``)."""
+        kept = self.__dict__.get("_reading", _NOT_YET)
+        if kept is _NOT_YET:
+            kept = self.__dict__["_reading"] = site_reading(self.scan)
+        return kept
+
+    @property
     def site(self) -> TriggerSite | None:
         """The trigger the text ends at, if any (whether or not it resolves); kept on the
-        state as its mask is (a dict lookup: ``functools.cached_property`` takes a lock
-        at every first read on Python 3.11, and a decoding step reads it first)."""
+        state too (a step reads it first, its forced name again)."""
         kept = self.__dict__.get("_site", _NOT_YET)
         if kept is _NOT_YET:
-            kept = self.__dict__["_site"] = trigger_site(self.scan)
+            reading = self.reading
+            kept = self.__dict__["_site"] = None if reading is None else reading.trigger
         return kept
 
     @property
@@ -313,7 +323,7 @@ class MonitorState:
             return target
         dotted = None
         if site is None and masks.vocab.dotted:
-            chain = pending_chain(self.scan)
+            chain = self.reading.pending
             members = self.context.members_of(chain) if chain else None
             if members is not None and self.assigned and \
                     chain in (self.context.scope.self_name, self.context.scope.cls_name):
@@ -328,7 +338,7 @@ class MonitorState:
     def _read_mask(self, device):
         """Where only a bound name may be read: the names the completion knows and those
         this path bound."""
-        found = read_site(self.scan)
+        found = self.reading.read
         names = self.context.free_names if found is not None else None
         if names is None:
             return None
@@ -353,13 +363,13 @@ class MonitorState:
                 return False
             members = self._members(site.target)
             return None if members is None else masks.target_mask(members, site.typed, device)
-        ended = statement_target(self.scan)
+        ended = self.reading.target
         if ended is not None and ended[0] and ended[0] in owners:
             members = self._members(ended[0])
             if members is None or ended[1] in members:
                 return None
             return masks.ended_target_mask(device)
-        receiver = statement_receiver(self.scan)
+        receiver = self.reading.receiver
         if receiver and receiver in owners and masks.vocab.dotted:
             members = self._members(receiver)
             return None if members is None else masks.dotted_target_mask(members, device)

@@ -239,3 +239,82 @@ def _keyword_end(stripped: str) -> bool:
     if w is None or w.group(1) not in _READ_KEYWORDS:
         return False
     return w.group(1) != "from" or not stripped.lstrip().startswith("from")
+
+
+# ---------------------------------------------------------------- one state's sites, kept
+READINGS_KEPT = 8192          # scanner states' readings kept (a few MB); all forgotten
+                              # together when full
+_READINGS: dict = {}          # (line, frames) -> SiteReading
+
+
+class SiteReading:
+    """What the functions above say of one scanner state in code, each computed when first
+    read (``trigger``, ``pending``, ``read``, ``target``, ``receiver``).
+
+    In code they read nothing of a state but its line and its frames, so the readings are
+    kept by those (``site_reading``) and shared: a decoding step runs these functions'
+    dozen regular expressions from cold caches (the forward between two steps reads the
+    model's weights through them), about 0.1 ms a step here, and about half the steps of a
+    replay reach a line and frames that an earlier step, of this completion or an earlier
+    one, reached too (a person typing along a suggestion: the next completions decode the
+    same lines again)."""
+
+    __slots__ = ("scan", "_trigger", "_pending", "_read", "_target", "_receiver")
+
+    def __init__(self, scan: ScanState):
+        self.scan = scan
+        self._trigger = self._pending = self._read = self._target = self._receiver = _UNREAD
+
+    @property
+    def trigger(self) -> TriggerSite | None:
+        if self._trigger is _UNREAD:
+            self._trigger = trigger_site(self.scan)
+        return self._trigger
+
+    @property
+    def pending(self) -> str | None:
+        if self._pending is _UNREAD:
+            self._pending = pending_chain(self.scan)
+        return self._pending
+
+    @property
+    def read(self) -> ReadSite | None:
+        if self._read is _UNREAD:
+            self._read = read_site(self.scan)
+        return self._read
+
+    @property
+    def target(self) -> tuple[str, str] | None:
+        if self._target is _UNREAD:
+            self._target = statement_target(self.scan)
+        return self._target
+
+    @property
+    def receiver(self) -> str | None:
+        if self._receiver is _UNREAD:
+            self._receiver = statement_receiver(self.scan)
+        return self._receiver
+
+
+_UNREAD = object()            # a reading not computed yet (None is one)
+
+
+def site_reading(scan: ScanState) -> SiteReading | None:
+    """The readings of ``scan``, kept with those of states of the same line and frames;
+    None outside code (where every function above says None). The functions are pure and
+    the states immutable, so threads may share the readings: two that compute one at once
+    compute the same value."""
+    if not scan.in_code:
+        return None
+    key = (scan.line, scan.frames)
+    found = _READINGS.get(key)
+    if found is None:
+        if len(_READINGS) >= READINGS_KEPT:
+            _READINGS.clear()
+        found = _READINGS[key] = SiteReading(scan)
+    return found
+
+
+def forget_readings() -> None:
+    """Forget every kept reading (a benchmark's replay starts from none, as a new server)."""
+    _READINGS.clear()

@@ -162,6 +162,9 @@ def replayed(rec: Recording, cls, scanner=None, pollute: np.ndarray | None = Non
         if "free_names" in context.__dict__:       # as read when recorded
             fresh[key].__dict__["free_names"] = context.__dict__["free_names"]
     states, spent, differ = {}, dict.fromkeys(KINDS, 0.0), 0
+    sites = sys.modules[cls.__module__.replace(".monitor", ".trigger_site")]   # its own
+    if hasattr(sites, "forget_readings"):          # kept readings: none yet, as in a new server
+        sites.forget_readings()
     clock = time.perf_counter
     gc.collect()
     gc.disable()                                   # the same pauses for both (none)
