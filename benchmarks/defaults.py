@@ -2,8 +2,9 @@
 run over retype traces of toolz 1.0.0 (a package the bundled model was not trained on),
 or over the traces given (``--trace-files``, e.g. the reporting set's), drafting ``auto``
 (the default: the mode chosen at load from measured forward costs) / ``none`` / ``suffix``
-crossed with the monitor ``on`` / ``off``, the six combinations interleaved trace by
-trace. The first combination is the defaults.
+crossed with the monitor ``on`` / ``off``, the six combinations interleaved event by
+event (``replay --compare``; trace by trace until run 16 of
+``results/defaults_reporting.txt``). The first combination is the defaults.
 
     python benchmarks/defaults.py [--json OUT] [--report OUT.html] [--traces DIR] [--runs N]
                                   [--trace-files benchmarks/traces/reporting/*.jsonl]

@@ -44,7 +44,7 @@ def add_command(sub) -> None:
     p.add_argument("--compare", action="append", metavar="KEY=V1,V2",
                    help="replay every combination of these option values (repeatable; keys "
                    "are the options tree's, e.g. completion.draft=none,suffix or "
-                   "cache.mode=full,pie), interleaved trace by trace; the JSON gets a "
+                   "cache.mode=full,pie), interleaved event by event; the JSON gets a "
                    "'runs' list and the report a side-by-side comparison")
     p.add_argument("--ablate", action="append", metavar="KEY=V",
                    help="replay the options as given and then with each of these changes "

@@ -19,7 +19,7 @@ from inkling.completion.errors import OptionError
 from inkling.cli.flags import load_progress, ray_options
 from inkling.evaluation.comparison import ablations, combinations, table
 from inkling.evaluation.ray_replay import replay_on_ray
-from inkling.evaluation.replay import LspReplayer, Replayer
+from inkling.evaluation.replay import LspReplayer, Replayer, replay_together
 from inkling.evaluation.replay_result import (ReplayFailure, TraceResult, comparison_json,
                                               replay_json, runtime_config)
 from inkling.evaluation.report import PLOTS_MISSING, plots_available, render_report
@@ -67,11 +67,9 @@ def _replayers(combos, via_lsp: bool):
 
 
 def replay_all(combos, traces, progress_file, via_lsp: bool = False):
-    """Replay every trace under every combination, interleaved trace by trace (machine
-    noise hits all combinations alike) and in turn forward and backward (combinations
-    1, 2, .., n for the first trace, n, .., 1 for the second: no combination always runs
-    first, right after another's), with a progress bar over events; returns the runtime
-    block and one result list per combination."""
+    """Replay every trace under every combination, interleaved event by event
+    (``replay_together``: machine noise hits all combinations alike), with a progress bar
+    over events; returns the runtime block and one result list per combination."""
     runtime, replayers = _replayers(combos, via_lsp)
     gc.freeze()               # the model and the datastores, as the server does once ready
     results: list[list] = [[] for _ in combos]
@@ -79,11 +77,10 @@ def replay_all(combos, traces, progress_file, via_lsp: bool = False):
         total = sum(len(t.events) for t in traces) * len(combos)
         with tqdm(total=total, desc="replaying", unit="event", file=progress_file,
                   disable=None) as bar:
-            for t, trace in enumerate(traces):
+            for trace in traces:
                 bar.set_postfix_str(trace.name[:40])
-                order = range(len(replayers)) if t % 2 == 0 else reversed(range(len(replayers)))
-                for i in order:
-                    results[i].append(replayers[i].replay(trace, bar.update))
+                for i, result in enumerate(replay_together(replayers, trace, bar.update)):
+                    results[i].append(result)
     finally:
         if via_lsp:
             for replayer in replayers:

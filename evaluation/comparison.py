@@ -1,9 +1,10 @@
 """`inkling replay --compare KEY=V1,V2[,...]`: an ablation in one run.
 
 Every combination of the compared values (the first value of each key first) is a set of
-options over the replay's own; the replay runs them interleaved, trace by trace (trace 1
-under every combination, then trace 2 under every combination in the reverse order, ...),
-so machine noise hits them all alike and none always runs first. Keys
+options over the replay's own; the replay runs them interleaved, event by event (each
+event of a trace under every combination before the next, the order reversed from one
+event to the next: ``evaluation/replay.py``, ``replay_together``), so machine noise hits
+them all alike and none always runs first. Keys
 are the options tree's names (``completion.draft``, ``cache.mode``; camelCase or
 snake_case); values are typed as the option is. A bad key or value is an error before
 anything runs.

@@ -91,7 +91,8 @@ def replay_on_ray(options, traces: list, ray_options: RayOptions, progress_file=
     option_sets = list(options) if several else [options]
     with ray_session(ray_options) as ray:
         blob, dicts = ship_model(ray, option_sets, ray_options)
-        # tasks: trace by trace, each under every option set (interleaved as locally)
+        # tasks: trace by trace, each under every option set (a task takes a whole trace:
+        # locally the combinations interleave event by event)
         tasks = [(t, c) for t in range(len(traces)) for c in range(len(dicts))]
         run = run_tasks(ray, ReplayWorker, (blob,), [(traces[t], dicts[c]) for t, c in tasks],
                         "replay", ray_options, "replaying on Ray",

@@ -8,12 +8,13 @@ that is not implemented yet) propagate, since no trace could replay.
 """
 from __future__ import annotations
 
+import contextlib
 import logging
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from inkling.analysis import AnalysisOptions, CodeAnalysis
 from inkling.analysis.trigger_identifier import identifier_matches
@@ -39,9 +40,11 @@ class _Session:
     """One trace's replay: a workspace root, an Engine, open documents' versions."""
 
     def __init__(self, trace: Trace, root: Path, engine: Engine, checker: SyntaxChecker,
-                 result: TraceResult):
+                 result: TraceResult, model_seconds: Callable[[], float] = lambda: 0.0):
         self.trace, self.root, self.engine = trace, root, engine
         self.checker, self.result = checker, result
+        self.model_seconds = model_seconds   # the shared model's forward seconds so far
+        self.spent_s = self.model_s = 0.0    # this session's own time, and its model's
         self.versions: dict[str, int] = {}
         # per path, the latest completion's expected text and drafts (None once accepted)
         self.latest: dict[str, tuple[str, tuple] | None] = {}
@@ -178,19 +181,53 @@ class _Session:
                              f"event: {message}")
 
 
+def _step(session: _Session, event: Event) -> bool:
+    """Apply one event, the idle policy first (as the server's timer runs it), its time
+    added to the session's; False when it failed, which ends the trace (recorded)."""
+    t0, model_s0 = time.perf_counter(), session.model_seconds()
+    try:
+        quiet = session.clock.quiet_before(event)
+        session.result.idle_tokens += session.engine.idle(quiet)
+        session.apply(event)
+        return True
+    except (DocumentError, TraceError, OSError) as exc:
+        session.result.failures.append(session.failure(event, exc))
+        return False
+    finally:
+        session.spent_s += time.perf_counter() - t0
+        session.model_s += session.model_seconds() - model_s0
+
+
 def _run(session: _Session, tick: Tick) -> None:
     """Apply a trace's events in order; the first error ends the trace (recorded)."""
     events = session.trace.events
     for done, event in enumerate(events, start=1):
-        try:
-            quiet = session.clock.quiet_before(event)       # the idle policy, as the server's
-            session.result.idle_tokens += session.engine.idle(quiet)   # timer runs it
-            session.apply(event)
-        except (DocumentError, TraceError, OSError) as exc:
-            session.result.failures.append(session.failure(event, exc))
+        if not _step(session, event):
             tick(len(events) - done + 1)
             return
         tick(1)
+
+
+def replay_together(replayers: list, trace: Trace, tick: Tick = lambda n: None
+                    ) -> list[TraceResult]:
+    """``trace`` under each replayer (``Replayer`` or ``LspReplayer``: one per combination
+    of options), event by event: each event is applied in every session before the next
+    one, in turn forward and backward (sessions 1, 2, .., n for the first event, n, .., 1
+    for the second), so that this machine's drift hits every combination alike within
+    one event's time, not one trace's, and none always runs first, right after another's.
+    A session whose event failed ends there (recorded); the others go on. Each result's
+    times are its own session's (``_step``)."""
+    with contextlib.ExitStack() as stack:
+        sessions = [stack.enter_context(r.session(trace)) for r in replayers]
+        live = [True] * len(sessions)
+        events = trace.events
+        for n, event in enumerate(events):
+            order = range(len(sessions)) if n % 2 == 0 else reversed(range(len(sessions)))
+            for i in order:
+                if live[i]:
+                    live[i] = _step(sessions[i], event)
+                    tick(1 if live[i] else len(events) - n)
+    return [s.result for s in sessions]
 
 
 @dataclass
@@ -201,8 +238,18 @@ class Replayer:
     datastore: object = None         # a Datastore, built for the first trace that drafts
 
     def replay(self, trace: Trace, tick: Tick = lambda n: None) -> TraceResult:
+        with self.session(trace) as session:
+            _run(session, tick)
+        return session.result
+
+    @contextlib.contextmanager
+    def session(self, trace: Trace) -> Iterator[_Session]:
+        """``trace``'s session: a new Engine on the shared model, prepared as the server
+        prepares one, in a new temporary workspace root; its result's ``total_ms`` and
+        ``model_ms`` are the session's own time (its setup, its events, its end) when it
+        ends."""
         result = TraceResult(trace.source, trace.name)
-        model_s0, t0 = self.runtime.stats.seconds, time.perf_counter()
+        t0, model_s0 = time.perf_counter(), self.runtime.stats.seconds
         with tempfile.TemporaryDirectory(prefix="inkling-replay-") as tmp:
             root = Path(tmp).resolve()
             engine = Engine(self.options, self.runtime, self.datastore)
@@ -212,12 +259,16 @@ class Replayer:
                 if prepared.failed:                         # no trace could replay as asked
                     raise prepared.failed[0][1]
                 self.datastore = engine.sources.datastore          # built once, for every trace
-                _run(_Session(trace, root, engine, self.checker, result), tick)
+                session = _Session(trace, root, engine, self.checker, result,
+                                   lambda: self.runtime.stats.seconds)
+                session.spent_s = time.perf_counter() - t0
+                session.model_s = self.runtime.stats.seconds - model_s0
+                yield session
             finally:
+                t1, model_s1 = time.perf_counter(), self.runtime.stats.seconds
                 engine.shutdown()                           # its watchers
-        result.total_ms = (time.perf_counter() - t0) * 1000
-        result.model_ms = (self.runtime.stats.seconds - model_s0) * 1000
-        return result
+        result.total_ms = (session.spent_s + time.perf_counter() - t1) * 1000
+        result.model_ms = (session.model_s + self.runtime.stats.seconds - model_s1) * 1000
 
 
 class LspReplayer:
@@ -234,16 +285,26 @@ class LspReplayer:
         self._count = 0
 
     def replay(self, trace: Trace, tick: Tick = lambda n: None) -> TraceResult:
+        with self.session(trace) as session:
+            _run(session, tick)
+        return session.result
+
+    @contextlib.contextmanager
+    def session(self, trace: Trace) -> Iterator[_Session]:
+        """``trace``'s session on this replayer's server, in a new workspace folder; the
+        documents it left open are closed when it ends (the server left as it was found)."""
         result = TraceResult(trace.source, trace.name)
-        root = self.trace_folder()
         t0 = time.perf_counter()
-        session = _Session(trace, root, self.engine, self.checker, result)
-        _run(session, tick)
-        for path in list(session.versions):            # leave the server as we found it
-            self.engine.close(session.uri(path))
-        result.total_ms = (time.perf_counter() - t0) * 1000
-        result.model_ms = sum(r.model_ms for r in result.completions)
-        return result
+        session = _Session(trace, self.trace_folder(), self.engine, self.checker, result)
+        session.spent_s = time.perf_counter() - t0
+        try:
+            yield session
+        finally:
+            t1 = time.perf_counter()
+            for path in list(session.versions):        # leave the server as we found it
+                self.engine.close(session.uri(path))
+            result.total_ms = (session.spent_s + time.perf_counter() - t1) * 1000
+            result.model_ms = sum(r.model_ms for r in result.completions)
 
     def trace_folder(self) -> Path:
         """A new folder for the next trace, made the server's only workspace folder (as the

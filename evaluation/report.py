@@ -116,7 +116,7 @@ def _comparison(report: dict, all_results) -> str:
     if len(runs) < 2 or all_results is None:
         return ""
     text = ("<h2>Comparison</h2><p>Every combination replayed the same traces, interleaved "
-            "trace by trace; ratios are to the first combination (p50 for distributions)."
+            "event by event; ratios are to the first combination (p50 for distributions)."
             f"</p>{_comparison_table(runs)}")
     if not plots_available():
         return text + f"<p>{html.escape(PLOTS_MISSING)}</p>"

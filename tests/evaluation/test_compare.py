@@ -94,29 +94,77 @@ def test_a_bad_key_fails_before_anything_runs(tmp_path, capsys, monkeypatch):
     assert "does not exist" not in err and loads == []    # the model was never looked for
 
 
-def test_traces_are_interleaved_across_combinations(tiny_model_dir, monkeypatch):
+def test_combinations_are_interleaved_event_by_event(tiny_model_dir, monkeypatch):
+    """Every event runs under each combination before the next, in turn forward and
+    backward; each result's times are its own session's, and the results are what a
+    replay of each combination alone gives."""
     from inkling.evaluation import replay as replay_module
     from inkling.cli.replay_run import replay_all
     from inkling.evaluation.trace_file import read_trace
     order = []
-    real = replay_module.Replayer.replay
+    real = replay_module._step
 
-    def recording(self, trace, tick=lambda n: None):
-        order.append((trace.name, self.options.completion.draft))
-        return real(self, trace, tick)
-    monkeypatch.setattr(replay_module.Replayer, "replay", recording)
+    def recording(session, event):
+        order.append((session.trace.name, event.line, session.engine.options.completion.draft))
+        return real(session, event)
+    monkeypatch.setattr(replay_module, "_step", recording)
     base = InklingOptions().merged({"model": {"path": str(tiny_model_dir)},
                                     "completion": {"max_new_tokens": 3}})
     combos = combinations(["completion.draft=none,prompt-lookup"], base)
     traces = [read_trace(p) for p in TRACES[:2]]
     _, runs = replay_all(combos, traces, None)
-    names = [t.name for t in traces]
-    assert order == [(names[0], "none"), (names[0], "prompt-lookup"),      # in turn forward
-                     (names[1], "prompt-lookup"), (names[1], "none")]      # and backward
+    expected = []
+    for trace in traces:
+        for n, event in enumerate(trace.events):
+            drafts = ("none", "prompt-lookup") if n % 2 == 0 else ("prompt-lookup", "none")
+            expected += [(trace.name, event.line, d) for d in drafts]
+    assert order == expected
     assert [len(r) for r in runs] == [2, 2]
-    # lossless drafting: the same suggestions under both
+    for per_combo in runs:
+        for result in per_combo:
+            spent = sum(c.latency_ms for c in result.completions)
+            assert spent <= result.total_ms and result.model_ms <= result.total_ms
+    # lossless drafting: the same suggestions under both, and as each replays alone
     assert [[c.drafts for c in t.completions] for t in runs[0]] == \
         [[c.drafts for c in t.completions] for t in runs[1]]
+    monkeypatch.setattr(replay_module, "_step", real)
+    from inkling.completion.engine import Engine
+    from inkling.evaluation.replay import Replayer
+    from inkling.evaluation.syntax_check import SyntaxChecker
+    alone = Replayer(combos[0].options, Engine(combos[0].options).load_model(), SyntaxChecker())
+    assert [c.drafts for c in alone.replay(traces[0]).completions] == \
+        [c.drafts for c in runs[0][0].completions]
+
+
+def test_a_failed_event_ends_only_its_sessions_trace(tiny_model_dir, monkeypatch):
+    """In a replay together, a session whose event fails stops there (the failure
+    recorded, the progress counted to the trace's end); the other sessions go on."""
+    from inkling.evaluation import replay as replay_module
+    from inkling.evaluation.replay import Replayer, replay_together
+    from inkling.evaluation.syntax_check import SyntaxChecker
+    from inkling.evaluation.trace_file import CompleteEvent, read_trace
+    from inkling.completion.engine import Engine
+    trace = read_trace(TRACES[0])
+    base = InklingOptions().merged({"model": {"path": str(tiny_model_dir)},
+                                    "completion": {"max_new_tokens": 3}})
+    runtime = Engine(base).load_model()
+    broken = InklingOptions().merged({"model": {"path": str(tiny_model_dir)},
+                                      "completion": {"max_new_tokens": 3, "draft": "suffix"}})
+    real = replay_module._Session.apply
+
+    def apply(session, event):
+        if session.engine.options.completion.draft == "suffix" and \
+                isinstance(event, CompleteEvent):
+            raise replay_module.TraceError(session.trace.source, event.line, "broken here")
+        return real(session, event)
+    monkeypatch.setattr(replay_module._Session, "apply", apply)
+    ticks = []
+    good, bad = replay_together([Replayer(base, runtime, SyntaxChecker()),
+                                 Replayer(broken, runtime, SyntaxChecker())], trace, ticks.append)
+    assert sum(ticks) == 2 * len(trace.events)
+    assert not good.failures and len(good.completions) > 0
+    assert len(bad.failures) == 1 and "broken here" in bad.failures[0].message
+    assert bad.completions == []
 
 
 @pytest.mark.slow

@@ -476,6 +476,28 @@ def test_replay_via_lsp_keeps_documents_in_sync(tmp_path, tiny_model_dir, capsys
     assert report["latency_ms"]["p50"] >= report["first_token_ms"]["p50"]
 
 
+def test_a_comparison_via_lsp_steps_each_server_event_by_event(tmp_path, tiny_model_dir,
+                                                                 capsys):
+    """--via-lsp --compare: one server a combination, the trace's events applied in each
+    in turn; every server's documents stay in sync and each combination's drafts measure
+    as a replay of it alone does."""
+    text = "def f(a):\n    return a\n"
+    edited = "def f(a):\n    b = a\n    return a\n"
+    trace = write(tmp_path, "t.jsonl", {"kind": "open", "path": "a.py", "text": text},
+                  change("a.py", (1, 0), (1, 0), "    b = a\n"),
+                  {"kind": "complete", "path": "a.py", "position": pos(2, 11), "expected": "\n"},
+                  {"kind": "check", "path": "a.py", "sha256": sha(edited)})
+    common = [trace, "--model", str(tiny_model_dir), "--max-new-tokens", "3", "--json", "-"]
+    code = main(["replay", *common, "--via-lsp", "--compare", "completion.monitor=on,off"])
+    runs = json.loads(capsys.readouterr().out)["runs"]
+    assert code == 0 and [r["sync_ok"] for r in runs] == [True, True]
+    for run, monitor in zip(runs, ("on", "off")):
+        assert main(["replay", *common, "--via-lsp", "--monitor", monitor]) == 0
+        alone = json.loads(capsys.readouterr().out)
+        keys = ("shown", "guard_cut", "edit_similarity", "syntax_valid", "undefined_names")
+        assert {k: run[k] for k in keys} == {k: alone[k] for k in keys}
+
+
 @pytest.mark.slow
 def test_accepts_via_lsp_equal_in_process(replayer, tmp_path, tiny_model_dir, capsys):
     """--via-lsp takes the same drafts through the server's accept command (the id its inline
