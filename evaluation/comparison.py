@@ -2,8 +2,8 @@
 
 Every combination of the compared values (the first value of each key first) is a set of
 options over the replay's own; the replay runs them interleaved, event by event (each
-event of a trace under every combination before the next, the order reversed from one
-event to the next: ``evaluation/replay.py``, ``replay_together``), so machine noise hits
+event of a trace under every combination before the next, the order turning with each
+event of a kind: ``evaluation/replay.py``, ``replay_together``), so machine noise hits
 them all alike and none always runs first. Keys
 are the options tree's names (``completion.draft``, ``cache.mode``; camelCase or
 snake_case); values are typed as the option is. A bad key or value is an error before

@@ -212,22 +212,33 @@ def replay_together(replayers: list, trace: Trace, tick: Tick = lambda n: None
                     ) -> list[TraceResult]:
     """``trace`` under each replayer (``Replayer`` or ``LspReplayer``: one per combination
     of options), event by event: each event is applied in every session before the next
-    one, in turn forward and backward (sessions 1, 2, .., n for the first event, n, .., 1
-    for the second), so that this machine's drift hits every combination alike within
-    one event's time, not one trace's, and none always runs first, right after another's.
-    A session whose event failed ends there (recorded); the others go on. Each result's
-    times are its own session's (``_step``)."""
+    one, so that this machine's drift hits every combination alike within one event's
+    time, not one trace's; the order turns (``turn_order``) with each event of a kind, so
+    that at completions, whatever the trace's pattern of events, each combination runs
+    first as often as any other. A session whose event failed ends there (recorded); the
+    others go on. Each result's times are its own session's (``_step``)."""
     with contextlib.ExitStack() as stack:
         sessions = [stack.enter_context(r.session(trace)) for r in replayers]
         live = [True] * len(sessions)
+        turns: dict[type, int] = {}                  # events of each kind so far
         events = trace.events
         for n, event in enumerate(events):
-            order = range(len(sessions)) if n % 2 == 0 else reversed(range(len(sessions)))
-            for i in order:
+            turn = turns[type(event)] = turns.get(type(event), -1) + 1
+            for i in turn_order(len(sessions), turn):
                 if live[i]:
                     live[i] = _step(sessions[i], event)
                     tick(1 if live[i] else len(events) - n)
     return [s.result for s in sessions]
+
+
+def turn_order(n: int, turn: int) -> list[int]:
+    """The order of ``n`` sessions at an event kind's ``turn``-th event: started one
+    session further every second turn, forward on even turns and backward on odd ones
+    (0 1 2, 2 1 0, 1 2 0, 0 2 1, 2 0 1, 1 0 2, ...): every session takes every place
+    equally often, and follows each of two others in turn."""
+    start = (turn // 2) % n
+    order = [(start + j) % n for j in range(n)]
+    return order if turn % 2 == 0 else order[::-1]
 
 
 @dataclass

@@ -95,10 +95,12 @@ def test_a_bad_key_fails_before_anything_runs(tmp_path, capsys, monkeypatch):
 
 
 def test_combinations_are_interleaved_event_by_event(tiny_model_dir, monkeypatch):
-    """Every event runs under each combination before the next, in turn forward and
-    backward; each result's times are its own session's, and the results are what a
-    replay of each combination alone gives."""
+    """Every event runs under each combination before the next, the order turning with
+    each event of a kind (completions too: each combination first as often); each
+    result's times are its own session's, and the results are what a replay of each
+    combination alone gives."""
     from inkling.evaluation import replay as replay_module
+    from inkling.evaluation.replay import turn_order
     from inkling.cli.replay_run import replay_all
     from inkling.evaluation.trace_file import read_trace
     order = []
@@ -113,12 +115,18 @@ def test_combinations_are_interleaved_event_by_event(tiny_model_dir, monkeypatch
     combos = combinations(["completion.draft=none,prompt-lookup"], base)
     traces = [read_trace(p) for p in TRACES[:2]]
     _, runs = replay_all(combos, traces, None)
-    expected = []
+    expected, names = [], ("none", "prompt-lookup")
     for trace in traces:
-        for n, event in enumerate(trace.events):
-            drafts = ("none", "prompt-lookup") if n % 2 == 0 else ("prompt-lookup", "none")
-            expected += [(trace.name, event.line, d) for d in drafts]
+        turns = {}
+        for event in trace.events:
+            turn = turns[type(event)] = turns.get(type(event), -1) + 1
+            expected += [(trace.name, event.line, names[i]) for i in turn_order(2, turn)]
     assert order == expected
+    completes = [d for name, line, d in order if line in {
+        e.line for e in traces[0].events if type(e).__name__ == "CompleteEvent"}
+        and name == traces[0].name]
+    assert completes[:8] == ["none", "prompt-lookup", "prompt-lookup", "none",
+                             "prompt-lookup", "none", "none", "prompt-lookup"]
     assert [len(r) for r in runs] == [2, 2]
     for per_combo in runs:
         for result in per_combo:
@@ -134,6 +142,18 @@ def test_combinations_are_interleaved_event_by_event(tiny_model_dir, monkeypatch
     alone = Replayer(combos[0].options, Engine(combos[0].options).load_model(), SyntaxChecker())
     assert [c.drafts for c in alone.replay(traces[0]).completions] == \
         [c.drafts for c in runs[0][0].completions]
+
+
+def test_the_turns_give_every_session_every_place_equally():
+    from collections import Counter
+    from inkling.evaluation.replay import turn_order
+    assert [turn_order(3, k) for k in range(6)] == [[0, 1, 2], [2, 1, 0], [1, 2, 0],
+                                                    [0, 2, 1], [2, 0, 1], [1, 0, 2]]
+    for n in (1, 2, 5, 6):
+        places = Counter((s, turn_order(n, k).index(s)) for k in range(2 * n)
+                         for s in range(n))
+        assert set(places.values()) == {2} and len(places) == n * n
+        assert all(sorted(turn_order(n, k)) == list(range(n)) for k in range(4 * n))
 
 
 def test_a_failed_event_ends_only_its_sessions_trace(tiny_model_dir, monkeypatch):
