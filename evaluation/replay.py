@@ -308,14 +308,12 @@ class LspReplayer:
         t0 = time.perf_counter()
         session = _Session(trace, self.trace_folder(), self.engine, self.checker, result)
         session.spent_s = time.perf_counter() - t0
-        try:
-            yield session
-        finally:
-            t1 = time.perf_counter()
-            for path in list(session.versions):        # leave the server as we found it
-                self.engine.close(session.uri(path))
-            result.total_ms = (session.spent_s + time.perf_counter() - t1) * 1000
-            result.model_ms = sum(r.model_ms for r in result.completions)
+        yield session
+        t1 = time.perf_counter()
+        for path in list(session.versions):            # leave the server as we found it
+            self.engine.close(session.uri(path))
+        result.total_ms = (session.spent_s + time.perf_counter() - t1) * 1000
+        result.model_ms = sum(r.model_ms for r in result.completions)
 
     def trace_folder(self) -> Path:
         """A new folder for the next trace, made the server's only workspace folder (as the
