@@ -460,14 +460,19 @@ def test_sample_traces_replay_in_sync(replayer, shared_dir):
     assert report["checks"] > 0 and report["latency_ms"]["p50"] > 0
 
 
-@pytest.mark.slow
-def test_replay_via_lsp_keeps_documents_in_sync(tmp_path, tiny_model_dir, capsys):
+def _edit_then_complete(tmp_path) -> str:
+    """A trace's path: a line inserted, a completion after it, the document checked."""
     text = "def f(a):\n    return a\n"
     edited = "def f(a):\n    b = a\n    return a\n"
-    trace = write(tmp_path, "t.jsonl", {"kind": "open", "path": "a.py", "text": text},
-                  change("a.py", (1, 0), (1, 0), "    b = a\n"),
-                  {"kind": "complete", "path": "a.py", "position": pos(2, 11), "expected": "\n"},
-                  {"kind": "check", "path": "a.py", "sha256": sha(edited)})
+    return write(tmp_path, "t.jsonl", {"kind": "open", "path": "a.py", "text": text},
+                 change("a.py", (1, 0), (1, 0), "    b = a\n"),
+                 {"kind": "complete", "path": "a.py", "position": pos(2, 11), "expected": "\n"},
+                 {"kind": "check", "path": "a.py", "sha256": sha(edited)})
+
+
+@pytest.mark.slow
+def test_replay_via_lsp_keeps_documents_in_sync(tmp_path, tiny_model_dir, capsys):
+    trace = _edit_then_complete(tmp_path)
     code = main(["replay", trace, "--via-lsp", "--model", str(tiny_model_dir),
                  "--max-new-tokens", "2", "--json", "-"])
     report = json.loads(capsys.readouterr().out)
@@ -476,18 +481,13 @@ def test_replay_via_lsp_keeps_documents_in_sync(tmp_path, tiny_model_dir, capsys
     assert report["latency_ms"]["p50"] >= report["first_token_ms"]["p50"]
 
 
+@pytest.mark.slow
 def test_a_comparison_via_lsp_steps_each_server_event_by_event(tmp_path, tiny_model_dir,
                                                                  capsys):
     """--via-lsp --compare: one server a combination, the trace's events applied in each
     in turn; every server's documents stay in sync and each combination's drafts measure
     as a replay of it alone does."""
-    text = "def f(a):\n    return a\n"
-    edited = "def f(a):\n    b = a\n    return a\n"
-    trace = write(tmp_path, "t.jsonl", {"kind": "open", "path": "a.py", "text": text},
-                  change("a.py", (1, 0), (1, 0), "    b = a\n"),
-                  {"kind": "complete", "path": "a.py", "position": pos(2, 11), "expected": "\n"},
-                  {"kind": "check", "path": "a.py", "sha256": sha(edited)})
-    common = [trace, "--model", str(tiny_model_dir), "--max-new-tokens", "3", "--json", "-"]
+    common = [_edit_then_complete(tmp_path), "--model", str(tiny_model_dir), "--max-new-tokens", "3", "--json", "-"]
     code = main(["replay", *common, "--via-lsp", "--compare", "completion.monitor=on,off"])
     runs = json.loads(capsys.readouterr().out)["runs"]
     assert code == 0 and [r["sync_ok"] for r in runs] == [True, True]
