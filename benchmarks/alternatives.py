@@ -6,7 +6,8 @@
 
 Replays retype traces of the held-out standard-library files and of toolz 1.0.0's modules
 (a package the bundled model never trained on) with k drafts at every completion, once per
-variant of the alternatives' options, trace by trace in turn, and prints for each:
+variant of the alternatives' options, event by event (``replay_together``), and prints
+for each:
 
 - exact_line (the first draft's first line is the expected one) and exact_line_any (one of
   the shown drafts'): the points between them are what the alternatives add;
@@ -41,7 +42,7 @@ from bench_traces import describe, held_out_traces, toolz_traces  # noqa: E402
 from inkling.completion.engine import Engine  # noqa: E402
 from inkling.completion.options import InklingOptions  # noqa: E402
 from inkling.evaluation import metrics as m  # noqa: E402
-from inkling.evaluation.replay import Replayer  # noqa: E402
+from inkling.evaluation.replay import Replayer, replay_together  # noqa: E402
 from inkling.evaluation.replay_result import summarise  # noqa: E402
 from inkling.evaluation.syntax_check import SyntaxChecker  # noqa: E402
 
@@ -128,9 +129,10 @@ def main() -> int:
     checker = SyntaxChecker()
     results = {v: [] for v in variants}
     for i, trace in enumerate(traces):
-        for v, over in variants.items():
-            options = base.merged({"completion": over})
-            results[v].append(Replayer(options, runtime, checker, datastore).replay(trace))
+        replayers = [Replayer(base.merged({"completion": over}), runtime, checker, datastore)
+                     for over in variants.values()]
+        for v, result in zip(variants, replay_together(replayers, trace)):
+            results[v].append(result)
         print(f"  [{i + 1}/{len(traces)}] {trace.name}", file=sys.stderr)
     figures = {v: measure(r) for v, r in results.items()}
     ref = figures[next(iter(variants))]

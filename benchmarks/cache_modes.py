@@ -3,8 +3,9 @@
     python benchmarks/cache_modes.py [--model PATH] [--min-lines 300] [--max-functions 4]
 
 Replays the sample traces and retype traces of held-out standard-library files of at
-least 300 lines with each cache mode, trace by trace in turn (so machine noise hits
-all modes alike), and prints per mode: prefill tokens per completion, first_token_ms
+least 300 lines with each cache mode, event by event (``replay_together``: each edit
+and completion in every mode's session before the next, so machine noise hits all modes
+alike), and prints per mode: prefill tokens per completion, first_token_ms
 p50/p95, completion latency p50/p95, edit latency p50, exact_line, stale tokens and
 refreshes; then the ratios the issue sets targets for.
 """
@@ -21,7 +22,7 @@ from bench_traces import describe, held_out_traces, sample_traces  # noqa: E402
 
 from inkling.completion.engine import Engine  # noqa: E402
 from inkling.completion.options import InklingOptions  # noqa: E402
-from inkling.evaluation.replay import Replayer  # noqa: E402
+from inkling.evaluation.replay import Replayer, replay_together  # noqa: E402
 from inkling.evaluation.replay_result import summarise  # noqa: E402
 from inkling.evaluation.syntax_check import SyntaxChecker  # noqa: E402
 
@@ -77,9 +78,10 @@ def main() -> int:
     checker = SyntaxChecker()
     results = {mode: [] for mode in MODES}
     for i, trace in enumerate(traces):
-        for mode in MODES:
-            options = base.merged({"cache": {"mode": mode}})
-            results[mode].append(Replayer(options, runtime, checker).replay(trace))
+        replayers = [Replayer(base.merged({"cache": {"mode": m}}), runtime, checker)
+                     for m in MODES]
+        for mode, result in zip(MODES, replay_together(replayers, trace)):
+            results[mode].append(result)
         print(f"  [{i + 1}/{len(traces)}] {trace.name}", file=sys.stderr)
     summaries = {mode: summarise(results[mode]) for mode in MODES}
     order = args.fim_order if args.fim_order != "auto" else runtime.fim_order

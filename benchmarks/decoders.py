@@ -3,8 +3,8 @@
     python benchmarks/decoders.py [--model PATH] [--drafts 3]
 
 Replays the sample traces and retype traces of held-out standard-library files with
-k drafts per completion and each decoder, trace by trace in turn, and prints latency
-p50/p95, exact_line (first draft), exact_line_any, and distinct drafts per completion.
+k drafts per completion and each decoder, event by event (``replay_together``), and
+prints latency p50/p95, exact_line (first draft), exact_line_any, and distinct drafts per completion.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from bench_traces import describe, held_out_traces, sample_traces  # noqa: E402
 
 from inkling.completion.engine import Engine  # noqa: E402
 from inkling.completion.options import InklingOptions  # noqa: E402
-from inkling.evaluation.replay import Replayer  # noqa: E402
+from inkling.evaluation.replay import Replayer, replay_together  # noqa: E402
 from inkling.evaluation.replay_result import summarise  # noqa: E402
 from inkling.evaluation.syntax_check import SyntaxChecker  # noqa: E402
 
@@ -54,9 +54,10 @@ def main() -> int:
     checker = SyntaxChecker()
     results = {d: [] for d in decoders}
     for i, trace in enumerate(traces):
-        for dec in decoders:
-            options = base.merged({"completion": {"decoder": dec}})
-            results[dec].append(Replayer(options, runtime, checker, datastore).replay(trace))
+        replayers = [Replayer(base.merged({"completion": {"decoder": d}}), runtime, checker,
+                              datastore) for d in decoders]
+        for dec, result in zip(decoders, replay_together(replayers, trace)):
+            results[dec].append(result)
         print(f"  [{i + 1}/{len(traces)}] {trace.name}", file=sys.stderr)
     s = {d: summarise(results[d]) for d in decoders}
     distinct = {d: statistics.mean(len({x.rstrip() for x in c.drafts if x.strip()})

@@ -3,8 +3,10 @@
     python benchmarks/drafting.py [--model PATH] [--max-functions 4] [--datastore corpus]
 
 Replays the sample traces and retype traces of held-out standard-library files with
-each drafting mode, trace by trace in turn, and prints tokens per forward, forwards
-per completion, completion latency p50/p95 and exact_line, then the target ratios.
+each drafting mode, event by event (``replay_together``: each edit and completion in
+every mode's session before the next, the order turning), and prints tokens per
+forward, forwards per completion, completion latency p50/p95 and exact_line, then the
+target ratios.
 `suffix` searches the document, the workspace, accepted and recent suggestions, the
 datastore (built once; `corpus` leaves the held-out files out, so the files typed
 here are not in it) and the model datastore (the model's own continuations at
@@ -25,7 +27,7 @@ from bench_traces import describe, held_out_traces, sample_traces  # noqa: E402
 
 from inkling.completion.engine import Engine  # noqa: E402
 from inkling.completion.options import InklingOptions  # noqa: E402
-from inkling.evaluation.replay import Replayer  # noqa: E402
+from inkling.evaluation.replay import Replayer, replay_together  # noqa: E402
 from inkling.evaluation.replay_result import summarise  # noqa: E402
 from inkling.evaluation.syntax_check import SyntaxChecker  # noqa: E402
 
@@ -58,9 +60,10 @@ def main() -> int:
     checker = SyntaxChecker()
     results = {mode: [] for mode in MODES}
     for i, trace in enumerate(traces):
-        for mode in MODES:
-            options = base.merged({"completion": {"draft": mode}})
-            results[mode].append(Replayer(options, runtime, checker, datastore).replay(trace))
+        replayers = [Replayer(base.merged({"completion": {"draft": m}}), runtime, checker,
+                              datastore) for m in MODES]
+        for mode, result in zip(MODES, replay_together(replayers, trace)):
+            results[mode].append(result)
         print(f"  [{i + 1}/{len(traces)}] {trace.name}", file=sys.stderr)
     s = {mode: summarise(results[mode]) for mode in MODES}
     print(f"\nmodel {runtime.path.name}, {runtime.device}, cache {args.cache}")

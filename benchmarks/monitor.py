@@ -3,11 +3,12 @@
     python benchmarks/monitor.py [--model PATH] [--max-functions 4]
 
 Replays the sample traces and retype traces of held-out standard-library files with
-the monitor off and on, trace by trace in turn, and prints shown (first drafts that show
-something), the syntax guard's cuts, undefined_names and syntax_valid over shown drafts
-(with their counts), exact_line, identifier_match and completion latency (p50, mean),
-then the targets: the monitor may lower shown by ``SHOWN_MARGIN`` at most. The mask cost
-per step is measured by benchmarks/monitor_cost.py.
+the monitor off and on, event by event (``replay_together``: each edit and completion
+in both sessions before the next, the order turning), and prints shown (first drafts
+that show something), the syntax guard's cuts, undefined_names and syntax_valid over
+shown drafts (with their counts), exact_line, identifier_match and completion latency
+(p50, mean), then the targets: the monitor may lower shown by ``SHOWN_MARGIN`` at most.
+The mask cost per step is measured by benchmarks/monitor_cost.py.
 """
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ from bench_traces import describe, held_out_traces, sample_traces  # noqa: E402
 
 from inkling.completion.engine import Engine  # noqa: E402
 from inkling.completion.options import InklingOptions  # noqa: E402
-from inkling.evaluation.replay import Replayer  # noqa: E402
+from inkling.evaluation.replay import Replayer, replay_together  # noqa: E402
 from inkling.evaluation.replay_result import summarise  # noqa: E402
 from inkling.evaluation.syntax_check import SyntaxChecker  # noqa: E402
 
@@ -47,9 +48,10 @@ def main() -> int:
     checker = SyntaxChecker()
     results = {m: [] for m in MODES}
     for i, trace in enumerate(traces):
-        for mode in MODES:
-            options = base.merged({"completion": {"monitor": mode}})
-            results[mode].append(Replayer(options, runtime, checker).replay(trace))
+        replayers = [Replayer(base.merged({"completion": {"monitor": m}}), runtime, checker)
+                     for m in MODES]
+        for mode, result in zip(MODES, replay_together(replayers, trace)):
+            results[mode].append(result)
         print(f"  [{i + 1}/{len(traces)}] {trace.name}", file=sys.stderr)
     s = {m: summarise(results[m]) for m in MODES}
     print(f"\nmodel {runtime.path.name}, {runtime.device}")

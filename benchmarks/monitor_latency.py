@@ -1,6 +1,6 @@
 """Where the monitor's latency goes, per completion: the reporting set (or the traces given)
 replayed at the defaults with the monitor on, timers around its three parts, and the same
-traces with the monitor off, interleaved trace by trace.
+traces with the monitor off, interleaved event by event (``replay_together``).
 
     python benchmarks/monitor_latency.py [--rounds 2] [TRACE ...]
 
@@ -29,7 +29,7 @@ from inkling.completion import open_analysis, presentation
 from inkling.completion.decoding import greedy, steps
 from inkling.completion.engine import Engine
 from inkling.completion.options import InklingOptions
-from inkling.evaluation.replay import Replayer
+from inkling.evaluation.replay import Replayer, replay_together
 from inkling.evaluation.syntax_check import SyntaxChecker
 from inkling.evaluation.trace_file import read_trace
 
@@ -110,7 +110,9 @@ def main() -> int:
     traces = [read_trace(p) for p in paths]
     base = InklingOptions()
     runtime = Engine(base).load_model()
-    replayer = Replayer(base, runtime, SyntaxChecker())
+    checker = SyntaxChecker()
+    replayers = [Replayer(base.merged({"completion": {"monitor": m}}), runtime, checker)
+                 for m in ("on", "off")]
     instrument()
     if args.steps:
         instrument_steps()
@@ -128,9 +130,7 @@ def main() -> int:
     Engine._complete = complete
     for r in range(args.rounds + 1):               # round 0 warms the caches, not counted
         for trace in traces:
-            for mode in (("on", "off") if r % 2 else ("off", "on")):
-                replayer.options = base.merged({"completion": {"monitor": mode}})
-                result = replayer.replay(trace)
+            for mode, result in zip(("on", "off"), replay_together(replayers, trace)):
                 if r:
                     latency[mode] += [c.latency_ms for c in result.completions]
         if r == 0:
