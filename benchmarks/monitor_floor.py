@@ -1,8 +1,10 @@
 """What the monitor's latency would be if its analysis cost nothing: the bound under the
 defaults' latency check (their p50 at most ``draft=none, monitor=off``'s).
 
-The reporting set (or the traces given) replayed in five modes, interleaved trace by trace
-(each round starts the rotation one mode later):
+The reporting set (or the traces given) replayed in five modes, interleaved event by event
+(``replay_together``: each edit and completion in every mode's session before the next,
+the order turning; each session's engine holds its mode's options, by which the oracle
+knows whose completion it is in):
 
 - ``off``: the monitor off (the check's baseline, drafting as the defaults choose it);
 - ``on``: the defaults;
@@ -35,7 +37,7 @@ from pathlib import Path
 from inkling.completion.decoding import greedy, steps
 from inkling.completion.engine import Engine
 from inkling.completion.options import InklingOptions
-from inkling.evaluation.replay import Replayer
+from inkling.evaluation.replay import Replayer, replay_together
 from inkling.evaluation.syntax_check import SyntaxChecker
 from inkling.evaluation.trace_file import read_trace
 
@@ -55,14 +57,17 @@ class Oracle:
         self.key: tuple = ()
         self.at = 0
         self.trace = 0
-        self.completion = 0
+        self.sessions: list[tuple] = []            # (options, mode) of the trace's sessions
+        self.completions: dict[str, int] = {}      # completions begun so far, by mode
 
-    def start(self, mode: str, trace: int) -> None:
-        self.mode, self.trace, self.completion = mode, trace, 0
+    def start(self, trace: int, sessions: list[tuple]) -> None:
+        self.trace, self.sessions, self.completions = trace, sessions, {}
 
-    def next_completion(self) -> None:
-        self.key, self.at = (self.trace, self.completion), 0
-        self.completion += 1
+    def next_completion(self, options) -> None:
+        """A completion begins in the session whose engine holds ``options``."""
+        self.mode = next(m for o, m in self.sessions if o is options)
+        n = self.completions[self.mode] = self.completions.get(self.mode, -1) + 1
+        self.key, self.at = (self.trace, n), 0
         if self.mode == "record":
             self.recorded[self.key] = []
 
@@ -111,7 +116,7 @@ def instrument(oracle: Oracle) -> None:
         return outs, forwards, None if oracle.mode.endswith("noguard") else guard
 
     def _complete(self, *a, **kw):
-        oracle.next_completion()
+        oracle.next_completion(self.options)
         return complete(self, *a, **kw)
     Engine._decode, Engine._complete = _decode, _complete
 
@@ -124,7 +129,10 @@ def main() -> int:
     paths = args.traces or set_paths("reporting")
     traces = [read_trace(p) for p in paths]
     base = InklingOptions()
-    replayer = Replayer(base, Engine(base).load_model(), SyntaxChecker())
+    runtime, checker = Engine(base).load_model(), SyntaxChecker()
+    replayers = {m: Replayer(base.merged({"completion": {"monitor": "off" if m == "off"
+                                                         else "on"}}), runtime, checker)
+                 for m in ("record",) + MODES}
     oracle = Oracle()
     instrument(oracle)
     latency: dict[str, list[float]] = {m: [] for m in MODES}
@@ -132,12 +140,10 @@ def main() -> int:
     mismatches = {"on": 0, "oracle": 0}          # first drafts unlike the recording's
     for r in range(args.rounds + 1):               # round 0 records, not timed
         for t, trace in enumerate(traces):
-            turn = (r + t) % len(MODES)
-            for mode in ("record",) if r == 0 else MODES[turn:] + MODES[:turn]:
-                oracle.start(mode, t)
-                replayer.options = base.merged(
-                    {"completion": {"monitor": "off" if mode == "off" else "on"}})
-                result = replayer.replay(trace)
+            modes = ("record",) if r == 0 else MODES
+            oracle.start(t, [(replayers[m].options, m) for m in modes])
+            for mode, result in zip(modes, replay_together([replayers[m] for m in modes],
+                                                           trace)):
                 for c, done in enumerate(result.completions):
                     text = done.drafts[0] if done.drafts else ""
                     if mode == "record":
