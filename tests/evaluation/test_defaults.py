@@ -181,7 +181,8 @@ def test_the_defaults_benchmark_asks_the_monitor_for_fewer_syntax_errors():
 
 def test_the_defaults_benchmark_says_what_the_latency_gap_is_made_of():
     """benchmarks/defaults.py: under the checks, the monitor's own cost (draft=none on
-    against off) and, where auto chose none, the same configuration's two columns."""
+    against off), the forwards its drafts take against off's, and, where auto chose
+    none, the same configuration's two columns."""
     import sys
     from pathlib import Path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -190,10 +191,13 @@ def test_the_defaults_benchmark_says_what_the_latency_gap_is_made_of():
     p50 = {("auto", "on"): 12.0, ("auto", "off"): 10.5, ("none", "on"): 12.5,
            ("none", "off"): 10.0, ("suffix", "on"): 13.0, ("suffix", "off"): 11.0}
     runs = [{"settings": {"completion.draft": d, "completion.monitor": m},
-             "latency_ms": {"p50": ms}} for (d, m), ms in p50.items()]
+             "latency_ms": {"p50": ms},
+             "forwards": {"per_completion": 21.0 if m == "on" else 20.0}}
+            for (d, m), ms in p50.items()]
     cpu = _latency_parts(runs, {"mode": "none"})
     assert cpu == ["the monitor's own cost: draft=none, monitor on 12.5 ms against off 10.0 ms "
                    "(x1.250)",
+                   "  its drafts' forwards: 21.00 a completion against off's 20.00 (x1.050)",
                    "one configuration twice (auto chose none), monitor off: draft=auto 10.5 ms "
                    "against draft=none 10.0 ms (x1.050)"]
-    assert _latency_parts(runs, {"mode": "suffix"}) == cpu[:1]   # auto drafts: not alike
+    assert _latency_parts(runs, {"mode": "suffix"}) == cpu[:2]   # auto drafts: not alike
