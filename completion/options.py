@@ -112,12 +112,13 @@ class CompletionOptions:
     # drafting is lossless and runs where it pays: auto drafts (suffix) only where a
     # tree's forward measured at load costs less than the tokens it is expected to yield
     # (a GPU), not on a CPU, where it cost latency (completion/drafting/draft_mode.py);
-    # the monitor halves undefined names for a few percent of latency, and invoked
-    # completions come from beam
-    # search of width 8 (4 for a block), its best drafts reread (issue 28, "Rereading" in
-    # benchmarks/README.md): the first draft is the removed line at 15.4% of the card's
-    # held-out standard-library lines and 9.0% of toolz's against greedy's 10.2% and 5.6%,
-    # at about 3 times greedy's p50 (about 0.13 s here). One draft while typing
+    # the monitor cuts names that cannot be right in shown drafts about tenfold (0.089 to
+    # 0.008 on the reporting set) for about a sixth of a typing completion's p50 on a
+    # 2-core CPU (benchmarks/results/defaults_reporting.txt), and invoked completions
+    # come from beam search of width 8 (4 for a block), its best drafts reread (issue 28,
+    # "Rereading" in benchmarks/README.md): the first draft is the removed line at 15.4%
+    # of the card's held-out standard-library lines and 9.0% of toolz's against greedy's
+    # 10.2% and 5.6%, at about 3 times greedy's p50 (about 0.13 s here). One draft while typing
     # (automatic_drafts) is decoded greedily, drafted where drafting runs, whatever decoder.
     decoder: str = _option("beam", "decoding", "How invoked completions find their drafts "
                            "(an automatic completion of one draft is decoded greedily).", values={
