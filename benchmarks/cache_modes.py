@@ -5,9 +5,9 @@
 Replays the sample traces and retype traces of held-out standard-library files of at
 least 300 lines with each cache mode, event by event (``replay_together``: each edit
 and completion in every mode's session before the next, so machine noise hits all modes
-alike), and prints per mode: prefill tokens per completion, first_token_ms
-p50/p95, completion latency p50/p95, edit latency p50, exact_line, stale tokens and
-refreshes; then the ratios the issue sets targets for.
+alike), and prints per mode: prefill tokens per completion, first_token_ms p50/p95,
+completion latency p50/p95, edit latency p50, exact_line, stale tokens and refreshes;
+then the ratios the issue sets targets for.
 """
 from __future__ import annotations
 

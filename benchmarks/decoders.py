@@ -4,7 +4,8 @@
 
 Replays the sample traces and retype traces of held-out standard-library files with
 k drafts per completion and each decoder, event by event (``replay_together``), and
-prints latency p50/p95, exact_line (first draft), exact_line_any, and distinct drafts per completion.
+prints latency p50/p95, exact_line (first draft), exact_line_any, and distinct drafts per
+completion.
 """
 from __future__ import annotations
 
