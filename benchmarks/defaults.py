@@ -155,11 +155,12 @@ def _one(traces: list[Path], out: Path, report: str | None) -> list[tuple[str, s
 
 def _latency_parts(runs: list[dict], chosen: dict) -> list[str]:
     """What the latency check's ratio is made of, read off the same run: the monitor's own
-    cost (``draft=none`` on against off), of which the forwards its drafts take beyond
+    cost (``draft=none`` on against off), and the forwards its drafts take against
     monitor off's (the masks change what is decoded, and a longer draft costs its
-    forwards whatever the analysis costs), and, where auto chose none (so that
-    ``draft=auto`` and ``none`` decode alike), the two columns of one configuration,
-    monitor off: how far this run's p50s differ with nothing changed."""
+    forwards whatever the analysis costs): a mean, which a few drafts run to the budget
+    move (benchmarks/README.md), not what the p50 reads; and, where auto chose none (so
+    that ``draft=auto`` and ``none`` decode alike), the two columns of one
+    configuration, monitor off: how far this run's p50s differ with nothing changed."""
     by = {(r["settings"]["completion.draft"], r["settings"]["completion.monitor"]): r
           for r in runs}
     p50 = {key: r["latency_ms"]["p50"] for key, r in by.items()}
@@ -167,8 +168,8 @@ def _latency_parts(runs: list[dict], chosen: dict) -> list[str]:
     f_on, f_off = (by["none", m]["forwards"]["per_completion"] for m in ("on", "off"))
     parts = [f"the monitor's own cost: draft=none, monitor on {on:.1f} ms against off "
              f"{off:.1f} ms (x{on / off:.3f})",
-             f"  its drafts' forwards: {f_on:.2f} a completion against off's {f_off:.2f} "
-             f"(x{f_on / f_off:.3f})"]
+             f"  its drafts' forwards, a completion's mean: {f_on:.2f} against off's "
+             f"{f_off:.2f} (x{f_on / f_off:.3f})"]
     if chosen["mode"] == "none":
         same = p50["auto", "off"]
         parts.append(f"one configuration twice (auto chose none), monitor off: draft=auto "

@@ -197,7 +197,8 @@ def test_the_defaults_benchmark_says_what_the_latency_gap_is_made_of():
     cpu = _latency_parts(runs, {"mode": "none"})
     assert cpu == ["the monitor's own cost: draft=none, monitor on 12.5 ms against off 10.0 ms "
                    "(x1.250)",
-                   "  its drafts' forwards: 21.00 a completion against off's 20.00 (x1.050)",
+                   "  its drafts' forwards, a completion's mean: 21.00 against off's 20.00 "
+                   "(x1.050)",
                    "one configuration twice (auto chose none), monitor off: draft=auto 10.5 ms "
                    "against draft=none 10.0 ms (x1.050)"]
     assert _latency_parts(runs, {"mode": "suffix"}) == cpu[:2]   # auto drafts: not alike
