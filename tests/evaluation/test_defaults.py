@@ -202,3 +202,21 @@ def test_the_defaults_benchmark_says_what_the_latency_gap_is_made_of():
                    "one configuration twice (auto chose none), monitor off: draft=auto 10.5 ms "
                    "against draft=none 10.0 ms (x1.050)"]
     assert _latency_parts(runs, {"mode": "suffix"}) == cpu[:2]   # auto drafts: not alike
+
+
+def test_the_monitor_drafts_floor_scales_only_the_completions_whose_drafts_differ():
+    """benchmarks/monitor_drafts.py: off's latency scaled by on's forwards over off's where
+    the first drafts differ, kept where they are the same; the p50 of those."""
+    import sys
+    from pathlib import Path
+    from types import SimpleNamespace as Done
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from monitor_drafts import floor
+    pairs = [(Done(drafts=("a",), forwards=10, latency_ms=99.0),     # the same: off's 10 ms
+              Done(drafts=("a",), forwards=10, latency_ms=10.0)),
+             (Done(drafts=("b",), forwards=30, latency_ms=1.0),      # differ: 20 ms x 1.5
+              Done(drafts=("c",), forwards=20, latency_ms=20.0)),
+             (Done(drafts=(), forwards=4, latency_ms=1.0),           # on showed nothing
+              Done(drafts=("d",), forwards=8, latency_ms=40.0))]     # 40 ms x 0.5
+    assert floor(pairs) == 20.0                                      # of 10, 20 and 30
+    assert floor(pairs[:1]) == 10.0
