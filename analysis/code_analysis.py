@@ -28,25 +28,25 @@ from __future__ import annotations
 import logging
 import threading
 
-from .analysis_options import AnalysisOptions
-from .cursor_scope import cursor_scope, enclosing_headers
-from .document_tree import DocumentTree
-from .draft_names import DraftNames
-from .grammars import Grammars
-from .monitor import MonitorContext, MonitorState
-from .open_document import OpenDocument, readable_names, scan_state
-from .open_string import SCANNED_LANGUAGES, string_quote
-from .own_workspace import OwnWorkspace
-from .resolver import Resolver
-from .statement_start import scan_start
-from .symbol_index import SymbolIndex
-from .symbols import FileSymbols
-from .syntax_guard import SyntaxGuard
-from .text_edit import TextEdit
-from .token_masks import MaskCache
-from .trigger_identifier import TriggerIdentifier, first_trigger_identifier
-from .vocabulary import TokenVocabulary
-from .workspace import local_path as _path
+from inkling.analysis.analysis_options import AnalysisOptions
+from inkling.analysis.cursor_scope import cursor_scope, enclosing_headers
+from inkling.analysis.document_tree import DocumentTree
+from inkling.analysis.draft_names import DraftNames
+from inkling.analysis.grammars import Grammars
+from inkling.analysis.monitor import MonitorContext, MonitorState
+from inkling.analysis.open_document import OpenDocument, readable_names, scan_state
+from inkling.analysis.open_string import SCANNED_LANGUAGES, string_quote
+from inkling.analysis.own_workspace import OwnWorkspace
+from inkling.analysis.resolver import Resolver
+from inkling.analysis.statement_start import scan_start
+from inkling.analysis.symbol_index import SymbolIndex
+from inkling.analysis.symbols import FileSymbols
+from inkling.analysis.syntax_guard import SyntaxGuard
+from inkling.analysis.text_edit import TextEdit
+from inkling.analysis.token_masks import MaskCache
+from inkling.analysis.trigger_identifier import TriggerIdentifier, first_trigger_identifier
+from inkling.analysis.vocabulary import TokenVocabulary
+from inkling.analysis.workspace import local_path as _path
 
 log = logging.getLogger(__name__)
 

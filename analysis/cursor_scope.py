@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .entities import ClassRef, Entity, InstanceRef
-from .indentation import indent_width
-from .python_symbols import import_bindings, statements
-from .symbols import FileSymbols, ImportBinding
+from inkling.analysis.entities import ClassRef, Entity, InstanceRef
+from inkling.analysis.indentation import indent_width
+from inkling.analysis.python_symbols import import_bindings, statements
+from inkling.analysis.symbols import FileSymbols, ImportBinding
 
 MAX_LINES_BACK = 20_000
 MAX_BRACKET_LINES = 200           # lines a signature's brackets are followed back

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .text_edit import TextEdit
+from inkling.analysis.text_edit import TextEdit
 
 
 @dataclass

@@ -16,13 +16,13 @@ from dataclasses import dataclass
 
 from tree_sitter import QueryCursor
 
-from .cursor_scope import cursor_scope
-from .python_scanner import ScanState
-from .statement_start import scan_start
-from .python_symbols import dotted, node_text
-from .resolver import MODULE_DUNDERS, Resolver
-from .symbol_index import SymbolIndex
-from .text_edit import byte_offset
+from inkling.analysis.cursor_scope import cursor_scope
+from inkling.analysis.python_scanner import ScanState
+from inkling.analysis.statement_start import scan_start
+from inkling.analysis.python_symbols import dotted, node_text
+from inkling.analysis.resolver import MODULE_DUNDERS, Resolver
+from inkling.analysis.symbol_index import SymbolIndex
+from inkling.analysis.text_edit import byte_offset
 
 _BUILTINS = frozenset(dir(builtins)) | MODULE_DUNDERS
 _WORDS = frozenset(keyword.kwlist) | frozenset(keyword.softkwlist)

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .symbols import FileSymbols
+from inkling.analysis.symbols import FileSymbols
 
 
 @dataclass(frozen=True)

@@ -18,9 +18,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from .module_paths import resolve_relative
-from .symbol_index import SymbolIndex
-from .symbols import FileSymbols, ImportBinding
+from inkling.analysis.module_paths import resolve_relative
+from inkling.analysis.symbol_index import SymbolIndex
+from inkling.analysis.symbols import FileSymbols, ImportBinding
 
 UNUSED = 1 << 30                 # the distance of an imported name the file never uses
 MAX_FOLLOW = 4                   # re-exports followed at most this deep

@@ -8,9 +8,9 @@ import pkgutil
 import threading
 from collections import OrderedDict
 
-from .python_parsers import PythonParsers
-from .stdlib_modules import StdlibModules
-from .symbols import FileSymbols
+from inkling.analysis.python_parsers import PythonParsers
+from inkling.analysis.stdlib_modules import StdlibModules
+from inkling.analysis.symbols import FileSymbols
 
 
 class LibrarySymbols:

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 from typing import Callable
 from functools import cached_property
 
-from .cursor_scope import CursorScope
-from .module_paths import resolve_relative
-from .python_scanner import ScanState
-from .resolver import MODULE_DUNDERS, Resolver, keyword_arguments
-from .symbol_index import SymbolIndex
-from .token_masks import MaskCache
-from .trigger_site import NONE, SiteReading, TriggerSite, site_reading
+from inkling.analysis.cursor_scope import CursorScope
+from inkling.analysis.module_paths import resolve_relative
+from inkling.analysis.python_scanner import ScanState
+from inkling.analysis.resolver import MODULE_DUNDERS, Resolver, keyword_arguments
+from inkling.analysis.symbol_index import SymbolIndex
+from inkling.analysis.token_masks import MaskCache
+from inkling.analysis.trigger_site import NONE, SiteReading, TriggerSite, site_reading
 
 
 @dataclass

@@ -6,13 +6,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .cursor_scope import KeptHeaders
-from .document_tree import DocumentTree
-from .draft_names import readable_parts
-from .python_scanner import ScanState
-from .resolver import Resolver
-from .symbol_index import SymbolIndex
-from .symbols import FileSymbols
+from inkling.analysis.cursor_scope import KeptHeaders
+from inkling.analysis.document_tree import DocumentTree
+from inkling.analysis.draft_names import readable_parts
+from inkling.analysis.python_scanner import ScanState
+from inkling.analysis.resolver import Resolver
+from inkling.analysis.symbol_index import SymbolIndex
+from inkling.analysis.symbols import FileSymbols
 
 
 @dataclass

@@ -7,8 +7,8 @@ string, recovered from somehow). The lexical scan from where the statement start
 """
 from __future__ import annotations
 
-from .python_scanner import ScanState
-from .statement_start import scan_start
+from inkling.analysis.python_scanner import ScanState
+from inkling.analysis.statement_start import scan_start
 
 SCANNED_LANGUAGES = frozenset({"python"})
 

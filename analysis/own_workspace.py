@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 import threading
 
-from .analysis_options import AnalysisOptions
-from .symbol_index import SymbolIndex
-from .workspace import Workspace, WorkspaceLimits
+from inkling.analysis.analysis_options import AnalysisOptions
+from inkling.analysis.symbol_index import SymbolIndex
+from inkling.analysis.workspace import Workspace, WorkspaceLimits
 
 log = logging.getLogger(__name__)
 

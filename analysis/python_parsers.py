@@ -8,9 +8,9 @@ import threading
 
 from tree_sitter import Parser
 
-from .grammars import Grammars
-from .python_symbols import PythonSymbolExtractor
-from .symbols import FileSymbols
+from inkling.analysis.grammars import Grammars
+from inkling.analysis.python_symbols import PythonSymbolExtractor
+from inkling.analysis.symbols import FileSymbols
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from tree_sitter import Query, QueryCursor
 
-from .symbols import ClassSymbol, FileSymbols, FunctionSymbol, ImportBinding
+from inkling.analysis.symbols import ClassSymbol, FileSymbols, FunctionSymbol, ImportBinding
 
 MAX_DEPTH = 48                      # nested compound statements / classes followed
 CLASS_CACHE = 2048                  # top-level classes kept for reuse across extractions

@@ -13,10 +13,10 @@ import builtins
 import sys
 from dataclasses import dataclass, field
 
-from .entities import ClassRef, Entity, FunctionRef, InstanceRef, ModuleRef
-from .module_paths import resolve_relative
-from .symbol_index import SymbolIndex
-from .symbols import ClassSymbol, FileSymbols, FunctionSymbol
+from inkling.analysis.entities import ClassRef, Entity, FunctionRef, InstanceRef, ModuleRef
+from inkling.analysis.module_paths import resolve_relative
+from inkling.analysis.symbol_index import SymbolIndex
+from inkling.analysis.symbols import ClassSymbol, FileSymbols, FunctionSymbol
 
 MAX_DEPTH = 24
 MODULE_DUNDERS = frozenset({"__name__", "__file__", "__doc__", "__package__", "__spec__",

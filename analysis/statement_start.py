@@ -1,8 +1,8 @@
 """Where the statement holding a cursor starts, from the tree (for scanning it lexically)."""
 from __future__ import annotations
 
-from .cursor_scope import enclosing_headers
-from .text_edit import byte_offset
+from inkling.analysis.cursor_scope import enclosing_headers
+from inkling.analysis.text_edit import byte_offset
 
 MAX_SCAN_CHARS = 50_000
 _CONTAINERS = ("module", "block", "program", "source_file", "statement_block",

@@ -13,15 +13,15 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from .analysis_options import AnalysisOptions
-from .grammars import Grammars
-from .library_symbols import LibrarySymbols
-from .module_paths import is_package_file, module_names
-from .python_parsers import PythonParsers
-from .stdlib_modules import StdlibModules
-from .symbols import FileSymbols
-from .workspace import WorkspaceFile
-from .workspace_filter import SOURCE_SUFFIXES
+from inkling.analysis.analysis_options import AnalysisOptions
+from inkling.analysis.grammars import Grammars
+from inkling.analysis.library_symbols import LibrarySymbols
+from inkling.analysis.module_paths import is_package_file, module_names
+from inkling.analysis.python_parsers import PythonParsers
+from inkling.analysis.stdlib_modules import StdlibModules
+from inkling.analysis.symbols import FileSymbols
+from inkling.analysis.workspace import WorkspaceFile
+from inkling.analysis.workspace_filter import SOURCE_SUFFIXES
 
 
 class SymbolIndex:

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from .compile_rules import rule_breaks
-from .text_edit import TextEdit, byte_offset
+from inkling.analysis.compile_rules import rule_breaks
+from inkling.analysis.text_edit import TextEdit, byte_offset
 
 _STATEMENT_SUFFIXES = ("_statement", "_definition", "_declaration", "_item")
 _ROOTS = ("module", "program", "source_file", "translation_unit")

@@ -16,13 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from .grammars import Grammars
-from .parse_window import Window, statement_window
-from .syntax_errors import InsertionChecker
-from .python_scanner import ScanState
-from .text_edit import byte_offset
-from .unfinished import closers
-from .vocabulary import is_ident_char
+from inkling.analysis.grammars import Grammars
+from inkling.analysis.parse_window import Window, statement_window
+from inkling.analysis.syntax_errors import InsertionChecker
+from inkling.analysis.python_scanner import ScanState
+from inkling.analysis.text_edit import byte_offset
+from inkling.analysis.unfinished import closers
+from inkling.analysis.vocabulary import is_ident_char
 
 MAX_CHECKS = 32
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .trigger_site import NONE, REQUIRED
-from .vocabulary import STRING_PREFIXES, TokenVocabulary, ends_target
+from inkling.analysis.trigger_site import NONE, REQUIRED
+from inkling.analysis.vocabulary import STRING_PREFIXES, TokenVocabulary, ends_target
 
 _BASES = ("ends_identifier", "escape_plain", "escape_lead")
 

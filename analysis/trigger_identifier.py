@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .monitor import MonitorState
-from .trigger_site import NONE, TriggerSite
+from inkling.analysis.monitor import MonitorState
+from inkling.analysis.trigger_site import NONE, TriggerSite
 
 _NAME = re.compile(r"[A-Za-z_]\w*")
 _LEAD_NAME = re.compile(r"[ \t]*([A-Za-z_]\w*)")

@@ -10,7 +10,7 @@ import re
 import string
 from dataclasses import dataclass
 
-from .python_scanner import ScanState
+from inkling.analysis.python_scanner import ScanState
 
 _CHAIN = r"(?<![\w.)\]}'\"])((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*)"
 _ATTRIBUTE = re.compile(_CHAIN + r"\.(\w*)$")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 
-from .python_scanner import ScanState
+from inkling.analysis.python_scanner import ScanState
 
 _CLOSE = {"(": ")", "[": "]", "{": "}"}
 _AFTER_CLOSE = re.compile(r"(?<=[)\]}])")      # split points: after each closing bracket

@@ -43,8 +43,8 @@ from pathlib import Path
 from typing import Callable, Iterable, Protocol
 from urllib.parse import unquote, urlparse
 
-from .workspace_filter import WorkspaceFilter
-from .workspace_watcher import WorkspaceWatcher
+from inkling.analysis.workspace_filter import WorkspaceFilter
+from inkling.analysis.workspace_watcher import WorkspaceWatcher
 
 # watchdog 7's inotify backend warns when a folder created under a watched one is registered
 # twice (its recursive registration races the folder's own creation event: the second

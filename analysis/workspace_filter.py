@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .gitignore import GitIgnore, ignored
+from inkling.analysis.gitignore import GitIgnore, ignored
 
 SKIPPED_DIRS = frozenset({".git", ".hg", ".svn", "node_modules", "__pycache__", ".venv", "venv",
                           ".tox", ".nox", ".mypy_cache", ".pytest_cache", ".ruff_cache",

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from inkling.runtime.model_runtime import ModelRuntime
 
-from .document import Document
+from inkling.completion.document import Document
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from .edit_extent import EditExtent
-from .errors import DocumentError
+from inkling.completion.edit_extent import EditExtent
+from inkling.completion.errors import DocumentError
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 

@@ -6,7 +6,7 @@ from inkling.cache.cache_pool import CachePool
 from inkling.cache.prompt_cache import PromptCache
 from inkling.runtime.model_runtime import ModelRuntime
 
-from .options import InklingOptions
+from inkling.completion.options import InklingOptions
 
 
 class DocumentCaches(CachePool[PromptCache]):

@@ -4,8 +4,8 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict
 
-from .errors import DocumentError
-from .result import Draft
+from inkling.completion.errors import DocumentError
+from inkling.completion.result import Draft
 
 KEEP = 256          # drafts remembered; an older id is unknown
 

@@ -8,12 +8,12 @@ from pathlib import Path
 from inkling.analysis import CodeAnalysis
 from inkling.analysis.workspace import Workspace
 
-from .document import Document, TextChange
-from .drafting.sources import DraftSources
-from .open_analysis import OpenAnalysis
-from .open_documents import OpenDocuments
-from .options import InklingOptions
-from .prompt.repo_context import RepoContext
+from inkling.completion.document import Document, TextChange
+from inkling.completion.drafting.sources import DraftSources
+from inkling.completion.open_analysis import OpenAnalysis
+from inkling.completion.open_documents import OpenDocuments
+from inkling.completion.options import InklingOptions
+from inkling.completion.prompt.repo_context import RepoContext
 
 
 class EditorState:

@@ -1,9 +1,7 @@
 """The Engine: the one object the LSP server and the replay drive. Documents in,
-completions out; what each step does lives in the packages beside it (prompt/, drafting/,
-decoding/) and below it (cache/, analysis/); the documents and folders the editor has
-open are its other half (editor_state.py). One thread drives an Engine (the server's
-model worker, or the replay's loop); nothing in it is shared with another thread except
-the workspace watcher's updates, which the Workspace hands over under its own lock."""
+completions out; each step lives in the packages beside it and below it; the documents and
+folders the editor has open are its other half (editor_state.py). One thread drives an
+Engine; only the workspace watcher's updates cross threads, under the Workspace's lock."""
 from __future__ import annotations
 
 import time
@@ -13,26 +11,27 @@ from inkling.models import resolve_model_path
 from inkling.runtime.model_loader import load_runtime
 from inkling.runtime.model_runtime import ModelRuntime
 
-from .cursor import Cursor
-from .decoding.dispatch import decode_drafts
-from .decoding.plan import drafts_asked, plan_for
-from .decoding.ranking import shortfall
-from .decoding.planned_request import AtCursor, drafts_dropped_on_error, planned_request
-from .decoding.stop_rules import stop_rule_for
-from .document import Position
-from .document_caches import DocumentCaches
-from .draft_book import DraftBook
-from .drafting.acceptance import AcceptanceMeter
-from .drafting.draft_mode import resolved
-from .drafting.drafter import Drafting, drafting_for
-from .editor_state import EditorState
-from .open_analysis import wanted
-from .options import InklingOptions
-from .preparation import Prepared, prepare, uses_datastore
-from .presentation import shown_drafts, shown_text
-from .progress import Progress
-from .prompt.builder import fim_order, prompt_at
-from .result import Completion, Draft, EngineStats
+from inkling.completion.cursor import Cursor
+from inkling.completion.decoding.dispatch import decode_drafts
+from inkling.completion.decoding.plan import drafts_asked, plan_for
+from inkling.completion.decoding.ranking import shortfall
+from inkling.completion.decoding.planned_request import (AtCursor, drafts_dropped_on_error,
+                                                         planned_request)
+from inkling.completion.decoding.stop_rules import stop_rule_for
+from inkling.completion.document import Position
+from inkling.completion.document_caches import DocumentCaches
+from inkling.completion.draft_book import DraftBook
+from inkling.completion.drafting.acceptance import AcceptanceMeter
+from inkling.completion.drafting.draft_mode import resolved
+from inkling.completion.drafting.drafter import Drafting, drafting_for
+from inkling.completion.editor_state import EditorState
+from inkling.completion.open_analysis import wanted
+from inkling.completion.options import InklingOptions
+from inkling.completion.preparation import Prepared, prepare, uses_datastore
+from inkling.completion.presentation import shown_drafts, shown_text
+from inkling.completion.progress import Progress
+from inkling.completion.prompt.builder import fim_order, prompt_at
+from inkling.completion.result import Completion, Draft, EngineStats
 
 
 class Engine(EditorState):

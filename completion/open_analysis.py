@@ -11,9 +11,9 @@ from inkling.analysis.vocabulary import TokenVocabulary
 from inkling.analysis.workspace import Workspace
 from inkling.runtime.model_runtime import ModelRuntime
 
-from .document import Document
-from .open_documents import OpenDocuments
-from .options import CompletionOptions
+from inkling.completion.document import Document
+from inkling.completion.open_documents import OpenDocuments
+from inkling.completion.options import CompletionOptions
 
 log = logging.getLogger(__name__)
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from .document import Document, TextChange
-from .edit_extent import EditExtent
-from .errors import DocumentError
-from .prompt.repo_context import uri_path
+from inkling.completion.document import Document, TextChange
+from inkling.completion.edit_extent import EditExtent
+from inkling.completion.errors import DocumentError
+from inkling.completion.prompt.repo_context import uri_path
 
 
 class OpenDocuments:

@@ -10,9 +10,10 @@ from typing import Any
 from inkling.cache.modes import MODES
 from inkling.runtime.forwards import FORWARDS as RUNTIME_FORWARDS
 
-from .decoding.plan import MAX_DRAFTS, decoder_for
-from .drafting.datastore_specs import validate_datastore_spec, validate_model_datastore_spec
-from .errors import OptionError
+from inkling.completion.decoding.plan import MAX_DRAFTS, decoder_for
+from inkling.completion.drafting.datastore_specs import (validate_datastore_spec,
+                                                         validate_model_datastore_spec)
+from inkling.completion.errors import OptionError
 
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "float32", "float16", "bfloat16")

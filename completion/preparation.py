@@ -10,11 +10,11 @@ from dataclasses import dataclass, field
 from inkling.analysis.workspace import Workspace
 from inkling.runtime.model_runtime import ModelRuntime
 
-from .drafting.sources import DraftSources
-from .errors import InklingError
-from .open_analysis import token_vocabulary
-from .options import CompletionOptions
-from .progress import Progress
+from inkling.completion.drafting.sources import DraftSources
+from inkling.completion.errors import InklingError
+from inkling.completion.open_analysis import token_vocabulary
+from inkling.completion.options import CompletionOptions
+from inkling.completion.progress import Progress
 
 @dataclass
 class Prepared:

@@ -5,11 +5,11 @@ worth showing (no blank, repeated, whitespace-only, prefix or sub-word ones, nor
 asked, far less likely ones)."""
 from __future__ import annotations
 
-from .decoding.steps import Decoded
-from .decoding.ranking import Dropped, normalised_logprob, worth_showing
-from .decoding.stop_rules import repeats_line_above, trim_repeated_suffix
-from .prompt.builder import Prompt
-from .result import GuardCut
+from inkling.completion.decoding.steps import Decoded
+from inkling.completion.decoding.ranking import Dropped, normalised_logprob, worth_showing
+from inkling.completion.decoding.stop_rules import repeats_line_above, trim_repeated_suffix
+from inkling.completion.prompt.builder import Prompt
+from inkling.completion.result import GuardCut
 
 
 def shown_drafts(outs: list[Decoded], prompt: Prompt, guard, eol: str, prune: float = 0.0

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .document import Position
+from inkling.completion.document import Position
 
 
 @dataclass(frozen=True)

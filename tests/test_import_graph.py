@@ -167,3 +167,13 @@ def test_the_reader_sees_relative_and_function_local_imports(monkeypatch):
 def test_the_cycle_finder_finds_a_cycle():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b", "c"}, "b": {"c"}}) is None
+
+
+def test_one_import_style_absolute_everywhere():
+    """Every package imports its siblings by their full ``inkling.`` name: one style to
+    read and to grep, whatever folder a module sits in."""
+    relative = [f"{path.relative_to(REPO)}:{node.lineno}"
+                for package in LAYER for path in sorted((REPO / package).rglob("*.py"))
+                for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+                if isinstance(node, ast.ImportFrom) and node.level]
+    assert not relative, "relative imports (use inkling.<package>...):\n" + "\n".join(relative)

@@ -30,10 +30,10 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .ranking import rank_drafts
-from .request import DecodeRequest
-from .rereading import reread
-from .steps import Cancelled, Decoded, advance, finish, masked, stopped
+from inkling.completion.decoding.ranking import rank_drafts
+from inkling.completion.decoding.request import DecodeRequest
+from inkling.completion.decoding.rereading import reread
+from inkling.completion.decoding.steps import Cancelled, Decoded, advance, finish, masked, stopped
 
 LENGTH_PENALTY = 0.5
 

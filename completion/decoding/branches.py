@@ -32,12 +32,14 @@ from dataclasses import dataclass, field, replace
 
 import torch
 
-from ..drafting.draft_tree import EMPTY
-from .greedy import greedy_decode
-from .request import DecodeRequest
-from .speculative import Verification, near_tie, near_tie_bound, speculative_decode, walk
-from .steps import Cancelled, Decoded, advance, finish, forced_ids, masked, pick, stopped
-from .stop_rules import line_count
+from inkling.completion.drafting.draft_tree import EMPTY
+from inkling.completion.decoding.greedy import greedy_decode
+from inkling.completion.decoding.request import DecodeRequest
+from inkling.completion.decoding.speculative import (Verification, near_tie, near_tie_bound,
+                                                     speculative_decode, walk)
+from inkling.completion.decoding.steps import (Cancelled, Decoded, advance, finish, forced_ids,
+                                               masked, pick, stopped)
+from inkling.completion.decoding.stop_rules import line_count
 
 MIN_FIRST_PROB = 1e-3     # first tokens less likely than this are not sensible drafts
 MAX_TOKENS = "max-tokens"

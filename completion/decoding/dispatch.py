@@ -1,15 +1,15 @@
 """The decoder the plan names, run on one request; its drafts ranked best first."""
 from __future__ import annotations
 
-from ..options import DECODERS
-from .beam import beam_decode_reread
-from .branches import branch_decode, sequential_decode
-from .greedy import greedy_decode
-from .ranking import rank_drafts
-from .request import DecodeRequest
-from .speculative import speculative_decode
-from .steps import Decoded
-from .superposed import superposed_decode
+from inkling.completion.options import DECODERS
+from inkling.completion.decoding.beam import beam_decode_reread
+from inkling.completion.decoding.branches import branch_decode, sequential_decode
+from inkling.completion.decoding.greedy import greedy_decode
+from inkling.completion.decoding.ranking import rank_drafts
+from inkling.completion.decoding.request import DecodeRequest
+from inkling.completion.decoding.speculative import speculative_decode
+from inkling.completion.decoding.steps import Decoded
+from inkling.completion.decoding.superposed import superposed_decode
 
 MULTI_DRAFT = {"branches": branch_decode, "sequential": sequential_decode,
                "superposed": superposed_decode, "beam": beam_decode_reread}

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import torch
 
-from .request import DecodeRequest
-from .steps import (Cancelled, Decoded, advance, finish, forced_ids, masked, pick, settled,
-                    stopped)
+from inkling.completion.decoding.request import DecodeRequest
+from inkling.completion.decoding.steps import (Cancelled, Decoded, advance, finish, forced_ids,
+                                               masked, pick, settled, stopped)
 
 
 def greedy_decode(r: DecodeRequest) -> Decoded:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import OptionError
+from inkling.completion.errors import OptionError
 
 MAX_DRAFTS = 16                      # drafts one completion may ask for
 UNDRAFTED = ("superposed", "beam")   # decoders whose rows are not drafted

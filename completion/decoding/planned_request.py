@@ -9,11 +9,11 @@ from typing import Callable
 
 from inkling.cache.prompt_cache import PromptCache, SyncResult
 
-from ..drafting.drafter import Drafting
-from .plan import DecodePlan
-from .prompt_rules import with_prompt_rules
-from .request import DecodeRequest, seeded, seeded_zero
-from .rereading import Rereading
+from inkling.completion.drafting.drafter import Drafting
+from inkling.completion.decoding.plan import DecodePlan
+from inkling.completion.decoding.prompt_rules import with_prompt_rules
+from inkling.completion.decoding.request import DecodeRequest, seeded, seeded_zero
+from inkling.completion.decoding.rereading import Rereading
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@ rule where the cursor's line is blank (blank_line.py), then token healing where 
 gave a token back (healing.py). Each has a monitor state's interface and wraps the next."""
 from __future__ import annotations
 
-from .blank_line import BlankLine, line_ends
-from .healing import Healing, healed_decode, token_texts
+from inkling.completion.decoding.blank_line import BlankLine, line_ends
+from inkling.completion.decoding.healing import Healing, healed_decode, token_texts
 
 
 def with_prompt_rules(monitor, decode, runtime, prompt, fill_blank_lines: bool):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .steps import Decoded
+from inkling.completion.decoding.steps import Decoded
 
 # why a draft was not shown (the server reports them in inkling/lastCompletion)
 EMPTY = "empty"

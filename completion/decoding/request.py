@@ -11,8 +11,8 @@ import torch
 
 from inkling.cache.prompt_cache import PromptCache
 
-from ..drafting.draft_tree import DraftTree
-from .stop_rules import StopRule
+from inkling.completion.drafting.draft_tree import DraftTree
+from inkling.completion.decoding.stop_rules import StopRule
 
 Drafter = Callable[[list[int], int], DraftTree]   # (context ids, token budget) -> tree
 

@@ -28,7 +28,7 @@ import torch
 from inkling.cache.prompt_cache import PromptCache
 from inkling.runtime.model_runtime import ModelRuntime
 
-from .steps import Cancelled
+from inkling.completion.decoding.steps import Cancelled
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,10 @@ import torch
 
 from inkling.cache.prompt_cache import PromptCache
 
-from ..drafting.draft_tree import EMPTY, DraftTree
-from .request import DecodeRequest
-from .steps import (Cancelled, Decoded, advance, finish, forced_ids, masked, pick, settled,
-                    stopped)
+from inkling.completion.drafting.draft_tree import EMPTY, DraftTree
+from inkling.completion.decoding.request import DecodeRequest
+from inkling.completion.decoding.steps import (Cancelled, Decoded, advance, finish, forced_ids,
+                                               masked, pick, settled, stopped)
 
 # the top-2 logit margin under which a drafted row is re-decided in greedy's shape, by
 # dtype. float32, measured on the CPU (benchmarks/README.md, "Lossless drafting"): a

@@ -12,10 +12,10 @@ import torch
 
 from inkling.cache.prompt_cache import PromptCache
 
-from .mask_bias import MaskBiases
+from inkling.completion.decoding.mask_bias import MaskBiases
 
 if TYPE_CHECKING:                    # the request names Decoded's users, not the reverse
-    from .request import DecodeRequest
+    from inkling.completion.decoding.request import DecodeRequest
 
 
 BIASES = MaskBiases()                # the masks' biases, kept across steps and completions

@@ -45,11 +45,11 @@ from dataclasses import replace
 
 import torch
 
-from ..drafting.suffix_index import next_counts
-from .branches import (Branch, advance_branches, check_branch, first_tokens,
-                       sample_alternatives)
-from .request import DecodeRequest
-from .steps import Cancelled, Decoded, advance, finish, masked
+from inkling.completion.drafting.suffix_index import next_counts
+from inkling.completion.decoding.branches import (Branch, advance_branches, check_branch,
+                                                  first_tokens, sample_alternatives)
+from inkling.completion.decoding.request import DecodeRequest
+from inkling.completion.decoding.steps import Cancelled, Decoded, advance, finish, masked
 
 SUPERPOSED_STEPS = 3         # measured against 6 and 10: see the module's note
 NGRAM_MIX = 0.7             # l in l * q + (1 - l) * p: measured, see the module's note

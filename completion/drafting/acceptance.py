@@ -67,8 +67,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from .suffix_drafter import DraftLimits
-from .verify_cost import VerifyCost
+from inkling.completion.drafting.suffix_drafter import DraftLimits
+from inkling.completion.drafting.verify_cost import VerifyCost
 
 
 @dataclass

@@ -26,10 +26,10 @@ import numpy as np
 
 from inkling.models.corpus import load_corpus
 
-from ..progress import Progress
-from .datastore_specs import validate_datastore_spec
-from .suffix_index import SuffixIndex
-from .workspace_index import WorkspaceIndex
+from inkling.completion.progress import Progress
+from inkling.completion.drafting.datastore_specs import validate_datastore_spec
+from inkling.completion.drafting.suffix_index import SuffixIndex
+from inkling.completion.drafting.workspace_index import WorkspaceIndex
 
 log = logging.getLogger("inkling.datastore")
 _BATCH = 64                       # files tokenized per progress step

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import OptionError
+from inkling.completion.errors import OptionError
 
 
 def validate_datastore_spec(spec: str) -> None:

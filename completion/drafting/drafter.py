@@ -9,10 +9,10 @@ from typing import Callable
 
 from inkling.runtime.model_runtime import ModelRuntime
 
-from .acceptance import AcceptanceMeter
-from .draft_tree import EMPTY, DraftTree
-from .prompt_lookup import prompt_lookup
-from .suffix_drafter import Candidate, SuffixDrafter, pick
+from inkling.completion.drafting.acceptance import AcceptanceMeter
+from inkling.completion.drafting.draft_tree import EMPTY, DraftTree
+from inkling.completion.drafting.prompt_lookup import prompt_lookup
+from inkling.completion.drafting.suffix_drafter import Candidate, SuffixDrafter, pick
 
 
 def drafter_for(mode: str, prompt, runtime: ModelRuntime, block: bool, meter: AcceptanceMeter,

@@ -34,10 +34,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..errors import OptionError
-from ..progress import Progress
-from ..prompt.token_ids import TokenIds
-from .suffix_index import StreamIndex
+from inkling.completion.errors import OptionError
+from inkling.completion.progress import Progress
+from inkling.completion.prompt.token_ids import TokenIds
+from inkling.completion.drafting.suffix_index import StreamIndex
 
 FILE_NAME = "model_datastore.npz"
 CONTEXT_TOKENS = 24          # context kept before each continuation (the longest match used)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .draft_tree import EMPTY, DraftTree, cut, linear
+from inkling.completion.drafting.draft_tree import EMPTY, DraftTree, cut, linear
 
 MAX_NGRAM = 3
 NUM_PRED_TOKENS = 10

@@ -9,14 +9,14 @@ import logging
 from inkling.analysis.workspace import Workspace
 from inkling.runtime.model_runtime import ModelRuntime
 
-from ..errors import OptionError
-from ..prompt.builder import normalise_eol
-from . import model_datastore as md
-from .datastore import Datastore, build_datastore
-from .document_tokens import DocumentTokens
-from .suffix_index import LazyIndex, SuffixIndex
-from .suggestion_history import SuggestionHistory
-from .workspace_index import WorkspaceIndex
+from inkling.completion.errors import OptionError
+from inkling.completion.prompt.builder import normalise_eol
+from inkling.completion.drafting import model_datastore as md
+from inkling.completion.drafting.datastore import Datastore, build_datastore
+from inkling.completion.drafting.document_tokens import DocumentTokens
+from inkling.completion.drafting.suffix_index import LazyIndex, SuffixIndex
+from inkling.completion.drafting.suggestion_history import SuggestionHistory
+from inkling.completion.drafting.workspace_index import WorkspaceIndex
 
 log = logging.getLogger("inkling.drafting")
 

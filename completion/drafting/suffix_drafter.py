@@ -18,9 +18,9 @@ from typing import Callable
 
 import numpy as np
 
-from .draft_tree import EMPTY, DraftTree, cut, from_continuations
-from .suffix_index import (ANCHORS, MAX_MATCH, MAX_OCCURRENCES, SEPARATOR, Found, StreamIndex,
-                           SuffixIndex)
+from inkling.completion.drafting.draft_tree import EMPTY, DraftTree, cut, from_continuations
+from inkling.completion.drafting.suffix_index import (ANCHORS, MAX_MATCH, MAX_OCCURRENCES,
+                                                      SEPARATOR, Found, StreamIndex, SuffixIndex)
 
 
 class _Local:

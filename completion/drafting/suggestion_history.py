@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections import deque
 
-from .suffix_index import Found, Match, StreamIndex
+from inkling.completion.drafting.suffix_index import Found, Match, StreamIndex
 
 
 class SuggestionHistory:

@@ -21,8 +21,8 @@ from typing import Callable
 
 from inkling.analysis.workspace import WalkReport, Workspace, WorkspaceFile, WorkspaceLimits
 
-from ..progress import Progress
-from .suffix_index import SuffixIndex
+from inkling.completion.progress import Progress
+from inkling.completion.drafting.suffix_index import SuffixIndex
 
 EncodeBatch = Callable[[list[str]], list[list[int]]]
 

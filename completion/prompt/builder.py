@@ -19,9 +19,9 @@ from dataclasses import dataclass
 
 from inkling.runtime.model_runtime import ModelRuntime
 
-from ..edit_extent import EditExtent
-from ..options import CompletionOptions
-from .token_ids import TokenIds
+from inkling.completion.edit_extent import EditExtent
+from inkling.completion.options import CompletionOptions
+from inkling.completion.prompt.token_ids import TokenIds
 
 CHARS_PER_TOKEN_WINDOW = 6   # generous: code averages about 3.2 characters per token here
 TOKENS_PER_LINE = 10         # about what a line of code costs (sizes the windows' line grid)

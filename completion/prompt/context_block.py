@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from inkling.runtime.model_runtime import ModelRuntime
 
-from .repo_format import RepoFormat
+from inkling.completion.prompt.repo_format import RepoFormat
 
 KINDS = ("similar", "imports")        # sections of the block in this order
 MIN_SNIPPET_TOKENS = 24               # a snippet cut shorter than this is left out

@@ -26,12 +26,12 @@ from urllib.parse import unquote, urlparse
 from inkling.analysis.imported_definitions import UNUSED, ImportedDefinitions
 from inkling.runtime.model_runtime import ModelRuntime
 
-from ..document import Document
-from ..options import CompletionOptions
-from .builder import prompt_room
-from .context_block import EMPTY, ContextBlock, Snippet, assemble
-from .recent_files import RecentFiles
-from .repo_format import repo_format
+from inkling.completion.document import Document
+from inkling.completion.options import CompletionOptions
+from inkling.completion.prompt.builder import prompt_room
+from inkling.completion.prompt.context_block import EMPTY, ContextBlock, Snippet, assemble
+from inkling.completion.prompt.recent_files import RecentFiles
+from inkling.completion.prompt.repo_format import repo_format
 
 log = logging.getLogger("inkling.context")
 LINE_GRID = 8            # the cursor's line, for distances, moves in steps of this many lines
