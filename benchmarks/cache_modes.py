@@ -11,20 +11,14 @@ then the ratios the issue sets targets for.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_traces import describe, held_out_traces, sample_traces  # noqa: E402
+from common import bench_traces, describe, load, options, parser, replay_each, write_json  # noqa: E402
 
-from inkling.completion.engine import Engine  # noqa: E402
-from inkling.completion.options import InklingOptions  # noqa: E402
-from inkling.evaluation.replay import Replayer, replay_together  # noqa: E402
 from inkling.evaluation.replay_result import summarise  # noqa: E402
-from inkling.evaluation.syntax_check import SyntaxChecker  # noqa: E402
 
 MODES = ("full", "pie", "naive")
 
@@ -61,28 +55,18 @@ def _prefill_by_kind(results, kinds: list[str]) -> dict[str, float]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="")
+    ap = parser(__doc__)
     ap.add_argument("--min-lines", type=int, default=300)
     ap.add_argument("--max-functions", type=int, default=4)
     ap.add_argument("--stale-threshold", type=float, default=0.95)
     ap.add_argument("--fim-order", default="auto", choices=("auto", "spm", "psm"))
-    ap.add_argument("--json", help="write the per-mode summaries here")
     args = ap.parse_args()
-    traces = sample_traces() + held_out_traces(args.min_lines, args.max_functions)
+    traces = bench_traces(args, args.min_lines, args.max_functions)
     print(f"replaying {describe(traces)} with cache modes {', '.join(MODES)}")
-    base = InklingOptions().merged({"model": {"path": args.model},
-                                    "completion": {"fim_order": args.fim_order},
-                                    "cache": {"stale_threshold": args.stale_threshold}})
-    runtime = Engine(base).load_model()
-    checker = SyntaxChecker()
-    results = {mode: [] for mode in MODES}
-    for i, trace in enumerate(traces):
-        replayers = [Replayer(base.merged({"cache": {"mode": m}}), runtime, checker)
-                     for m in MODES]
-        for mode, result in zip(MODES, replay_together(replayers, trace)):
-            results[mode].append(result)
-        print(f"  [{i + 1}/{len(traces)}] {trace.name}", file=sys.stderr)
+    base = options(args, completion={"fim_order": args.fim_order},
+                   cache={"stale_threshold": args.stale_threshold})
+    _, runtime = load(base)
+    results = replay_each({m: base.merged({"cache": {"mode": m}}) for m in MODES}, traces, runtime)
     summaries = {mode: summarise(results[mode]) for mode in MODES}
     order = args.fim_order if args.fim_order != "auto" else runtime.fim_order
     print(f"\nmodel {runtime.path.name}, {runtime.device}, {order} prompts, "
@@ -106,8 +90,12 @@ def main() -> int:
     print(f"{'pie/full':6} " + "".join(
         f"{by_kind['pie'][k] / max(1e-9, by_kind['full'][k]):>24.3f}" for k in CATEGORIES))
     print(f"sync_ok: {all(s['sync_ok'] for s in summaries.values())}")
-    if args.json:
-        Path(args.json).write_text(json.dumps(summaries, indent=2) + "\n")
+    write_json(args.json, {
+        "pie_prefill_over_full": p['prefill_tokens']['sum'] / max(1, f['prefill_tokens']['sum']),
+        "pie_first_token_p50_over_full": p['first_token_ms']['p50'] / f['first_token_ms']['p50'],
+        **{f"{m}.{k}": summaries[m][k] for m in MODES for k in ("exact_line", "sync_ok")},
+        **{f"{m}.latency_ms_p50": summaries[m]["latency_ms"]["p50"] for m in MODES},
+        **{f"{m}.first_token_ms_p50": summaries[m]["first_token_ms"]["p50"] for m in MODES}})
     return 0
 
 

@@ -9,28 +9,21 @@ completion.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_traces import describe, held_out_traces, sample_traces  # noqa: E402
+from common import bench_traces, describe, load, options, parser, replay_each, write_json  # noqa: E402
 
-from inkling.completion.engine import Engine  # noqa: E402
-from inkling.completion.options import InklingOptions  # noqa: E402
-from inkling.evaluation.replay import Replayer, replay_together  # noqa: E402
 from inkling.evaluation.replay_result import summarise  # noqa: E402
-from inkling.evaluation.syntax_check import SyntaxChecker  # noqa: E402
 
 DECODERS = ("greedy", "branches", "superposed", "sequential", "beam")
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="")
+    ap = parser(__doc__)
     ap.add_argument("--drafts", type=int, default=3)
     ap.add_argument("--max-functions", type=int, default=4)
     ap.add_argument("--draft", default="none", choices=("none", "prompt-lookup", "suffix"),
@@ -39,27 +32,16 @@ def main() -> int:
                     help="none, corpus or a folder (superposed n-grams, suffix drafts)")
     ap.add_argument("--decoders", default=",".join(DECODERS),
                     help="which decoders, comma-separated (greedy always runs)")
-    ap.add_argument("--json", help="write the per-decoder summaries here")
     args = ap.parse_args()
-    traces = sample_traces() + held_out_traces(0, args.max_functions)
-    base = InklingOptions().merged({"model": {"path": args.model},
-                                    "completion": {"drafts": args.drafts,
-                                                   "automatic_drafts": args.drafts,
-                                                   "draft": args.draft,
-                                                   "datastore": args.datastore}})
-    engine = Engine(base)
-    runtime = engine.load_model()
+    traces = bench_traces(args, 0, args.max_functions)
+    base = options(args, completion={"drafts": args.drafts, "automatic_drafts": args.drafts,
+                                     "draft": args.draft, "datastore": args.datastore})
+    engine, runtime = load(base)
     decoders = ["greedy"] + [d for d in DECODERS[1:] if d in args.decoders.split(",")]
     print(f"replaying {describe(traces)} with k = {args.drafts} and {', '.join(decoders)}")
     datastore = engine.build_datastore() if args.datastore != "none" else None
-    checker = SyntaxChecker()
-    results = {d: [] for d in decoders}
-    for i, trace in enumerate(traces):
-        replayers = [Replayer(base.merged({"completion": {"decoder": d}}), runtime, checker,
-                              datastore) for d in decoders]
-        for dec, result in zip(decoders, replay_together(replayers, trace)):
-            results[dec].append(result)
-        print(f"  [{i + 1}/{len(traces)}] {trace.name}", file=sys.stderr)
+    results = replay_each({d: base.merged({"completion": {"decoder": d}}) for d in decoders},
+                          traces, runtime, datastore)
     s = {d: summarise(results[d]) for d in decoders}
     distinct = {d: statistics.mean(len({x.rstrip() for x in c.drafts if x.strip()})
                                    for t in results[d] for c in t.completions)
@@ -80,8 +62,11 @@ def main() -> int:
         gain = 100 * (s[d]["exact_line_any"] - s["greedy"]["exact_line"])
         print(f"{d} exact_line_any - greedy exact_line: {gain:+.1f} points (target >= +5); "
               f"distinct drafts {distinct[d]:.2f} of {args.drafts} (target >= 2.5)")
-    if args.json:
-        Path(args.json).write_text(json.dumps({"summaries": s, "distinct": distinct}, indent=2))
+    write_json(args.json, {d: {"latency_ms_p50": s[d]["latency_ms"]["p50"],
+                               "latency_ms_p95": s[d]["latency_ms"]["p95"],
+                               "exact_line": s[d]["exact_line"],
+                               "exact_line_any": s[d]["exact_line_any"],
+                               "distinct_drafts": distinct[d]} for d in decoders})
     return 0
 
 

@@ -1,6 +1,6 @@
 """The tuning set and the reporting set (evaluation/eval_sets.py): pinned, apart from each other
 and from the training packages; the reporting set's committed traces are what
-benchmarks/make_sets.py builds from the pinned wheels, byte for byte; and
+scripts/make_sets.py builds from the pinned wheels, byte for byte; and
 `inkling evaluate --held-out reporting` measures on the set's modules."""
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from inkling.evaluation import packages
 from inkling.evaluation.eval_sets import REPORTING, SETS, TUNING, held_out_packages
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "benchmarks"))
+sys.path.insert(0, str(REPO / "scripts"))
 
 import make_sets  # noqa: E402
 
