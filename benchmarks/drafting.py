@@ -15,56 +15,40 @@ the replay took it (``Completion.draft_ms``): all sources, between forwards.
 """
 from __future__ import annotations
 
-import argparse
-import json
 import statistics
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_traces import describe, held_out_traces, sample_traces  # noqa: E402
+from common import bench_traces, describe, load, options, parser, replay_each, write_json  # noqa: E402
 
-from inkling.completion.engine import Engine  # noqa: E402
-from inkling.completion.options import InklingOptions  # noqa: E402
-from inkling.evaluation.replay import Replayer, replay_together  # noqa: E402
 from inkling.evaluation.replay_result import summarise  # noqa: E402
-from inkling.evaluation.syntax_check import SyntaxChecker  # noqa: E402
 
 MODES = ("none", "prompt-lookup", "suffix")
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="")
+    ap = parser(__doc__)
     ap.add_argument("--min-lines", type=int, default=0)
     ap.add_argument("--max-functions", type=int, default=4)
     ap.add_argument("--cache", default="full", choices=("full", "pie", "naive"))
     ap.add_argument("--datastore", default="corpus", help="none, corpus or a folder")
     ap.add_argument("--model-datastore", default="auto",
                     help="auto (the model folder's own), none or a file")
-    ap.add_argument("--json", help="write the per-mode summaries here")
     args = ap.parse_args()
-    traces = sample_traces() + held_out_traces(args.min_lines, args.max_functions)
+    traces = bench_traces(args, args.min_lines, args.max_functions)
     print(f"replaying {describe(traces)} with drafting {', '.join(MODES)}")
-    base = InklingOptions().merged({"model": {"path": args.model},
-                                    "cache": {"mode": args.cache},
-                                    "completion": {"datastore": args.datastore,
-                                                   "model_datastore": args.model_datastore}})
-    engine = Engine(base)
-    runtime = engine.load_model()
+    base = options(args, cache={"mode": args.cache},
+                   completion={"datastore": args.datastore,
+                               "model_datastore": args.model_datastore})
+    engine, runtime = load(base)
     datastore = engine.build_datastore()          # one for every trace (suffix drafting)
     print(datastore.summary() if datastore else "no datastore")
     model_store = engine.sources.model_datastore(runtime, args.model_datastore)   # its own
     print(model_store.summary() if model_store else "no model datastore")
-    checker = SyntaxChecker()
-    results = {mode: [] for mode in MODES}
-    for i, trace in enumerate(traces):
-        replayers = [Replayer(base.merged({"completion": {"draft": m}}), runtime, checker,
-                              datastore) for m in MODES]
-        for mode, result in zip(MODES, replay_together(replayers, trace)):
-            results[mode].append(result)
-        print(f"  [{i + 1}/{len(traces)}] {trace.name}", file=sys.stderr)
+    results = replay_each({m: base.merged({"completion": {"draft": m}}) for m in MODES},
+                          traces, runtime, datastore)
     s = {mode: summarise(results[mode]) for mode in MODES}
     print(f"\nmodel {runtime.path.name}, {runtime.device}, cache {args.cache}")
     print("mode           tok/fwd  fwd/compl  lat p50  lat p95  exact_line")
@@ -99,8 +83,10 @@ def main() -> int:
               f"the step, between forwards): {len(steps)} steps, p50 {q[49]:.3f} ms, "
               f"p95 {q[94]:.3f} ms, mean {statistics.fmean(steps):.3f} ms "
               f"({sum(steps) / len(recs_sx):.1f} ms per completion)")
-    if args.json:
-        Path(args.json).write_text(json.dumps(s, indent=2) + "\n")
+    write_json(args.json, {"identical_suggestions": same, **{m: {
+        "tokens_per_forward": s[m]["tokens_per_forward"], "exact_line": s[m]["exact_line"],
+        "latency_ms_p50": s[m]["latency_ms"]["p50"], "latency_ms_p95": s[m]["latency_ms"]["p95"]}
+        for m in MODES}})
     return 0
 
 

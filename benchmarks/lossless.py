@@ -2,7 +2,7 @@
 
     python benchmarks/lossless.py [--samples] [--held-out] [--toolz] [TRACE ...]
                                   [--modes none,prompt-lookup,suffix] [--cache pie]
-                                  [--monitor off] [--no-redecide] [--noise] [--json OUT]
+                                  [--monitor off] [--no-redecide] [--noise] [--quick] [--json OUT] [--dump OUT]
 
 Replays each trace once per mode through the Engine (as ``inkling replay`` does: the
 append path, window moves, edits above the cursor, stale-cache refreshes) and compares
@@ -24,7 +24,6 @@ fetch it), and trace files named on the command line.
 """
 from __future__ import annotations
 
-import argparse
 import copy
 import functools
 import json
@@ -37,7 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import torch  # noqa: E402
 
-from bench_traces import describe, held_out_traces, sample_traces, toolz_traces  # noqa: E402
+from common import (describe, held_out_traces, parser, quick_traces, sample_traces,  # noqa: E402
+                    toolz_traces, write_json)
 
 from inkling.cache.prompt_cache import PromptCache  # noqa: E402
 from inkling.completion import engine as engine_module  # noqa: E402
@@ -166,31 +166,31 @@ def first_difference(a: list[int], b: list[int]) -> int:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = parser(__doc__)
     ap.add_argument("traces", nargs="*")
     ap.add_argument("--samples", action="store_true")
     ap.add_argument("--held-out", action="store_true")
     ap.add_argument("--toolz", action="store_true")
     ap.add_argument("--modes", default="none,prompt-lookup,suffix")
-    ap.add_argument("--model", default="")
     ap.add_argument("--cache", default="pie", choices=("full", "pie", "naive"))
     ap.add_argument("--monitor", choices=("off", "on"), help="default: the options' default")
     ap.add_argument("--no-redecide", action="store_true",
                     help="turn the near-tie rule off (bound 0), to measure what it changes")
     ap.add_argument("--noise", action="store_true",
                     help="run greedy's forward for every drafted row and compare (slower)")
-    ap.add_argument("--json", help="write every completion's tokens and margins here")
+    ap.add_argument("--dump", help="write every completion's tokens and margins here")
     args = ap.parse_args()
     traces = sample_traces() if args.samples else []
     traces += held_out_traces(0, 4) if args.held_out else []
     traces += [read_trace(p) for p in args.traces]
+    traces += quick_traces() if args.quick else []
     tmp = tempfile.TemporaryDirectory(prefix="inkling-toolz-")
     if args.toolz:
         found, why = toolz_traces(Path(tmp.name))
         print(f"toolz: {describe(found)}" if found else f"toolz skipped: {why}")
         traces += found
     if not traces:
-        ap.error("no traces (name some, or --samples / --held-out / --toolz)")
+        ap.error("no traces (name some, or --samples / --held-out / --toolz / --quick)")
     modes = args.modes.split(",")
     if args.no_redecide:
         speculative.NEAR_TIE = {dtype: 0.0 for dtype in speculative.NEAR_TIE}
@@ -225,14 +225,16 @@ def main() -> int:
             counts[mode][1] += len(rec.redecided) - before
         print(f"  [{i + 1}/{len(traces)}] {trace.name} ({time.perf_counter() - t0:.0f} s)",
               file=sys.stderr, flush=True)
-    report(runs, modes, counts, rec, bound)
-    if args.json:
-        Path(args.json).write_text(json.dumps(runs))
+    write_json(args.json, report(runs, modes, counts, rec, bound))
+    if args.dump:
+        Path(args.dump).write_text(json.dumps(runs))
     return 0
 
 
-def report(runs: dict, modes: list[str], counts: dict, rec: Recorder, bound: float) -> None:
+def report(runs: dict, modes: list[str], counts: dict, rec: Recorder, bound: float) -> dict:
+    """Print what differs from the first mode; {mode: completions, how many differ}."""
     ref = modes[0]
+    figures = {}
     print(f"\nnear-tie bound {bound:g} (top-2 logit margin)")
     for mode in modes[1:]:
         n, differ = 0, []
@@ -247,6 +249,7 @@ def report(runs: dict, modes: list[str], counts: dict, rec: Recorder, bound: flo
                 mb = b["margins"][j] if j < len(b["margins"]) else None
                 differ.append((name, a["n"], j, ma, mb, a["drafts"][:1], b["drafts"][:1]))
         print(f"{mode} against {ref}: {n} completions, {len(differ)} differ")
+        figures[mode] = {"completions": n, "differ": len(differ)}
         for name, n, j, ma, mb, da, db in differ:
             fa = f"{ma:.2e}" if ma is not None else "-"
             fb = f"{mb:.2e}" if mb is not None else "-"
@@ -281,6 +284,7 @@ def report(runs: dict, modes: list[str], counts: dict, rec: Recorder, bound: flo
                   f"{len(rows)} rows): max |logit difference| p50 {d[len(d) // 2]:.1e}, "
                   f"p99 {d[int(len(d) * 0.99)]:.1e}, max {d[-1]:.1e}; "
                   f"margin moved max {dm[-1]:.1e}")
+    return figures
 
 
 if __name__ == "__main__":

@@ -2,7 +2,8 @@
 token for token, in every decoder and drafting mode).
 
     python benchmarks/recorded_outputs.py record OUT.json [--limit N] [--set KEY=VALUE ...]
-    python benchmarks/recorded_outputs.py check OUT.json [--set KEY=VALUE ...]
+    python benchmarks/recorded_outputs.py check OUT.json [--set KEY=VALUE ...] [--json FIGURES]
+    python benchmarks/recorded_outputs.py record|check OUT.json --quick   # one short trace
 
 ``record`` replays the sample traces (../shared/traces, when beside the checkout) and
 retype traces of the held-out standard-library files under every decoder (greedy,
@@ -17,7 +18,6 @@ change of the defaults is checked against a recording made before it at the old 
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import hashlib
 import json
@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_traces import held_out_traces, sample_traces  # noqa: E402
+from common import held_out_traces, parser, quick_traces, sample_traces, write_json  # noqa: E402
 
 from inkling.completion.engine import Engine  # noqa: E402
 from inkling.completion.options import InklingOptions  # noqa: E402
@@ -40,10 +40,11 @@ REPORTING = Path(__file__).resolve().parent / "traces" / "reporting"
 DRAFTING = ("none", "prompt-lookup", "suffix")
 
 
-def _traces(limit: int):
+def _traces(limit: int, quick: bool):
     """The traces as the recording before issue 22 replayed them: without accept events
     (the format had none then; an accept feeds the history drafting source)."""
-    traces = sample_traces() + held_out_traces(min_lines=150, limit=limit)
+    traces = quick_traces() if quick else sample_traces() + held_out_traces(min_lines=150,
+                                                                           limit=limit)
     return _without_accepts(traces)
 
 
@@ -83,24 +84,30 @@ def overrides(pairs: list[str]) -> dict:
     return tree
 
 
-def replay_all(limit: int, extra: dict | None = None) -> dict:
-    traces = _traces(limit)
-    runtime = Engine(InklingOptions()).load_model()
+def replay_all(limit: int, extra: dict | None = None, quick: bool = False,
+               model: str = "") -> dict:
+    """Every combination's completions; under ``quick`` one short trace, two combinations
+    and no reporting set."""
+    traces = _traces(limit, quick)
+    runtime = Engine(InklingOptions().merged({"model": {"path": model}})).load_model()
     checker = SyntaxChecker()
     out = {"traces": [t.source for t in traces], "fingerprint": _fingerprint(traces),
            "runs": {}}
     datastores: dict = {}
-    for decoder in DECODERS:
-        for draft in DRAFTING:
-            # every completion asks for the invoked number of drafts (3): with one draft
-            # (an automatic completion's default) every decoder decodes greedily
-            # and no idle refresh (the replay before issue 22 never ran the idle policy)
-            options = InklingOptions().merged({"completion": {
-                "decoder": decoder, "draft": draft,
-                "automatic_drafts": 1 if decoder == "greedy" else 3},
-                "cache": {"idle_refresh_ms": 0}}).merged(extra or {})
-            out["runs"][f"{decoder}/{draft}"] = _replay(options, runtime, checker, datastores,
-                                                        traces, f"{decoder:10} {draft:13}")
+    combos = [("greedy", "none"), ("branches", "suffix")] if quick else \
+        [(decoder, draft) for decoder in DECODERS for draft in DRAFTING]
+    for decoder, draft in combos:
+        # every completion asks for the invoked number of drafts (3): with one draft
+        # (an automatic completion's default) every decoder decodes greedily
+        # and no idle refresh (the replay before issue 22 never ran the idle policy)
+        options = InklingOptions().merged({"completion": {
+            "decoder": decoder, "draft": draft,
+            "automatic_drafts": 1 if decoder == "greedy" else 3},
+            "cache": {"idle_refresh_ms": 0}}).merged(extra or {})
+        out["runs"][f"{decoder}/{draft}"] = _replay(options, runtime, checker, datastores,
+                                                    traces, f"{decoder:10} {draft:13}")
+    if quick:
+        return out
     # the defaults as a person gets them, on the reporting set
     reporting = [dataclasses.replace(read_trace(p), source=f"reporting/{p.name}")
                  for p in sorted(REPORTING.glob("*.jsonl"))]
@@ -150,7 +157,7 @@ def check(recorded: dict, now: dict) -> list[str]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__)
     ap.add_argument("action", choices=("record", "check"))
     ap.add_argument("file")
     ap.add_argument("--limit", type=int, default=3, help="held-out retype traces (default 3)")
@@ -160,17 +167,19 @@ def main() -> int:
     args = ap.parse_args()
     extra = overrides(args.set)
     if args.action == "record":
-        Path(args.file).write_text(json.dumps(replay_all(args.limit, extra)), encoding="utf-8")
+        Path(args.file).write_text(json.dumps(replay_all(args.limit, extra, args.quick,
+                                                          args.model)), encoding="utf-8")
         print(f"recorded in {args.file}")
         return 0
     recorded = json.loads(Path(args.file).read_text(encoding="utf-8"))
     held_out = [t for t in recorded["traces"] if t.startswith("retype:")]
-    now = replay_all(len(held_out), extra)
+    now = replay_all(len(held_out), extra, args.quick, args.model)
     diffs = check(recorded, now)
     total = sum(len(c) for r in recorded["runs"].values() for c in r.values())
     for d in diffs[:50]:
         print(d)
     print(f"{total} completions recorded, {len(diffs)} differ")
+    write_json(args.json, {"completions": total, "differ": len(diffs)})
     return 1 if diffs else 0
 
 
