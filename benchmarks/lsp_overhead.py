@@ -14,16 +14,14 @@ the protocol, so they should all be the same).
 """
 from __future__ import annotations
 
-import argparse
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_traces import SET_TRACES, describe  # noqa: E402
+from common import SET_TRACES, describe, options, parser, quick_traces, write_json  # noqa: E402
 
 from inkling.completion.engine import Engine  # noqa: E402
-from inkling.completion.options import InklingOptions  # noqa: E402
 from inkling.evaluation.replay import LspReplayer, Replayer  # noqa: E402
 from inkling.evaluation.replay_result import summarise  # noqa: E402
 from inkling.evaluation.syntax_check import SyntaxChecker  # noqa: E402
@@ -35,21 +33,21 @@ def _ms(d: dict) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="")
+    ap = parser(__doc__)
     ap.add_argument("traces", nargs="*", type=Path,
                     help="trace files (default: benchmarks/traces/*.jsonl)")
     args = ap.parse_args()
-    traces = [read_trace(p) for p in (args.traces or sorted(SET_TRACES.glob("*.jsonl")))]
+    traces = quick_traces() if args.quick else [
+        read_trace(p) for p in (args.traces or sorted(SET_TRACES.glob("*.jsonl")))]
     if not traces:
         print(f"no traces: {SET_TRACES} holds no *.jsonl")
         return 1
-    options = InklingOptions().merged({"model": {"path": args.model}})
+    opts = options(args)
     print(f"replaying {describe(traces)} in-process and via LSP")
-    runtime = Engine(options).load_model()
+    runtime = Engine(opts).load_model()
     checker = SyntaxChecker()
-    local = [Replayer(options, runtime, checker).replay(t) for t in traces]
-    lsp = LspReplayer(options, checker)
+    local = [Replayer(opts, runtime, checker).replay(t) for t in traces]
+    lsp = LspReplayer(opts, checker)
     try:
         remote = [lsp.replay(t) for t in traces]
     finally:
@@ -63,20 +61,27 @@ def main() -> int:
     print(f"p50 difference via LSP - in-process {b['latency_ms']['p50'] - a['latency_ms']['p50']:+.1f}"
           f" ms; per-request protocol overhead p50 {overhead['p50']:.2f} ms, "
           f"p95 {overhead['p95']:.2f} ms (target p50 <= 5 ms)")
-    print(_same_drafts(traces, local, remote))
+    text, same = _same_drafts(traces, local, remote)
+    print(text)
+    write_json(args.json, {"in_process_latency_ms_p50": a["latency_ms"]["p50"],
+                           "lsp_latency_ms_p50": b["latency_ms"]["p50"],
+                           "protocol_overhead_ms_p50": overhead["p50"],
+                           "protocol_overhead_ms_p95": overhead["p95"],
+                           "sync_ok": b["sync_ok"], "same_drafts": same})
     return 0
 
 
-def _same_drafts(traces, local, remote) -> str:
+def _same_drafts(traces, local, remote) -> tuple[str, float]:
     """How many completions got the same drafts in process and through the protocol, and
-    the first few that did not (trace:line)."""
+    the first few that did not (trace:line); and the share that did."""
     pairs = [(t.source, x, y) for t, here, there in zip(traces, local, remote)
              for x, y in zip(here.completions, there.completions)]
     counts = [(len(h.completions), len(t.completions)) for h, t in zip(local, remote)]
     differ = [f"{Path(src).name}:{x.line}" for src, x, y in pairs if x.drafts != y.drafts]
     return (f"the same drafts in process and via LSP: {len(pairs) - len(differ)} of "
             f"{len(pairs)} completions" + (f"; differ: {', '.join(differ[:8])}" if differ else "")
-            + ("" if all(a == b for a, b in counts) else f"; completions per trace {counts}"))
+            + ("" if all(a == b for a, b in counts) else f"; completions per trace {counts}"),
+            (len(pairs) - len(differ)) / max(1, len(pairs)))
 
 
 if __name__ == "__main__":

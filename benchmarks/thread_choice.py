@@ -11,7 +11,6 @@ out of the bundled model's training) and the bundled retype traces (benchmarks/t
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import statistics
 import subprocess
@@ -21,10 +20,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_traces import toolz_traces  # noqa: E402
+from common import options, parser, quick_traces, toolz_traces, write_json  # noqa: E402
 
 from inkling.completion.engine import Engine  # noqa: E402
-from inkling.completion.options import InklingOptions  # noqa: E402
 from inkling.evaluation.replay import Replayer  # noqa: E402
 from inkling.evaluation.syntax_check import SyntaxChecker  # noqa: E402
 from inkling.evaluation.trace_file import read_trace  # noqa: E402
@@ -34,26 +32,22 @@ SPIN = "while True: pass"
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = parser(__doc__)
     ap.add_argument("--busy", type=int, default=0, help="busy processes beside (default 0)")
-    ap.add_argument("--model", default="")
     args = ap.parse_args()
-    options = InklingOptions().merged({"model": {"path": args.model}})
-    runtime = Engine(options).load_model()
+    opts = options(args)
+    runtime = Engine(opts).load_model()
     choice = runtime.threads
     if choice is None or not choice.adaptive:
         print("no choice to measure: the forward's threads are fixed here "
               f"({choice and choice.report()})")
-        return 1
-    with tempfile.TemporaryDirectory() as tmp:
-        traces, why = toolz_traces(Path(tmp))
-    if why:
-        print(f"(no toolz traces: {why})")
-    traces += [read_trace(str(p)) for p in sorted(BUNDLED.glob("*.jsonl"))]
+        write_json(args.json, {"adaptive": False})
+        return 0
+    traces = quick_traces() if args.quick else bundled_and_toolz()
     pins = [None, 1, choice.counts[-1]]
     most = choice.counts[-1]
     names = {None: "measured (defaults)", 1: "1 thread", most: f"{most} threads"}
-    replayers = {p: Replayer(options, runtime, SyntaxChecker()) for p in pins}
+    replayers = {p: Replayer(opts, runtime, SyntaxChecker()) for p in pins}
     records: dict = {p: [] for p in pins}
     spinners = [subprocess.Popen([sys.executable, "-c", SPIN]) for _ in range(args.busy)]
     try:
@@ -78,7 +72,18 @@ def main() -> int:
     best = min(p50[p] for p in pins[1:])
     print(f"measured p50 / the better fixed count's: {p50[None] / best:.3f}")
     print(f"at the end: {choice.report()}")
+    write_json(args.json, {"adaptive": True, "measured_over_best_fixed_p50": p50[None] / best,
+                           **{f"p50_ms.{names[p].split(' ')[0]}": p50[p] for p in pins}})
     return 0
+
+
+def bundled_and_toolz() -> list:
+    """Retype traces of toolz (when its wheel can be had) and the bundled retype traces."""
+    with tempfile.TemporaryDirectory() as tmp:
+        traces, why = toolz_traces(Path(tmp))
+    if why:
+        print(f"(no toolz traces: {why})")
+    return traces + [read_trace(str(p)) for p in sorted(BUNDLED.glob("*.jsonl"))]
 
 
 if __name__ == "__main__":
