@@ -1,7 +1,7 @@
 """How far `pie` and `naive` drift from `full`: mean KL divergence of the next-token
 distribution after edits, on the bundled model (or --model).
 
-    python benchmarks/cache_kl.py [--model PATH] [--edits 60]
+    python benchmarks/cache_kl.py [--model PATH] [--edits 60] [--quick] [--json OUT]
 
 For held-out standard-library files, a cursor is placed in the file, the three cache
 modes sync the prompt, then an edit lands elsewhere (a line inserted or deleted above
@@ -10,18 +10,21 @@ next-token distributions is averaged over the edits.
 """
 from __future__ import annotations
 
-import argparse
 import random
 import statistics
 import sys
+from pathlib import Path
 
 import torch
 
-from inkling.cache.prompt_cache import PromptCache
-from inkling.completion.engine import Engine
-from inkling.completion.options import InklingOptions
-from inkling.completion.prompt.builder import budgets, build_prompt
-from inkling.models.corpus import load_corpus
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import options, parser, write_json  # noqa: E402
+
+from inkling.cache.prompt_cache import PromptCache  # noqa: E402
+from inkling.completion.engine import Engine  # noqa: E402
+from inkling.completion.prompt.builder import budgets, build_prompt  # noqa: E402
+from inkling.models.corpus import load_corpus  # noqa: E402
 
 EDIT_LINES = ["    # note: checked\n", "import sys\n", "\n", "value = compute(1, 2)\n"]
 
@@ -76,15 +79,15 @@ def measure(runtime, n_edits: int, seed: int = 0) -> dict[str, list[float]]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default="")
+    ap = parser(__doc__)
     ap.add_argument("--edits", type=int, default=60)
     args = ap.parse_args()
-    runtime = Engine(InklingOptions().merged({"model": {"path": args.model}})).load_model()
-    res = measure(runtime, args.edits)
+    runtime = Engine(options(args)).load_model()
+    res = measure(runtime, 4 if args.quick else args.edits)
     for m, vals in res.items():
         print(f"{m:6} mean KL(full || {m}) = {statistics.mean(vals):.4f} nats "
               f"(median {statistics.median(vals):.4f}, max {max(vals):.4f}) over {len(vals)} edits")
+    write_json(args.json, {f"mean_kl.{m}": statistics.mean(vals) for m, vals in res.items()})
     return 0
 
 
