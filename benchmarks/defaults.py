@@ -6,7 +6,8 @@ crossed with the monitor ``on`` / ``off``, the six combinations interleaved even
 event (``replay --compare``; trace by trace until run 16 of
 ``results/defaults_reporting.txt``). The first combination is the defaults.
 
-    python benchmarks/defaults.py [--json OUT] [--report OUT.html] [--traces DIR] [--runs N]
+    python benchmarks/defaults.py [--json OUT] [--replay-json OUT] [--report OUT.html] [--runs N]
+                                  [--traces DIR] [--quick] [--model PATH]
                                   [--trace-files benchmarks/traces/reporting/*.jsonl]
 
 Prints what ``auto`` chose here and why, every metric per combination and six checks,
@@ -28,7 +29,6 @@ off), this run's noise.
 """
 from __future__ import annotations
 
-import argparse
 import json
 import subprocess
 import sys
@@ -38,7 +38,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_traces import toolz_builders  # noqa: E402
+from common import parser, quick_traces, toolz_builders, write_json  # noqa: E402
+
+from inkling.evaluation.trace_file import write_trace  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 KEYS = ("completions", "shown", "guard_cut", "guard_emptied", "exact_line", "exact_line_any",
@@ -54,8 +56,14 @@ def _write_traces(folder: Path) -> list[Path]:
     return [b.write(folder / f"retype-{Path(path).stem}.jsonl") for path, b in builders]
 
 
-def _run(traces: list[Path], out: Path, report: str | None) -> float:
+def _write_quick(folder: Path) -> list[Path]:
+    """The ``--quick`` trace, written into ``folder``."""
+    return [write_trace(folder / "quick.jsonl", t.header, t.events) for t in quick_traces()]
+
+
+def _run(traces: list[Path], out: Path, report: str | None, model: str) -> float:
     cmd = [str(REPO / ".venv" / "bin" / "inkling"), "replay", *map(str, traces),
+           *(["--model", model] if model else []),
            "--compare", "completion.draft=auto,none,suffix",
            "--compare", "completion.monitor=on,off",
            "--json", str(out)]
@@ -134,9 +142,10 @@ def _errors(run: dict) -> str:
     return "not measured" if v is None else f"{1 - v:.4f}"
 
 
-def _one(traces: list[Path], out: Path, report: str | None) -> list[tuple[str, str, bool]]:
-    """One ``--compare`` run: its table and checks printed, the checks returned."""
-    seconds = _run(traces, out, report)
+def _one(traces: list[Path], out: Path, report: str | None, model: str
+         ) -> tuple[list[tuple[str, str, bool]], list[dict]]:
+    """One ``--compare`` run: its table and checks printed; the checks and the runs."""
+    seconds = _run(traces, out, report, model)
     report = json.loads(out.read_text())
     runs, chosen = report["runs"], report["config"]["runtime"]["drafting"]
     print(f"\n{len(traces)} held-out retype traces ({_named(traces)}), {runs[0]['completions']} "
@@ -150,7 +159,16 @@ def _one(traces: list[Path], out: Path, report: str | None) -> list[tuple[str, s
         print(("pass  " if ok else "FAIL  ") + text)
     for line in _latency_parts(runs, chosen):
         print("      " + line)
-    return checks
+    return checks, runs
+
+
+def _figures(checks: list[tuple[str, str, bool]], runs: list[dict]) -> dict:
+    """The headline figures: each check passed (1 / 0), each combination's p50 and exact_line."""
+    named = {"_".join(f"{k.split('.')[-1]}={v}" for k, v in r["settings"].items()): r
+             for r in runs}
+    return {"checks": {name.replace(" ", "_"): ok for name, _, ok in checks},
+            **{name: {"latency_ms_p50": r["latency_ms"]["p50"], "exact_line": r["exact_line"]}
+               for name, r in named.items()}}
 
 
 def _latency_parts(runs: list[dict], chosen: dict) -> list[str]:
@@ -182,8 +200,8 @@ def _named(traces: list[Path]) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--json", help="also keep the (last) replay's JSON here")
+    ap = parser(__doc__)
+    ap.add_argument("--replay-json", help="also keep the (last) replay's JSON here")
     ap.add_argument("--report", help="write the (last) replay's HTML report here")
     ap.add_argument("--traces", help="keep the retype traces in this folder")
     ap.add_argument("--runs", type=int, default=1, help="--compare runs one after another")
@@ -195,17 +213,21 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="inkling-defaults-") as tmp:
         folder = Path(args.traces) if args.traces else Path(tmp)
         folder.mkdir(parents=True, exist_ok=True)
-        traces = args.trace_files or _write_traces(folder)
-        out = Path(args.json) if args.json else Path(tmp) / "compare.json"
-        for n in range(args.runs):
+        traces = (_write_quick(folder) if args.quick else
+                  args.trace_files or _write_traces(folder))
+        out = Path(args.replay_json) if args.replay_json else Path(tmp) / "compare.json"
+        for n in range(1 if args.quick else args.runs):
             if args.runs > 1:
                 print(f"\n=== run {n + 1} of {args.runs}", flush=True)
-            every.append(_one(traces, out, args.report))
+            checks, runs = _one(traces, out, args.report, args.model)
+            every.append(checks)
+    write_json(args.json, _figures(every[-1], runs))
     if args.runs > 1:
         print(f"\nruns passed, of {args.runs}:")
         for i, (name, _, _) in enumerate(every[0]):
             print(f"  {sum(checks[i][2] for checks in every)}  {name}")
-    return 0 if all(ok for checks in every for _, _, ok in checks) else 1
+    # a --quick run's checks read three completions: they show the script works, no more
+    return 0 if args.quick or all(ok for checks in every for _, _, ok in checks) else 1
 
 
 if __name__ == "__main__":

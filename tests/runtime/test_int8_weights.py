@@ -59,11 +59,28 @@ def test_an_int8_weight_without_its_scale_is_refused(tmp_path):
         load_runtime(tmp_path / "q", device="cpu", dtype="float32")
 
 
+def held_out_rows(tok, rows: int) -> dict:
+    """The validation rows ``inkling train`` evaluates on: the held-out standard-library
+    files and toolz, ``rows`` of each."""
+    from inkling.evaluation.packages import load_held_out_package
+    from inkling.models.corpus import load_corpus
+    from inkling.training.samples import build_rows, build_training_rows
+    seq, seed = 1024, 1234 + 999
+    return {"stdlib": build_rows([f.text for f in load_corpus().held_out], tok, seq, seed,
+                                 0.5)[:rows],
+            "toolz": build_training_rows(load_held_out_package(), tok, seq, seed, 0.5,
+                                         0.25)[:rows]}
+
+
+def losses(folder: str, sets: dict) -> dict[str, float]:
+    """Each set's mean next-token loss on ``folder``'s weights (int8 dequantized)."""
+    from inkling.training.training import _eval_loss
+    rt = load_runtime(folder, device="cpu", dtype="float32", forward="reference")
+    return {k: _eval_loss(rt.model, v, torch.device("cpu"), 4) for k, v in sets.items()}
+
+
 @pytest.mark.slow
 def test_int8_costs_the_bundled_model_less_than_the_margin(tmp_path):
-    import sys
-    sys.path.insert(0, str(BUNDLED_MODEL_DIR.parents[1] / "benchmarks"))
-    from int8_loss import held_out_rows, losses
     from tokenizers import Tokenizer
     meta = convert(BUNDLED_MODEL_DIR, tmp_path / "q")
     size = [f.stat().st_size for f in (tmp_path / "q").glob("*.safetensors")]

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 SUITE = REPO / "benchmarks" / "gpu_suite.py"
 SECTIONS = ("bandwidth", "forwards", "decoders", "steps", "trees", "pie", "replay")
 
