@@ -19,7 +19,6 @@ unmasked). A completion loses when its first draft's edit similarity is lower on
 """
 from __future__ import annotations
 
-import argparse
 import datetime
 import json
 import subprocess
@@ -27,14 +26,17 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from inkling.completion import open_analysis
-from inkling.completion.engine import Engine
-from inkling.completion.options import InklingOptions
-from inkling.evaluation import metrics as m
-from inkling.evaluation.replay import Replayer
-from inkling.evaluation.replay_result import summarise
-from inkling.evaluation.syntax_check import SyntaxChecker
-from inkling.evaluation.trace_file import read_trace
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import parser, quick_traces, set_traces, write_json  # noqa: E402
+
+from inkling.completion import open_analysis  # noqa: E402
+from inkling.completion.engine import Engine  # noqa: E402
+from inkling.completion.options import InklingOptions  # noqa: E402
+from inkling.evaluation import metrics as m  # noqa: E402
+from inkling.evaluation.replay import Replayer  # noqa: E402
+from inkling.evaluation.replay_result import summarise  # noqa: E402
+from inkling.evaluation.syntax_check import SyntaxChecker  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results" / "monitor_pays.txt"
@@ -129,9 +131,8 @@ def _git(*args: str) -> str:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap = parser(__doc__)
     ap.add_argument("--set", choices=("tuning", "reporting"), default="tuning")
-    ap.add_argument("--model", default="")
     ap.add_argument("--modes", default=",".join(MODES),
                     help=f"modes replayed, of {','.join(MODES)} (off and on required)")
     ap.add_argument("--losses", help="write each losing completion here (JSON Lines)")
@@ -141,18 +142,17 @@ def main() -> int:
     modes = args.modes.split(",")
     if not {"off", "on"} <= set(modes) <= set(MODES):
         ap.error(f"--modes {args.modes}: off and on, and any of {', '.join(MODES)}")
-    paths = sorted((REPO / "benchmarks" / "traces" / args.set).glob("*.jsonl"))
+    traces = quick_traces() if args.quick else set_traces(args.set)
     base = InklingOptions().merged({"model": {"path": args.model}})
     runtime = Engine(base).load_model()
     replayer = Replayer(base, runtime, SyntaxChecker())
     runs = {mode: [] for mode in modes}
-    for i, path in enumerate(paths):
-        trace = read_trace(path)
+    for i, trace in enumerate(traces):
         for mode in modes:
             replayer.options = base.merged({"completion": {"monitor": "off" if mode == "off"
                                                            else "on"}})
             runs[mode].append(replay(replayer, trace, mode))
-        print(f"  [{i + 1}/{len(paths)}] {trace.name}", file=sys.stderr)
+        print(f"  [{i + 1}/{len(traces)}] {trace.name}", file=sys.stderr)
     found = losses(runs)
     summary = {mode: summarise(runs[mode]) for mode in modes}
     lines = [f"{mode:6} {figures(summary[mode])}" for mode in modes]
@@ -164,6 +164,11 @@ def main() -> int:
                  f"{sum(e['parts'].get('masks') is False for e in errors)}, the guard alone: "
                  f"{sum(e['parts'].get('guard') is False for e in errors)}); mended: {fixed}")
     print("\n".join(lines))
+    write_json(args.json, {"on_worse_than_off": len(found), "on_better_than_off": wins(runs),
+                           "syntax_errors_made": len(errors), "syntax_errors_mended": fixed,
+                           **{mode: {k: summary[mode][k] for k in (
+                               "shown", "syntax_valid", "undefined_names", "exact_line")}
+                              for mode in modes}})
     if args.losses:
         Path(args.losses).write_text("".join(json.dumps(f) + "\n" for f in found + errors))
     if args.append:
@@ -171,7 +176,7 @@ def main() -> int:
                 f"commit {_git('rev-parse', '--short', 'HEAD')}"
                 f"{' (+ uncommitted changes)' if _git('status', '--porcelain', '--', 'analysis', 'completion') else ''}"
                 f", {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, weights "
-                f"{runtime.path.name}, {runtime.device}, {len(paths)} traces; {args.note}\n")
+                f"{runtime.path.name}, {runtime.device}, {len(traces)} traces; {args.note}\n")
         with RESULTS.open("a", encoding="utf-8") as f:
             f.write(head + "\n".join(lines) + "\n")
     return 0
