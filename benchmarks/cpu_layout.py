@@ -1,6 +1,6 @@
 """Forward time on the CPU with transformers' linear layers and with inkling's layout.
 
-    python benchmarks/cpu_layout.py [--model PATH] [--context 900] [--rounds 5]
+    python benchmarks/cpu_layout.py [--model PATH] [--context 900] [--rounds 5] [--quick] [--json OUT]
 
 Loads the model twice, as transformers lays it out (``nn.Linear``, weights [out, in])
 and as inkling's runtime does (``InputMajorLinear``, weights [in, out]), and times one
@@ -20,7 +20,6 @@ A third table does the same for the large layers held in oneDNN's packed layout
 """
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import time
@@ -28,11 +27,15 @@ from pathlib import Path
 
 import torch
 
-from inkling.runtime.cpu_layout import InputMajorLinear, PackedLinear
-from inkling.runtime.gqa_attention import NAME as PACKED
-from inkling.runtime.model_loader import load_runtime
-from inkling.cache.prompt_cache import PromptCache
-from inkling.models import BUNDLED_MODEL_DIR
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import parser, write_json  # noqa: E402
+
+from inkling.cache.prompt_cache import PromptCache  # noqa: E402
+from inkling.models import BUNDLED_MODEL_DIR  # noqa: E402
+from inkling.runtime.cpu_layout import InputMajorLinear, PackedLinear  # noqa: E402
+from inkling.runtime.gqa_attention import NAME as PACKED  # noqa: E402
+from inkling.runtime.model_loader import load_runtime  # noqa: E402
 
 ROWS = (1, 2, 3, 5, 8, 16)
 
@@ -52,14 +55,16 @@ def forward_ms(runtime, context: list[int], n: int, reps: int) -> float:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--model", default=str(BUNDLED_MODEL_DIR))
+    ap = parser(__doc__)
     ap.add_argument("--context", type=int, default=900)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--reps", type=int, default=40)
     args = ap.parse_args()
-    inkling = load_runtime(args.model, device="cpu", dtype="float32")
-    plain = load_runtime(args.model, device="cpu", dtype="float32")
+    if args.quick:
+        args.context, args.rounds, args.reps = 100, 1, 3
+    model = args.model or str(BUNDLED_MODEL_DIR)
+    inkling = load_runtime(model, device="cpu", dtype="float32")
+    plain = load_runtime(model, device="cpu", dtype="float32")
     from transformers import AutoModelForCausalLM
     plain.model = AutoModelForCausalLM.from_pretrained(
         plain.path, dtype=torch.float32, local_files_only=True, attn_implementation="sdpa").eval()
@@ -80,6 +85,9 @@ def main() -> int:
     print(f"{'inkling/hf':<13}" + "".join(f"{r:>8.2f}" for r in ratio))
     attention(inkling, context, args.rounds * 3, args.reps // 2)
     packed_layers(inkling, context, args.rounds * 3, args.reps // 2)
+    write_json(args.json, {f"rows_{n}": {"inkling_ms": statistics.median(ms["inkling", n]),
+                                         "inkling_over_transformers": r}
+                           for n, r in zip(ROWS, ratio)})
     return 0
 
 

@@ -1,6 +1,6 @@
 """The int8 converter (training/int8_convert.py) and what int8 costs the bundled model.
 
-int8 against the float16 weights of the bundled model, measured (benchmarks/int8_loss.py,
+int8 against the float16 weights of the bundled model, measured (benchmarks/int8.py,
 40 rows of each set): held-out stdlib loss 2.9539 against 2.9536 nats, toolz 2.5890
 against 2.5890. The margins asserted here: 0.01 nats; exact match within 3 of 130 lines.
 """
