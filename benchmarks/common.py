@@ -33,10 +33,12 @@ TOOLZ = TOOLZ_PIN.pin           # held out of the bundled model's training (eval
 QUICK_COMPLETIONS = 3           # completions a trace keeps under --quick
 
 
-def parser(description: str) -> argparse.ArgumentParser:
-    """An argument parser with the options every benchmark takes."""
+def parser(description: str, model: bool = True) -> argparse.ArgumentParser:
+    """An argument parser with the options every benchmark takes (``--model`` where the
+    script runs one model of the user's choice)."""
     ap = argparse.ArgumentParser(description=description.split("\n")[0])
-    ap.add_argument("--model", default="", help="model folder (default: the bundled model)")
+    if model:
+        ap.add_argument("--model", default="", help="model folder (default: the bundled model)")
     ap.add_argument("--quick", action="store_true",
                     help="one short trace, one round: checks the script runs, in about a minute")
     ap.add_argument("--json", type=Path, help="write the headline figures here (name -> number)")

@@ -68,7 +68,6 @@ CI. The replay of the default traces takes about 10 to 15 minutes on 2 cores.
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import hashlib
@@ -90,6 +89,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import parser, write_json  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 LCP_VERSION = "0.3.36"
@@ -176,10 +177,26 @@ def _server_works(binary: Path) -> bool:
         return False
 
 
+def built_server(cache: Path) -> Path | None:
+    """llama-server where ``build_server`` left it and it runs, else None."""
+    binary = cache / "build" / "bin" / "llama-server"
+    return binary if binary.is_file() and _server_works(binary) else None
+
+
+def skip_quick(args, cache: Path) -> bool:
+    """Under ``--quick`` with no llama-server built (a build takes half an hour): say so and
+    write ``{"skipped": 1}``; a full run builds it."""
+    if not args.quick or built_server(cache):
+        return False
+    print(f"skipped: no llama-server built in {cache} (a full run builds it)")
+    write_json(args.json, {"skipped": 1})
+    return True
+
+
 def build_server(cache: Path) -> Path:
     """llama-server, built once into ``cache/build`` (20 to 30 minutes on 2 cores)."""
     binary = cache / "build" / "bin" / "llama-server"
-    if binary.is_file() and _server_works(binary):
+    if built_server(cache):
         return binary
     if shutil.which("cmake") is None:
         raise PeerError("cmake is not installed (apt-get install cmake, or pip install cmake); "
@@ -1070,7 +1087,7 @@ llama /infill: llama.vim's request (module docstring), --cache-reuse 256, -b siz
 
 # -------------------------------------------------------------------------- main
 def parse_args():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, model=False)
     ap.add_argument("--traces", nargs="+", metavar="PATH",
                     help="trace files or folders (default: the sample, held-out and shared sets)")
     ap.add_argument("--limit", type=int, default=0, metavar="N",
@@ -1148,7 +1165,7 @@ def replay(args, runtime, datastore, servers, sets) -> tuple[Replay, dict]:
     return run, per_group
 
 
-def report(run: Replay, per_group: dict, threads: list[int], seconds: float) -> None:
+def report(run: Replay, per_group: dict, threads: list[int], seconds: float) -> list:
     import torch
     systems = list(run.systems.values())
     n = len(systems[0].samples)
@@ -1187,6 +1204,7 @@ def report(run: Replay, per_group: dict, threads: list[int], seconds: float) -> 
                 print(("pass  " if ok else "FAIL  ") + text)
     for f in run.failures:
         print(f"replay error: {f}")
+    return results
 
 
 def start_servers(stack: contextlib.ExitStack, binary: Path, gguf: Path, threads: list[int],
@@ -1210,6 +1228,10 @@ def main() -> int:
     threads = [int(t) for t in args.threads.split(",") if t.strip()]
     cache = args.cache_dir.expanduser()
     cache.mkdir(parents=True, exist_ok=True)
+    if skip_quick(args, cache):
+        return 0
+    if args.quick:
+        args.limit, threads = 2, threads[:1]
     from inkling.evaluation.trace_file import read_trace
     from inkling.models import BUNDLED_MODEL_DIR
     try:
@@ -1234,7 +1256,9 @@ def main() -> int:
                 return 0
             t0 = time.perf_counter()
             run, per_group = replay(args, runtime, datastore, servers, sets)
-            report(run, per_group, threads, time.perf_counter() - t0)
+            results = report(run, per_group, threads, time.perf_counter() - t0)
+            write_json(args.json, {"ratio_checks": len(results),
+                                   "ratio_checks_passed": sum(ok for _, ok in results)})
         except PeerError as exc:
             print(f"peer_llamacpp: {exc}", file=sys.stderr)
             return 1

@@ -2,7 +2,7 @@
 side in one run (issue 54).
 
     python benchmarks/peer_step.py [--sizes bundled,100m] [--threads 1,2] [--context 600]
-        [--tokens 48] [--rounds 5] [--cache-dir DIR] [--other-work no] [--out FILE]
+        [--tokens 48] [--rounds 5] [--cache-dir DIR] [--other-work no] [--out FILE] [--quick] [--json OUT]
 
 Each size is timed in two weight formats, each system reading its own form of the same
 weights:
@@ -35,7 +35,6 @@ table, with the commit, the date, the weights' keys and ``--other-work``, to ``-
 """
 from __future__ import annotations
 
-import argparse
 import contextlib
 import statistics
 import subprocess
@@ -48,8 +47,9 @@ import torch
 from transformers import LlamaForCausalLM
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import parser, write_json  # noqa: E402
 from peer_llamacpp import (DEFAULT_CACHE, LlamaServer, build_server, convert_model,  # noqa: E402
-                           fim_ids, model_key, timing)
+                           fim_ids, model_key, skip_quick, timing)
 
 from inkling.cache.prompt_cache import PromptCache  # noqa: E402
 from inkling.models import BUNDLED_MODEL_DIR  # noqa: E402
@@ -130,7 +130,7 @@ def llama_round(case: Case, ids: list[int], tokens: int) -> float:
 
 
 def parse_args():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = parser(__doc__, model=False)
     ap.add_argument("--sizes", default="bundled,100m")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--context", type=int, default=600)
@@ -138,8 +138,11 @@ def parse_args():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--cache-dir", type=Path, default=DEFAULT_CACHE)
     ap.add_argument("--other-work", default="no", help="what else ran (for the record)")
-    ap.add_argument("--out", default=str(REPO / "benchmarks" / "results" / "peer_step.txt"))
-    return ap.parse_args()
+    ap.add_argument("--out", help="append the table here")
+    a = ap.parse_args()
+    if a.quick:
+        a.sizes, a.threads, a.context, a.tokens, a.rounds = "bundled", "1", 100, 4, 1
+    return a
 
 
 def folders(sizes: list[str], cache: Path) -> dict[str, Path]:
@@ -209,6 +212,8 @@ def table(cases: list[Case], a, keys: dict[str, str], commit: str, run: int) -> 
 def main() -> int:
     a = parse_args()
     a.cache_dir.mkdir(parents=True, exist_ok=True)
+    if skip_quick(a, a.cache_dir):
+        return 0
     threads = [int(t) for t in a.threads.split(",")]
     found = folders(a.sizes.split(","), a.cache_dir)
     binary = build_server(a.cache_dir)
@@ -234,10 +239,15 @@ def main() -> int:
         commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
                                 capture_output=True, text=True).stdout.strip()
         text = table(cases, a, {s: model_key(f) for s, f in found.items()}, commit,
-                     next_run(Path(a.out)))
+                     next_run(Path(a.out)) if a.out else 1)
+        write_json(a.json, {c.name.replace(" ", "_"): {
+            "inkling_ms": statistics.median(c.inkling), "llama_ms": statistics.median(c.llama),
+            "inkling_over_llama": statistics.median(c.inkling) / statistics.median(c.llama)}
+            for c in cases})
     print(text, end="")
-    with open(a.out, "a") as f:
-        f.write(text)
+    if a.out:
+        with open(a.out, "a") as f:
+            f.write(text)
     return 0
 
 
