@@ -51,7 +51,8 @@ import torch
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import gpu_decoders  # noqa: E402  (beside this file)
+from common import flat, write_json  # noqa: E402  (beside this file)
+import gpu_decoders  # noqa: E402
 import gpu_models  # noqa: E402
 import gpu_speed  # noqa: E402
 
@@ -73,6 +74,7 @@ class Suite:
         self.smoke, self.cfg = args.smoke, SMOKE if args.smoke else FULL
         self.end = time.monotonic() + args.limit
         name = device_name(self.device) + ("-smoke" if args.smoke else "")
+        Path(args.results).mkdir(parents=True, exist_ok=True)
         self.json = Path(args.results) / f"gpu_suite_{name}.json"
         self.text = self.json.with_suffix(".txt")
         self.results: dict = {"header": header(self.device, args)}
@@ -302,7 +304,9 @@ def figures(run: dict) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--smoke", action="store_true", help="small shapes, a few iterations")
+    ap.add_argument("--smoke", "--quick", dest="smoke", action="store_true",
+                    help="small shapes, a few iterations")
+    ap.add_argument("--json", type=Path, help="write the sections' figures here (name -> number)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     ap.add_argument("--results", default=str(HERE / "results"), help="where the figures go")
     ap.add_argument("--limit", type=float, default=480, help="seconds for the whole suite")
@@ -318,6 +322,9 @@ def main(argv: list[str] | None = None) -> int:
         suite.run(name, SECTIONS[name])
     failed = [n for n in chosen if isinstance(suite.results[n]["result"], dict)
               and "error" in suite.results[n]["result"]]
+    write_json(args.json, {"sections_ran": len(chosen) - len(failed),
+                           **flat({n: suite.results[n]["result"] for n in chosen
+                                   if isinstance(suite.results[n]["result"], dict)})})
     print(f"[gpu_suite] {suite.text}: {len(chosen) - len(failed)} of {len(chosen)} sections "
           f"ran{'; failed: ' + ', '.join(failed) if failed else ''}", file=sys.stderr)
     return 1 if failed else 0
