@@ -11,7 +11,7 @@ headline figures are reported on.
 Neither set is ever trained on: ``packages.py`` refuses both sets' packages
 (``training_packages``, ``assert_not_held_out``) and drops any training file that copies
 one of their files (``drop_held_out_copies``). Each package's files are read from its
-pinned wheel (the wheel cache of ``packages.py``); ``benchmarks/make_sets.py`` builds both
+pinned wheel (the wheel cache of ``packages.py``); ``scripts/make_sets.py`` builds both
 sets' retype traces from the same wheels.
 """
 from __future__ import annotations

@@ -32,24 +32,14 @@ run() {
       "$@"; echo "# load $(load) at the end"; } 2>>"$out/$name.stderr" | tee -a "$out/$name.txt"
 }
 run evaluate      .venv/bin/inkling evaluate --write-card
-run cli_latency   $py benchmarks/cli_latency.py --runs 5
 run cpu_layout    $py benchmarks/cpu_layout.py "${model[@]}"
-run baseline      $py benchmarks/baseline.py "${model[@]}"
 run cache_modes   $py benchmarks/cache_modes.py "${model[@]}"
 run cache_modes_psm $py benchmarks/cache_modes.py --fim-order psm "${model[@]}"
 run cache_kl      $py benchmarks/cache_kl.py "${model[@]}"
 run drafting      $py benchmarks/drafting.py "${model[@]}"
-run drafting_cost $py benchmarks/drafting_cost.py "${model[@]}"
 run decoders      $py benchmarks/decoders.py "${model[@]}"
 run decoders_suffix $py benchmarks/decoders.py --draft suffix "${model[@]}"
 run decoders_no_datastore $py benchmarks/decoders.py --datastore none --decoders superposed "${model[@]}"
-run alternatives  $py benchmarks/alternatives.py --json $out/alternatives.json "${model[@]}"
-run alternatives_branches $py benchmarks/alternatives.py --decoder branches --variants floor=0,base,temperature=1.0,prune=1.0 --json $out/alternatives_branches.json "${model[@]}"
-run monitor       $py benchmarks/monitor.py "${model[@]}"
 run lsp_overhead  $py benchmarks/lsp_overhead.py "${model[@]}"
 run thread_choice $py benchmarks/thread_choice.py "${model[@]}"
-run monitor_cost  $py benchmarks/monitor_cost.py
 run defaults      $py benchmarks/defaults.py --runs 3
-run blank_lines   $py benchmarks/blank_lines.py --json $out/blank_lines.json "${model[@]}"
-run beam          $py benchmarks/beam.py --json $out/beam.json "${model[@]}"
-run rereading     $py benchmarks/rereading.py --runs 4:0,4:2,8:0,8:2 --json $out/rereading.json "${model[@]}"
