@@ -4,24 +4,21 @@ from __future__ import annotations
 from inkling.evaluation.retype_trace import retype_trace
 from inkling.evaluation.trace_file import CompleteEvent
 
-SOURCE = '''"""Shapes."""
-import math
+SOURCE = '''"""Intervals."""
+from pkg.clamp import clamp
 
 
-def area(radius):
-    scaled = radius * radius
-    return math.pi * scaled
+def width(low, high):
+    return clamp(high - low, 0, 100)
 
 
-def perimeter(radius):
-    doubled = 2 * radius
-    return math.pi * doubled
+def middle(low, high):
+    half = width(low, high) / 2
+    return low + half
 
 
-def describe(radius):
-    a = area(radius)
-    p = perimeter(radius)
-    return f"{radius}: {a:.2f} {p:.2f}"
+def contains(low, high, x):
+    return low <= x <= high
 '''
 HELPER = "def clamp(x, low, high):\n    return max(low, min(x, high))\n"
 
@@ -36,8 +33,8 @@ def test_the_peer_benchmark_times_inkling_serve_over_stdio(tmp_path, tiny_model_
     from inkling.evaluation.replay_result import CompletionRecord
     from inkling.evaluation.syntax_check import SyntaxChecker
     from inkling.evaluation.trace_file import read_trace
-    trace = read_trace(retype_trace("pkg/shapes.py", SOURCE, {"pkg/clamp.py": HELPER}).write(
-        tmp_path / "shapes.jsonl"))
+    trace = read_trace(retype_trace("pkg/intervals.py", SOURCE, {"pkg/clamp.py": HELPER}).write(
+        tmp_path / "intervals.jsonl"))
     options = InklingOptions().merged({"model": {"path": str(tiny_model_dir), "device": "cpu"},
                                        "completion": {"max_new_tokens": 4}})
     checker, samples = SyntaxChecker(), []
