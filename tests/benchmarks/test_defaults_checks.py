@@ -1,4 +1,8 @@
 """benchmarks/defaults.py's checks: what it asks of the defaults, on made-up runs."""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 
 
 def test_the_defaults_benchmark_checks_drafting_where_auto_chose_it():

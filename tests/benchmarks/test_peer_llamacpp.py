@@ -1,8 +1,13 @@
 """benchmarks/peer_llamacpp.py's 'inkling serve' column, on the tiny model."""
 from __future__ import annotations
 
-from inkling.evaluation.retype_trace import retype_trace
-from inkling.evaluation.trace_file import CompleteEvent
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+
+from inkling.evaluation.retype_trace import retype_trace  # noqa: E402
+from inkling.evaluation.trace_file import CompleteEvent  # noqa: E402
 
 SOURCE = '''"""Intervals."""
 from pkg.clamp import clamp
