@@ -176,7 +176,7 @@ def _latency_parts(runs: list[dict], chosen: dict) -> list[str]:
     cost (``draft=none`` on against off), and the forwards its drafts take against
     monitor off's (the masks change what is decoded, and a longer draft costs its
     forwards whatever the analysis costs): a mean, which a few drafts run to the budget
-    move (benchmarks/README.md), not what the p50 reads; and, where auto chose none (so
+    move (docs/decisions/monitor-default.md), not what the p50 reads; and, where auto chose none (so
     that ``draft=auto`` and ``none`` decode alike), the two columns of one
     configuration, monitor off: how far this run's p50s differ with nothing changed."""
     by = {(r["settings"]["completion.draft"], r["settings"]["completion.monitor"]): r
