@@ -90,7 +90,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import parser, write_json  # noqa: E402
+from common import parser, toolz_builders, write_json  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 LCP_VERSION = "0.3.36"
@@ -606,7 +606,6 @@ def trace_sets(args, tmp: Path) -> list[TraceSet]:
         return [TraceSet("given", paths)]
     sets = [TraceSet("sample retype (benchmarks/traces)",
                      sorted((REPO / "benchmarks" / "traces").glob("*.jsonl")))]
-    from bench_traces import toolz_builders
     builders, why = toolz_builders(tmp)
     if builders:       # as defaults.py's _write_traces writes them
         sets.append(TraceSet("held-out retype (toolz 1.0.0)", [
