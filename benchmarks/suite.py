@@ -1,0 +1,158 @@
+"""The benchmark suite: every maintained benchmark, one after another, each run kept in the
+store (benchmarks/store.py) and the tables of docs/benchmarks.md regenerated from it.
+
+    python benchmarks/suite.py [--quick] [--only a,b] [--list]
+
+Each benchmark runs as ``python benchmarks/<script>.py <args> --json <tmpfile>`` (``--quick``
+adds ``--quick`` and takes the entry's quick arguments: fewer traces, runs and rounds, so the
+whole of it takes a few minutes; the full suite fits in an hour on a two-core CPU). The
+figures the script wrote to that file and what it printed become one store record. A
+benchmark whose prerequisite is missing is skipped, saying why; the suite exits 1 if any
+benchmark failed."""
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import store  # noqa: E402
+import tables  # noqa: E402
+
+REPO = store.REPO
+LLAMACPP_BUILD = Path.home() / ".cache" / "inkling"
+RECORDING = REPO / "benchmarks" / "store" / "recorded_outputs_base.json"
+REPORTING = "benchmarks/traces/reporting"
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    name: str                      # the store's file name
+    script: str                    # benchmarks/<script>.py
+    full: list[str] = field(default_factory=list)
+    quick: list[str] = field(default_factory=list)
+    needs: Callable[[], str | None] = lambda: None   # why it cannot run here, or None
+
+
+def no_llama_server() -> str | None:
+    if shutil.which("llama-server"):
+        return None
+    if any(LLAMACPP_BUILD.glob("llamacpp-*/build/bin/llama-server")):
+        return None
+    return "llama-server is not on PATH nor built under ~/.cache/inkling"
+
+
+def no_recording() -> str | None:
+    return None if RECORDING.is_file() else f"no recording file {RECORDING.relative_to(REPO)}"
+
+
+def no_cuda() -> str | None:
+    try:
+        import torch
+    except ImportError:
+        return "torch is not installed"
+    return None if torch.cuda.is_available() else "no CUDA device"
+
+
+def reporting_traces() -> list[str]:
+    return sorted(str(p.relative_to(REPO)) for p in (REPO / REPORTING).glob("*.jsonl"))
+
+
+BENCHMARKS = [
+    Benchmark("card_reporting", "card", ["--sets", "reporting", "--lines", "40"], []),
+    Benchmark("defaults_reporting", "defaults", ["--runs", "1", "--trace-files", *reporting_traces()],
+              []),
+    Benchmark("monitor_pays", "monitor_pays", ["--set", "reporting"], []),
+    Benchmark("cache_modes", "cache_modes", ["--max-functions", "2"], []),
+    Benchmark("cache_kl", "cache_kl", [], []),
+    Benchmark("lossless", "lossless", ["--held-out"], []),
+    Benchmark("decoders", "decoders", ["--max-functions", "2"], []),
+    Benchmark("drafting", "drafting", ["--max-functions", "2"], []),
+    Benchmark("thread_choice", "thread_choice", [], []),
+    Benchmark("int8", "int8", [], []),
+    Benchmark("cpu_layout", "cpu_layout", [], []),
+    Benchmark("lsp_overhead", "lsp_overhead", [], []),
+    Benchmark("peer_step", "peer_step", ["--rounds", "5"], [], no_llama_server),
+    Benchmark("peer_llamacpp_reporting", "peer_llamacpp",
+              ["--traces", REPORTING, "--limit", "200"], [], no_llama_server),
+    Benchmark("recorded_outputs", "recorded_outputs",
+              ["check", str(RECORDING.relative_to(REPO))], ["check", str(RECORDING.relative_to(REPO))],
+              no_recording),
+    Benchmark("gpu_suite", "gpu_suite", ["--results", "{tmp}"], ["--results", "{tmp}"], no_cuda),
+]
+
+
+def command(bench: Benchmark, quick: bool, json_path: Path, tmp: Path) -> list[str]:
+    args = [a.replace("{tmp}", str(tmp)) for a in (bench.quick if quick else bench.full)]
+    return [sys.executable, f"benchmarks/{bench.script}.py", *args,
+            *(["--quick"] if quick else []), "--json", str(json_path)]
+
+
+def run_one(bench: Benchmark, quick: bool) -> tuple[bool, float]:
+    """Run ``bench``, append its record; (it succeeded, its wall time)."""
+    with tempfile.TemporaryDirectory(prefix=f"inkling-{bench.name}-") as tmp:
+        json_path = Path(tmp) / "figures.json"
+        argv = command(bench, quick, json_path, Path(tmp))
+        load_start, date, start = store.loadavg(), store.utc_now(), time.monotonic()
+        proc = subprocess.run(argv, cwd=REPO, stdout=subprocess.PIPE, text=True)
+        wall = time.monotonic() - start
+        if proc.returncode != 0:
+            sys.stdout.write(proc.stdout[-2000:])
+            return False, wall
+        try:
+            figures = json.loads(json_path.read_text())
+        except (OSError, ValueError):
+            figures = {}
+    shown = [a if not a.startswith(tmp) else "TMP/" + Path(a).name for a in argv[1:]]
+    rec = store.record(bench.name, ["python", *shown], proc.stdout, figures, wall,
+                       {"start": load_start, "end": store.loadavg()}, date=date)
+    if quick:
+        rec["quick"] = True
+    store.append_run(rec)
+    return True, wall
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="the quick arguments: a few minutes")
+    ap.add_argument("--only", default="", help="comma-separated benchmark names")
+    ap.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    args = ap.parse_args(argv)
+    if args.list:
+        for b in BENCHMARKS:
+            print(f"{b.name:24} benchmarks/{b.script}.py {' '.join(b.full)}"[:160])
+        return 0
+    only = [n for n in args.only.split(",") if n]
+    unknown = set(only) - {b.name for b in BENCHMARKS}
+    if unknown:
+        ap.error(f"unknown benchmarks: {', '.join(sorted(unknown))} (see --list)")
+    chosen = [b for b in BENCHMARKS if not only or b.name in only]
+    failed, begin = [], time.monotonic()
+    for i, bench in enumerate(chosen, 1):
+        why = bench.needs()
+        if why:
+            print(f"[{i}/{len(chosen)}] {bench.name}: skipped ({why})", flush=True)
+            continue
+        print(f"[{i}/{len(chosen)}] {bench.name} ...", flush=True)
+        ok, wall = run_one(bench, args.quick)
+        total = time.monotonic() - begin
+        print(f"[{i}/{len(chosen)}] {bench.name}: {'ok' if ok else 'FAILED'} in {wall:.0f} s "
+              f"({total:.0f} s so far)", flush=True)
+        if not ok:
+            failed.append(bench.name)
+    tables.write()
+    print(f"suite: {len(chosen)} benchmarks in {time.monotonic() - begin:.0f} s; "
+          f"{'failed: ' + ', '.join(failed) if failed else 'none failed'}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
