@@ -7,7 +7,7 @@ The prompts: lines of the files the bundled traces carry (``benchmarks/traces``:
 copyreg.py, sched.py, the same text on every machine), each line emptied after its
 indent and completed there (invoked, spm, float32, the bundled model, no datastore: the
 corpus is the machine's own standard library). ``--record`` writes each decoder's drafts
-on this CPU to ``benchmarks/results/cpu_drafts.json`` (committed); ``gpu_suite.py``
+on this CPU to ``benchmarks/store/cpu_drafts.json`` (committed); ``gpu_suite.py``
 compares a device's drafts against it (``compare``). Given DECODER:K arguments, both
 devices run here, each on a fresh Engine, and the counts of equal drafts and each
 device's latency p50 are printed and written to $OUT/gpu_compare.json (or ./).
@@ -22,7 +22,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 TRACES = HERE / "traces"
-RECORDED = HERE / "results" / "cpu_drafts.json"
+RECORDED = HERE / "store" / "cpu_drafts.json"
 SPECS = ("greedy:1", "beam:1", "beam:3", "superposed:3", "branches:3", "sequential:3")
 PER_FILE = 14                                    # 3 files: 42 completions a decoder
 

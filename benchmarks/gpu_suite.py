@@ -14,7 +14,7 @@ with less than half its budget left of the whole is skipped:
   bfloat16) on random-weight Qwen2, Llama and StarCoder2-shaped models of 0.5 B and 1.5 B
   parameters (``gpu_models.py``; tiny with ``--smoke``), and on the bundled model;
 - ``decoders``: every decoder's drafts on the traces' files (float32) against the CPU's
-  recorded in ``results/cpu_drafts.json`` (``gpu_decoders.py --record`` writes it);
+  recorded in ``store/cpu_drafts.json`` (``gpu_decoders.py --record`` writes it);
 - ``steps``: ms of a one-row step, compact (eager) and captured, at 1k / 4k / 16k cached
   tokens, beside the bound (weight bytes over the measured bandwidth), on the bundled
   model and a 1.5 B Qwen2-shaped model in bfloat16; ``trees``: ms of a 1 / 4 / 16 / 64-row

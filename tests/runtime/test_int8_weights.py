@@ -97,7 +97,7 @@ def test_int8_next_line_exact_match_stays_within_the_margin(tmp_path):
     """Ten lines of each held-out standard-library file through the Engine, float16
     against int8 weights: the exact-match counts within EXACT_MARGIN_LINES lines, and most
     suggestions the same (measured: 20 and 20 lines, 95% the same; `inkling evaluate`:
-    greedy 16 and 16, beam 20 and 19; benchmarks/results/int8.txt)."""
+    greedy 16 and 16, beam 20 and 19; benchmarks/store/int8.jsonl)."""
     from inkling.evaluation.held_out import evaluate_next_line
     convert(BUNDLED_MODEL_DIR, tmp_path / "q")
     base = evaluate_next_line(str(BUNDLED_MODEL_DIR), "auto", lines_per_file=10)
