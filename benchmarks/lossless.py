@@ -183,9 +183,9 @@ def main() -> int:
     traces = sample_traces() if args.samples else []
     traces += held_out_traces(0, 4) if args.held_out else []
     traces += [read_trace(p) for p in args.traces]
-    traces += quick_traces() if args.quick else []
+    traces = quick_traces() if args.quick else traces      # the quick trace alone
     tmp = tempfile.TemporaryDirectory(prefix="inkling-toolz-")
-    if args.toolz:
+    if args.toolz and not args.quick:
         found, why = toolz_traces(Path(tmp.name))
         print(f"toolz: {describe(found)}" if found else f"toolz skipped: {why}")
         traces += found
