@@ -1,6 +1,7 @@
 """What the editor has told the engine: its open documents and workspace folders, and
 what is kept in step with them (the tree-sitter analysis, the repository context, the
-drafting sources). The Engine is one (engine.py); this half of it completes nothing."""
+drafting sources), and what they say at a completion's cursor. The Engine holds one
+(engine.py); it completes nothing itself."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,11 +9,13 @@ from pathlib import Path
 from inkling.analysis import CodeAnalysis
 from inkling.analysis.workspace import Workspace
 
+from inkling.completion.cursor import Cursor
 from inkling.completion.document import Document, TextChange
 from inkling.completion.drafting.sources import DraftSources
 from inkling.completion.open_analysis import OpenAnalysis
 from inkling.completion.open_documents import OpenDocuments
 from inkling.completion.options import InklingOptions
+from inkling.completion.prompt.context_block import ContextBlock
 from inkling.completion.prompt.repo_context import RepoContext
 
 
@@ -75,6 +78,31 @@ class EditorState:
 
     def document_sha256(self, uri: str) -> str:
         return self.documents.sha256(uri)
+
+    # ------------------------------------------------------ at a completion's cursor
+    def subscribe_analysis(self) -> None:
+        """The analysis' symbol index is fed by the workspace's walk from now on."""
+        self._analysis.subscribe()
+
+    def context_block(self, at: Cursor) -> ContextBlock:
+        """The repository-context block ``completion.context`` asks for at the cursor."""
+        return self.repo_context.at_cursor(self.options.completion, at.doc, at.offset,
+                                           at.runtime, self._analysis.get)
+
+    def monitor_and_guard(self, at: Cursor) -> tuple:
+        """(monitor state, syntax guard) at the cursor; (None, None) with the monitor off."""
+        if self.options.completion.monitor != "on":
+            return None, None
+        return self._analysis.at_cursor(at.doc, at.offset, at.runtime)
+
+    def draft_sources(self, at: Cursor) -> dict:
+        """What suffix drafting searches at the cursor."""
+        return self.sources.draft_sources(at.uri, at.doc.text, at.offset, at.runtime,
+                                          self.options.completion.model_datastore)
+
+    def ngram_sources(self, at: Cursor) -> dict:
+        """What superposed decoding counts n-grams in at the cursor."""
+        return self.sources.ngram_sources(at.uri, at.doc.text, at.offset, at.runtime)
 
 
 def edit_end(doc: Document, changes: list[TextChange]) -> int | None:

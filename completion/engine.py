@@ -1,7 +1,6 @@
-"""The Engine: the one object the LSP server and the replay drive. Documents in,
-completions out; each step lives in the packages beside it and below it; the documents and
-folders the editor has open are its other half (editor_state.py). One thread drives an
-Engine; only the workspace watcher's updates cross threads, under the Workspace's lock."""
+"""The Engine: the one object the LSP server and the replay drive. Documents in (its editor
+state, editor_state.py), completions out, stage by stage (stages.py). One thread drives an
+Engine; only the workspace watcher's updates cross threads, under the Workspace's own lock."""
 from __future__ import annotations
 
 import time
@@ -14,7 +13,6 @@ from inkling.runtime.model_runtime import ModelRuntime
 from inkling.completion.cursor import Cursor
 from inkling.completion.decoding.dispatch import decode_drafts
 from inkling.completion.decoding.plan import drafts_asked, plan_for
-from inkling.completion.decoding.ranking import shortfall
 from inkling.completion.decoding.planned_request import (AtCursor, drafts_dropped_on_error,
                                                          planned_request)
 from inkling.completion.decoding.stop_rules import stop_rule_for
@@ -23,28 +21,43 @@ from inkling.completion.document_caches import DocumentCaches
 from inkling.completion.draft_book import DraftBook
 from inkling.completion.drafting.acceptance import AcceptanceMeter
 from inkling.completion.drafting.draft_mode import resolved
-from inkling.completion.drafting.drafter import Drafting, drafting_for
+from inkling.completion.drafting.drafter import Lesson, drafting_for
 from inkling.completion.editor_state import EditorState
 from inkling.completion.open_analysis import wanted
 from inkling.completion.options import InklingOptions
 from inkling.completion.preparation import Prepared, prepare, uses_datastore
-from inkling.completion.presentation import shown_drafts, shown_text
+from inkling.completion.presentation import Presentation
 from inkling.completion.progress import Progress
 from inkling.completion.prompt.builder import fim_order, prompt_at
 from inkling.completion.result import Completion, Draft, EngineStats
+from inkling.completion.stages import (Asked, DecodedDrafts, Planned, Prompted, Shown, Synced,
+                                       Times, completion_of)
 
 
-class Engine(EditorState):
+class Engine:
     def __init__(self, options: InklingOptions | None = None, runtime=None, datastore=None):
-        options = options or InklingOptions()
+        self.options = options = options or InklingOptions()
         options.validate()
-        super().__init__(options, datastore)
-        self._runtime = runtime
-        self._caches = DocumentCaches(options)
+        e = self.editor = EditorState(options, datastore)    # what the editor has open
+        # the editor's state the server, the replay and the tools reach through the Engine
+        self.documents, self.workspace, self.sources = e.documents, e.workspace, e.sources
+        self.repo_context, self.document, self.document_sha256 = (
+            e.repo_context, e.document, e.document_sha256)
+        self.open, self.apply_change, self.close = e.open, e.apply_change, e.close
+        self.workspace_file_changed, self.shutdown = e.workspace_file_changed, e.shutdown
+        self._runtime, self._caches = runtime, DocumentCaches(options)
         self.book = DraftBook()
         self.stats = EngineStats()
         self.acceptance = AcceptanceMeter()        # sizes suffix drafts to what the model keeps
-        self._after: list[Callable[[], None]] = []  # work a completion leaves for after its answer
+        self._unsettled: Lesson | None = None      # what the last completion teaches, if unlearnt
+
+    @property
+    def workspace_folders(self) -> list[str]:
+        return self.editor.workspace_folders
+
+    @workspace_folders.setter
+    def workspace_folders(self, folders: list[str]) -> None:
+        self.editor.workspace_folders = folders
 
     # ----------------------------------------------------------- configuration
     def configure(self, changes: dict) -> InklingOptions:
@@ -54,7 +67,7 @@ class Engine(EditorState):
             self._runtime = None
         self._caches.reconfigure(self.options, new)
         self.sources.reconfigure(new.completion.datastore)
-        self.options = new
+        self.options = self.editor.options = new
         return new
 
     @property
@@ -83,12 +96,10 @@ class Engine(EditorState):
 
     def prepare(self, progress: Progress | None = None) -> Prepared:
         """Load the model and build, once, what completions search besides the document
-        (``preparation.prepare``): the workspace walked once for the symbol index (when
-        the monitor or the imports context is on) and the drafting index, then watched;
-        the datastores. The server and the replay both call it."""
+        (``preparation.prepare``); the server and the replay both call it."""
         c = self.options.completion
         if wanted(c):
-            self._analysis.subscribe()             # the walk below feeds its symbol index
+            self.editor.subscribe_analysis()       # the walk below feeds its symbol index
         runtime = self.load_model(progress)
         return prepare(c, self.draft_mode(runtime), self.sources, runtime, self.workspace, progress)
 
@@ -97,89 +108,79 @@ class Engine(EditorState):
                  trigger: str = "automatic", cancelled: Callable[[], bool] = lambda: False
                  ) -> Completion:
         """Drafts at ``position`` (``k``: how many, else as many as ``trigger`` asks for:
-        ``plan.drafts_asked``); one draft is decoded greedily but for an invoked beam
-        search (``plan.decoder_for``), and a decoder gives fewer drafts, never padding."""
+        ``plan.drafts_asked``); a decoder gives fewer drafts, never padding."""
         extent = self.documents.take_extent(uri)
         try:
-            return self._complete(uri, position, k, trigger, cancelled, extent)
+            self.settle()                     # a completion nobody settled teaches first
+            t0, asked = time.perf_counter(), Asked(uri, position, trigger, cancelled)
+            at = Cursor.at(self.document(uri).snapshot(), uri, position, self.load_model())
+            model_s0 = at.runtime.stats.seconds
+            prompted = self._prompt(at)
+            planned = self._plan(at, prompted, asked, k)
+            synced = self._sync(at, prompted, planned, extent)
+            first_ms = (time.perf_counter() - t0) * 1000
+            decoded = self._decode(at, prompted, planned, synced, asked)
+            shown = self._show(decoded)
+            times = Times(first_ms, (time.perf_counter() - t0) * 1000,
+                          (at.runtime.stats.seconds - model_s0) * 1000)
+            done = completion_of(asked, prompted, planned, synced, decoded, shown, times)
         except BaseException:
             self.documents.give_back(uri, extent)
             raise
+        self._unsettled = done.lesson
+        return done
 
-    def _complete(self, uri, position, k, trigger, cancelled, extent) -> Completion:
-        t0 = time.perf_counter()
-        self.settle()              # what the last completion left, if no one ran it since
-        c, k = self.options.completion, drafts_asked(self.options.completion, trigger, k)
-        doc = self.document(uri).snapshot()
-        at = Cursor(uri, doc, doc.offset_at(position), self.load_model())
-        model_s0 = at.runtime.stats.seconds
-        block = self.repo_context.at_cursor(c, at.doc, at.offset, at.runtime, self._analysis.get)
-        prompt = prompt_at(at.runtime, at.doc.text, at.offset, c, block.ids)
-        plan = plan_for(c, trigger, k, stop_rule_for(prompt.line_prefix, prompt.prefix,
-                                                     prompt.line_suffix, prompt.suffix))
-        cache, drafting = self._caches.of(uri, at.runtime, self.options), self._drafting(at, plan,
-                                                                                         prompt)
-        first, order = drafting.first, fim_order(c, at.runtime)
-        synced = cache.sync(prompt.ids, prompt.moved_edges(extent, at.runtime, order),
-                            (first.tokens, first.parents) if first else None)
-        self.stats.refreshes += synced.refreshed
-        first_ms = (time.perf_counter() - t0) * 1000
-        with drafts_dropped_on_error(cache, len(prompt.ids), synced):
-            outs, forwards, guard = self._decode(at, plan, prompt, cache, synced, drafting,
-                                                 cancelled)
+    def _prompt(self, at: Cursor) -> Prompted:
+        block, c = self.editor.context_block(at), self.options.completion
+        return Prompted(prompt_at(at.runtime, at.doc.text, at.offset, c, block.ids), block)
+
+    def _plan(self, at: Cursor, prompted: Prompted, asked: Asked, k: int | None) -> Planned:
+        """The decode plan, and the drafting it lets run (with its first draft tree)."""
+        c, p, mode = self.options.completion, prompted.prompt, self.draft_mode(at.runtime)
+        stop = stop_rule_for(p.line_prefix, p.prefix, p.line_suffix, p.suffix)
+        plan = plan_for(c, asked.trigger, drafts_asked(c, asked.trigger, k), stop)
+        drafting = drafting_for(mode, plan, p, at.runtime, self.acceptance,
+                                lambda: self.editor.draft_sources(at))
+        self.stats.undrafted += plan.drafting and mode == "suffix" and drafting.drafter is None
+        return Planned(plan, drafting)
+
+    def _sync(self, at: Cursor, prompted: Prompted, planned: Planned, extent) -> Synced:
+        """The document's cache brought up to the prompt, the first draft tree run with it."""
+        p, first = prompted.prompt, planned.drafting.first
+        cache = self._caches.of(at.uri, at.runtime, self.options)
+        edges = p.moved_edges(extent, at.runtime, fim_order(self.options.completion, at.runtime))
+        result = cache.sync(p.ids, edges, (first.tokens, first.parents) if first else None)
+        self.stats.refreshes += result.refreshed
+        return Synced(cache, result, first, result.draft_logits)
+
+    def _decode(self, at: Cursor, prompted: Prompted, planned: Planned, synced: Synced,
+                asked: Asked) -> DecodedDrafts:
+        (plan, drafting), p = planned, prompted.prompt
+        monitor, guard = self.editor.monitor_and_guard(at)
+        shows = Presentation(p, guard, at.doc.eol, self.options.completion.alternative_prune)
+        near = AtCursor(monitor, shows, lambda: self.editor.ngram_sources(at))
+        with drafts_dropped_on_error(synced, len(p.ids)):
+            outs, forwards = decode_drafts(planned_request(plan, p, synced, drafting, near,
+                                                           asked.cancelled), plan.decoder)
         self._caches.trim()
-        self._remember(at, plan, prompt, drafting, outs)
-        shown, dropped, cut = shown_drafts(outs, prompt, guard, at.doc.eol, c.alternative_prune)
+        self.sources.suggested(at.uri, p.prefix_ids, [o.token_ids for o in outs])
+        lesson = drafting.lesson(plan.one, outs[0].token_ids if outs else [])
+        return DecodedDrafts(outs, forwards, shows, lesson)
+
+    def _show(self, decoded: DecodedDrafts) -> Shown:
+        shown, dropped, cut = decoded.presentation.shown_drafts(decoded.outs)
         drafts = [self.book.offer(text, out.logprob, len(out.token_ids)) for text, out in shown]
         self.stats.completions += 1
-        return Completion(
-            uri, position, drafts, trigger, first_token_ms=first_ms,
-            latency_ms=(time.perf_counter() - t0) * 1000,
-            model_ms=(at.runtime.stats.seconds - model_s0) * 1000, forwards=forwards + 1,
-            tokens=sum(len(o.token_ids) for o in outs), prefill_tokens=synced.prefilled,
-            reused_tokens=synced.reused, stale_tokens=synced.stale, refreshed=synced.refreshed,
-            cache_mode=synced.mode, stopped_by=outs[0].stopped_by if outs else "",
-            block=plan.block, asked=k, draft_ms=tuple(drafting.drafter.times)
-            if drafting.drafter is not None else (),
-            dropped=tuple(dropped), context_tokens=len(block), context_text=block.text,
-            guard=cut, shortfall=shortfall(k, len(outs), len(drafts), dropped, plan.decoder))
-
-    def _drafting(self, at: Cursor, plan, prompt) -> Drafting:
-        mode = self.draft_mode(at.runtime)                  # auto: measured at load
-        drafting = drafting_for(mode, plan, prompt, at.runtime, self.acceptance, lambda: self.
-                                sources.draft_sources(at.uri, at.doc.text, at.offset, at.runtime,
-                                                      self.options.completion.model_datastore))
-        self.stats.undrafted += plan.drafting and mode == "suffix" and drafting.drafter is None
-        return drafting
-
-    def _decode(self, at: Cursor, plan, prompt, cache, synced, drafting, cancelled):
-        """The drafts (best first), their forwards, the syntax guard (None: monitor off)."""
-        monitor, guard = self._analysis.at_cursor(at.doc, at.offset, at.runtime) \
-            if self.options.completion.monitor == "on" else (None, None)
-        near = AtCursor(monitor, lambda text: shown_text(text, prompt, guard), lambda: self
-                        .sources.ngram_sources(at.uri, at.doc.text, at.offset, at.runtime))
-        outs, forwards = decode_drafts(planned_request(plan, prompt, cache, synced, drafting,
-                                                       near, cancelled), plan.decoder)
-        return outs, forwards, guard
-
-    def _remember(self, at: Cursor, plan, prompt, drafting, outs) -> None:
-        """The drafts offered are searched by later drafts; the meter learns from the first
-        after the answer (``settle``)."""
-        if drafting.drafter is not None and drafting.drafter.steps and plan.one:
-            self._after.append(lambda: self._learn(drafting.drafter, outs[0].token_ids))
-        self.sources.suggested(at.uri, prompt.prefix_ids, [o.token_ids for o in outs])
-
-    def _learn(self, drafter, output: list[int]) -> None:
-        self.stats.learnt += bool(drafter.learn(output))
+        return Shown(drafts, dropped, cut)
 
     # -------------------------------------------------------------- after it
     def settle(self) -> None:
-        """Run the work the last completion left for after its answer: the drafting
-        meter learns from its output (about 1 ms with suffix drafting). The server runs
-        it on the model worker once the answer is on its way, the replay once the
-        completion is recorded; a completion runs what is left first."""
-        while self._after:
-            self._after.pop(0)()
+        """The drafter learns the last completion's ``lesson``, once: the server runs it once
+        the answer is on its way, the replay once it is recorded; a completion nobody
+        settled is settled by the next before it drafts, so no lesson is lost or reordered."""
+        lesson, self._unsettled = self._unsettled, None
+        if lesson is not None:
+            self.stats.learnt += lesson.learn()
 
     def accept(self, draft_id: str) -> Draft:
         """The user accepted a draft: the history drafting source searches it from now on."""

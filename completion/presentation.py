@@ -5,11 +5,33 @@ worth showing (no blank, repeated, whitespace-only, prefix or sub-word ones, nor
 asked, far less likely ones)."""
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from inkling.completion.decoding.steps import Decoded
 from inkling.completion.decoding.ranking import Dropped, normalised_logprob, worth_showing
+from inkling.completion.decoding.seams import Guard
 from inkling.completion.decoding.stop_rules import repeats_line_above, trim_repeated_suffix
 from inkling.completion.prompt.builder import Prompt
 from inkling.completion.result import GuardCut
+
+
+@dataclass(frozen=True)
+class Presentation:
+    """How one completion's drafts are shown: trimmed against its ``prompt``, cut by the
+    syntax ``guard`` (None: none), in the document's ``eol``; alternatives ``prune`` nats
+    a token below the lead left out (0: none for that). The decode request carries it,
+    so a decoder can ask how a draft would be shown (``shown_text``)."""
+    prompt: Prompt
+    guard: Guard | None
+    eol: str = "\n"
+    prune: float = 0.0
+
+    def shown_text(self, text: str) -> str:
+        return shown_text(text, self.prompt, self.guard)
+
+    def shown_drafts(self, outs: list[Decoded]
+                     ) -> tuple[list[tuple[str, Decoded]], list[Dropped], GuardCut]:
+        return shown_drafts(outs, self.prompt, self.guard, self.eol, self.prune)
 
 
 def shown_drafts(outs: list[Decoded], prompt: Prompt, guard, eol: str, prune: float = 0.0

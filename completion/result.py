@@ -1,9 +1,10 @@
 """What a completion answers: its drafts and what it took to make them."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from inkling.completion.document import Position
+from inkling.completion.drafting.drafter import Lesson
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class Completion:
     context_tokens: int = 0         # tokens of the repository-context block in the prompt
     context_text: str = ""          # that block as the model read it
     guard: GuardCut = GuardCut()    # what the syntax guard cut from the first decoded draft
+    # what the drafter learns from this completion when it settles (Engine.settle)
+    lesson: Lesson | None = field(default=None, repr=False, compare=False)
 
 
 @dataclass

@@ -56,7 +56,7 @@ class _Session:
             self.analysis = CodeAnalysis(AnalysisOptions(background=False, watch=False))
             self.analysis.set_workspace_folders([root])
         else:
-            self.analysis = engine.analysis
+            self.analysis = engine.editor.analysis
         self.clock = ReplayClock()
 
     def uri(self, path: str) -> str:

@@ -33,6 +33,7 @@ import torch
 from inkling.completion.decoding.ranking import rank_drafts
 from inkling.completion.decoding.request import DecodeRequest
 from inkling.completion.decoding.rereading import reread
+from inkling.completion.decoding.seams import Monitor
 from inkling.completion.decoding.steps import Cancelled, Decoded, advance, finish, masked, stopped
 
 LENGTH_PENALTY = 0.5
@@ -42,7 +43,7 @@ LENGTH_PENALTY = 0.5
 class Hypothesis:
     ids: list[int]
     lps: list[float]                                   # each token's log-probability
-    monitor: object = None                             # its analysis state, or None
+    monitor: Monitor | None = None                     # its analysis state, or None
     cached: list[int] = field(default_factory=list)    # cache indices of its tokens but the last
 
     @property
@@ -122,14 +123,16 @@ def beam_decode_reread(r: DecodeRequest) -> tuple[list[Decoded], int]:
     (``rereading.reread``) where the request has a ``reread`` and a count."""
     outs, forwards = beam_decode(r)
     if r.reread is not None and r.rereads:
-        outs = reread(rank_drafts(outs)[:r.rereads], r.reread, r.shown, r.cancelled)
+        outs = reread(rank_drafts(outs)[:r.rereads], r.reread, r.presentation,
+                       r.cancelled)
     return outs, forwards
 
 
 def shown_empty(text: str, r: DecodeRequest) -> bool:
-    """Whether a draft's ``text`` would be shown empty (``r.shown``): it repeats the line
-    after the cursor, or the syntax guard cuts it at its start."""
-    return r.shown is not None and bool(text.strip()) and not r.shown(text).strip()
+    """Whether a draft's ``text`` would be shown empty (``r.presentation``): it repeats the
+    line after the cursor, or the syntax guard cuts it at its start."""
+    p = r.presentation
+    return p is not None and bool(text.strip()) and not p.shown_text(text).strip()
 
 
 def _step(r: DecodeRequest, shared: int, live: list[Hypothesis]) -> torch.Tensor:

@@ -1,49 +1,50 @@
 """The engine's ``DecodeRequest``, built whole from a completion's decode plan (plan.py),
-the cache just synced to its prompt, what drafting brought and what the cursor's
-surroundings say."""
+the cache just synced to its prompt with the first draft that ran there, what drafting
+brought and what the cursor's surroundings say (how a draft is shown among them)."""
 from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable
 
-from inkling.cache.prompt_cache import PromptCache, SyncResult
-
 from inkling.completion.drafting.drafter import Drafting
 from inkling.completion.decoding.plan import DecodePlan
 from inkling.completion.decoding.prompt_rules import with_prompt_rules
 from inkling.completion.decoding.request import DecodeRequest, seeded, seeded_zero
 from inkling.completion.decoding.rereading import Rereading
+from inkling.completion.decoding.seams import Monitor
+from inkling.completion.presentation import Presentation
+from inkling.completion.stages import Synced
 
 
 @dataclass(frozen=True)
 class AtCursor:
     """What the cursor's surroundings bring to one completion: the analysis monitor's
-    state (None: off), a draft's text as it would be shown, and the n-gram count sources
-    (asked for only where the plan does not draft)."""
-    monitor: object | None
-    shown: Callable[[str], str]
+    state (None: off), how a draft is shown, and the n-gram count sources (asked for
+    only where the plan does not draft)."""
+    monitor: Monitor | None
+    presentation: Presentation
     ngram_sources: Callable[[], dict]
 
 
 @contextmanager
-def drafts_dropped_on_error(cache: PromptCache, prompt_rows: int, synced: SyncResult):
-    """While it lasts, an error truncates ``cache`` back to the prompt's ``prompt_rows``
-    where the sync ran a draft with the prompt (its nodes may still be cached)."""
+def drafts_dropped_on_error(synced: Synced, prompt_rows: int):
+    """While it lasts, an error truncates the synced cache back to the prompt's
+    ``prompt_rows`` where the sync ran a draft with the prompt (its nodes may still be
+    cached)."""
     try:
         yield
     except BaseException:
-        if synced.draft_logits is not None:
-            cache.truncate(prompt_rows)
+        if synced.first_logits is not None:
+            synced.cache.truncate(prompt_rows)
         raise
 
 
-def planned_request(plan: DecodePlan, prompt, cache: PromptCache, synced: SyncResult,
-                    drafting: Drafting, at: AtCursor, cancelled: Callable[[], bool]
-                    ) -> DecodeRequest:
+def planned_request(plan: DecodePlan, prompt, synced: Synced, drafting: Drafting,
+                    at: AtCursor, cancelled: Callable[[], bool]) -> DecodeRequest:
     """The request of a completion decoded by ``plan`` at ``prompt`` (prompt.builder.Prompt),
-    in the ``cache`` just ``synced`` to it."""
-    runtime = cache.runtime
+    in the cache just ``synced`` to it."""
+    cache, runtime = synced.cache, synced.cache.runtime
     drafter = drafting.drafter
     if plan.drafting:
         context, sources = (drafter.context if drafter is not None else []), {}
@@ -54,9 +55,10 @@ def planned_request(plan: DecodePlan, prompt, cache: PromptCache, synced: SyncRe
     monitor, decode = with_prompt_rules(at.monitor, runtime.decode, runtime, prompt,
                                         plan.blank_lines)
     return DecodeRequest(
-        cache, synced.logits, plan.stop, plan.budget, runtime.stop_ids, decode, plan.k,
-        cancelled, monitor, drafter, context, drafting.meter, first=drafting.first,
-        first_logits=synced.draft_logits, first_rows=synced.prefilled, sources=sources,
-        floor=plan.floor, temperature=plan.temperature, width=plan.width, shown=at.shown,
+        cache, synced.result.logits, plan.stop, plan.budget, runtime.stop_ids, decode, plan.k,
+        cancelled, monitor, drafter, context, drafting.meter, first=synced.first,
+        first_logits=synced.first_logits, first_rows=synced.result.prefilled, sources=sources,
+        floor=plan.floor, temperature=plan.temperature, width=plan.width,
+        presentation=at.presentation,
         reread=reread, rereads=plan.rereads,
         generator=seeded(prompt.ids) if plan.temperature else seeded_zero())

@@ -112,11 +112,12 @@ def _trie(seqs: list[list[int]]) -> tuple[list[int], list[int], list[list[int]]]
 
 def reread(drafts: list, rereading: Rereading, shown=None, cancelled=lambda: False) -> list:
     """``drafts`` (steps.Decoded, their ``score`` the decoder's rank) ranked again: each
-    one's score gains the log-probability of its text as ``shown`` (text -> text as it
-    would be shown; None: as it is) read in place."""
+    one's score gains the log-probability of its text as ``shown`` (its ``shown_text``;
+    None: as it is) read in place."""
     if len(drafts) < 2:
         return drafts
-    extra = rereading.scores([shown(d.text) if shown else d.text for d in drafts], cancelled)
+    texts = [shown.shown_text(d.text) if shown else d.text for d in drafts]
+    extra = rereading.scores(texts, cancelled)
     for d, lp in zip(drafts, extra):
         d.score = (d.score if d.score is not None else 0.0) + lp
     return drafts

@@ -40,6 +40,24 @@ class Drafting:
     first: DraftTree | None = None
     meter: AcceptanceMeter | None = None
 
+    def lesson(self, one: bool, output: list[int]) -> "Lesson | None":
+        """What a completion whose first draft is ``output`` teaches the drafter (None:
+        nothing; only a one-draft plan, ``one``, that searched is learnt from)."""
+        if self.drafter is None or not self.drafter.steps or not one:
+            return None
+        return Lesson(self.drafter, output)
+
+
+@dataclass(frozen=True)
+class Lesson:
+    """What one completion teaches its drafter: its finished first draft, scored against
+    every drafting step (``TreeDrafter.learn``) once the completion settles."""
+    drafter: PromptLookupDrafter | TreeDrafter
+    output: list[int]
+
+    def learn(self) -> bool:
+        return bool(self.drafter.learn(self.output))
+
 
 def drafting_for(mode: str, plan, prompt, runtime: ModelRuntime, meter: AcceptanceMeter,
                  sources: Callable[[], dict]) -> Drafting:

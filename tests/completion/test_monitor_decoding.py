@@ -70,7 +70,7 @@ def test_edits_keep_the_analysis_in_step(tiny_runtime):
     at = Position(3, 23)
     engine.apply_change("file:///w/box.py", [TextChange("\n        self.depth = 3",
                                                         Range(at, at))])
-    assert engine.analysis.text("file:///w/box.py") == engine.document("file:///w/box.py").text
+    assert engine.editor.analysis.text("file:///w/box.py") == engine.document("file:///w/box.py").text
     result = engine.complete("file:///w/box.py", Position(7, 20))
     name = _first_name(result.drafts[0].text)
     assert any(m.startswith(name) for m in MEMBERS | {"depth"}) and name
@@ -218,7 +218,7 @@ def test_the_monitor_at_an_edits_end_is_made_with_the_edit(tiny_runtime, monkeyp
     engine.apply_change(uri, [edit], 2)
     end = engine.document(uri).offset_at(Position(6, 20))
     assert made[-1] == end                                  # made with the edit
-    guard = engine._analysis._ahead[4][1]
+    guard = engine.editor._analysis._ahead[4][1]
     assert "checker" in guard.__dict__ and guard.checker.old_breaks() is \
         guard.checker.old_breaks()                          # the window parsed, its breaks kept
     count = len(made)

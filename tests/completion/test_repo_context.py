@@ -67,7 +67,7 @@ def _engine(runtime, root: Path, mode: str = "both", **completion) -> Engine:
         "maxNewTokens": 4, **completion}})
     engine = Engine(options, runtime)
     engine.workspace_folders = [root.as_uri()]
-    assert engine.analysis.index.files() == []    # made now: the files below reach it
+    assert engine.editor.analysis.index.files() == []    # made now: the files below reach it
     for path in sorted(root.rglob("*.py")):
         engine.workspace_file_changed(str(path))
     return engine
@@ -78,7 +78,7 @@ def _block(engine: Engine, uri: str, text: str, runtime):
     c = engine.options.completion
     budget = int(prompt_room(runtime, c.max_block_tokens) * c.context_share)
     return engine.repo_context.block(c.context, uri, text, len(text), runtime, budget,
-                                     engine.analysis)
+                                     engine.editor.analysis)
 
 
 def _end(text: str) -> Position:
@@ -150,11 +150,11 @@ def test_nearest_use_is_kept_when_the_budget_is_short(tiny_runtime, tmp_path):
     uri = (root / "main.py").as_uri()
     engine.open(uri, text)
     at_end = engine.repo_context.block("imports", uri, text, len(text), tiny_runtime, 80,
-                                       engine.analysis)
+                                       engine.editor.analysis)
     assert "def make_square" in at_end.text and "class Polygon" not in at_end.text
     engine.repo_context.forget(uri)
     at_top = engine.repo_context.block("imports", uri, text, len(MAIN), tiny_runtime, 80,
-                                       engine.analysis)
+                                       engine.editor.analysis)
     assert "class Polygon" in at_top.text and "def make_square" not in at_top.text
     assert len(at_top) <= 80 and len(at_end) <= 80
     engine.shutdown()

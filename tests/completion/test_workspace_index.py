@@ -230,7 +230,7 @@ def test_the_engine_prepares_one_walk_for_both_and_follows_changes(tmp_path, tin
     try:
         prepared = engine.prepare()
         assert not prepared.failed and sorted(reads) == ["lib.py", "notes.md"]
-        drafting, symbols = engine.sources.workspace, engine.analysis.index
+        drafting, symbols = engine.sources.workspace, engine.editor.analysis.index
         assert engine.workspace.subscribers == [symbols, drafting]
         assert _keys(drafting) == {str(tmp_path / "lib.py"), str(tmp_path / "notes.md")}
         assert "helper_fn" in symbols.module("lib").functions
