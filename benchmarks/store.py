@@ -71,7 +71,7 @@ def utc_now() -> str:
 
 def loadavg() -> float | None:
     try:
-        return os.getloadavg()[0]
+        return round(os.getloadavg()[0], 2)
     except OSError:
         return None
 
