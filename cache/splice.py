@@ -15,6 +15,7 @@ import logging
 import torch
 
 from inkling.cache.edit_hunks import Segment, segments
+from inkling.cache.modes import CacheMode
 
 log = logging.getLogger("inkling.cache")
 Edges = tuple[tuple[int, int], ...]      # zones [start, end] at a window's moved edges
@@ -70,7 +71,8 @@ def splice(cache, prompt_ids: list[int], segs: list[Segment], edges: Edges) -> S
 def _rotate(cache):
     """The key re-rotation of ``cache``'s splices (``RopeRotator.rotate``), or None: in
     ``naive`` mode shifted keys keep their old positions."""
-    return cache.rotator.rotate if cache.rotator is not None and cache.mode == "pie" else None
+    pie = cache.rotator is not None and cache.mode == CacheMode.PIE
+    return cache.rotator.rotate if pie else None
 
 
 @torch.inference_mode()

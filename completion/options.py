@@ -7,9 +7,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
-from inkling.cache.modes import MODES
+from inkling.cache.modes import CacheMode
 from inkling.runtime.forwards import FORWARDS as RUNTIME_FORWARDS
 
+from inkling.completion.decoding.names import Decoder, DraftMode
 from inkling.completion.decoding.plan import MAX_DRAFTS, decoder_for
 from inkling.completion.drafting.datastore_specs import (validate_datastore_spec,
                                                          validate_model_datastore_spec)
@@ -21,9 +22,9 @@ DTYPES = ("auto", "float32", "float16", "bfloat16")
 # GPU), and named alone it serves the tests and benchmarks
 FORWARDS = tuple(f for f in RUNTIME_FORWARDS if f != "captured")
 FIM_ORDERS = ("auto", "psm", "spm")
-DECODERS = ("greedy", "branches", "superposed", "sequential", "beam")
-CACHE_MODES = MODES
-DRAFT_MODES = ("auto", "none", "prompt-lookup", "suffix")
+DECODERS = tuple(d.value for d in Decoder)
+CACHE_MODES = tuple(m.value for m in CacheMode)
+DRAFT_MODES = tuple(m.value for m in DraftMode)
 MONITOR_MODES = ("off", "on")
 CONTEXT_MODES = ("off", "imports", "similar", "both")
 
@@ -260,14 +261,14 @@ class InklingOptions:
         3 superposed``."""
         m, parts = self.mechanisms(), []
         parts.append(f"{m['cache']} cache")
-        if m["draft"] != "none":
+        if m["draft"] != DraftMode.NONE:
             parts.append(f"{m['draft']} drafts")
         if m["monitor"] == "on":
             parts.append("monitor")
         if m["tokenHealing"]:
             parts.append("healing")
-        parts.append(f"{m['drafts']} {m['decoder']}" if m["drafts"] > 1 or m["decoder"] != "greedy"
-                     else "1 draft")
+        several = m["drafts"] > 1 or m["decoder"] != Decoder.GREEDY
+        parts.append(f"{m['drafts']} {m['decoder']}" if several else "1 draft")
         return ", ".join(parts)
 
     def as_dict(self) -> dict[str, dict[str, Any]]:
@@ -308,7 +309,7 @@ def _check_completion(c: CompletionOptions) -> None:
     _choice("completion.context", c.context, CONTEXT_MODES)
     _between("completion", c, "context_share")
     _between("completion", c, "alternative_temperature")
-    if c.alternative_temperature > 0 and c.decoder == "sequential":
+    if c.alternative_temperature > 0 and c.decoder == Decoder.SEQUENTIAL:
         raise OptionError("completion.alternative_temperature needs completion.decoder "
                           "'branches' or 'superposed' (sequential decodes greedily)")
     if c.alternative_prune < 0:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from inkling.analysis.workspace import Workspace
 from inkling.runtime.model_runtime import ModelRuntime
 
+from inkling.completion.decoding.names import Decoder, DraftMode
 from inkling.completion.drafting.sources import DraftSources
 from inkling.completion.errors import InklingError
 from inkling.completion.open_analysis import token_vocabulary
@@ -26,7 +27,8 @@ class Prepared:
 def uses_datastore(c: CompletionOptions, draft: str) -> bool:
     """Whether the options search a datastore: suffix drafting does (``draft``: the mode
     that runs, auto resolved), and superposed decoding takes n-gram counts from it."""
-    return c.datastore != "none" and (draft == "suffix" or c.decoder == "superposed")
+    return c.datastore != "none" and (draft == DraftMode.SUFFIX
+                                      or c.decoder == Decoder.SUPERPOSED)
 
 
 def prepare(c: CompletionOptions, draft: str, sources: DraftSources, runtime: ModelRuntime,
@@ -39,9 +41,9 @@ def prepare(c: CompletionOptions, draft: str, sources: DraftSources, runtime: Mo
     drafting); the monitor's index of the vocabulary (the monitor on). A step that fails
     is reported and the others still run."""
     report, steps = Prepared(), []
-    if c.draft == "auto":
+    if c.draft == DraftMode.AUTO:
         report.done.append(f"auto drafting: {draft}")
-    if draft == "suffix":
+    if draft == DraftMode.SUFFIX:
         sources.index_workspace(workspace, runtime)
     if workspace.waiting and workspace.folders:
         steps.append(("workspace index", lambda: workspace.walk(progress).summary()))
@@ -50,7 +52,7 @@ def prepare(c: CompletionOptions, draft: str, sources: DraftSources, runtime: Mo
     if uses_datastore(c, draft):
         steps.append(("datastore", lambda: sources.build_datastore(
             c.datastore, runtime, progress).summary()))
-    if draft == "suffix":
+    if draft == DraftMode.SUFFIX:
         steps.append(("model datastore", lambda: _summary(sources.model_datastore(
             runtime, c.model_datastore), "no model datastore")))
     if c.monitor == "on":

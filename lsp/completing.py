@@ -10,6 +10,7 @@ import asyncio
 from lsprotocol import types as lsp
 from pygls.exceptions import JsonRpcContentModified, JsonRpcInvalidParams
 
+from inkling.completion.decoding.names import Trigger
 from inkling.completion.decoding.steps import Cancelled
 from inkling.completion.document import Position
 from inkling.completion.engine import Completion
@@ -61,7 +62,7 @@ async def _run(ls: InklingServer, uri: str, position: Position, invoked: bool,
     ls.status("busy", "completing")
     try:
         result = await ls.worker.run(ls.engine.complete, uri, position, None,
-                                     "invoked" if invoked else "automatic",
+                                     Trigger.INVOKED if invoked else Trigger.AUTOMATIC,
                                      token.is_cancelled)
     except Cancelled:
         ls.status("ready", "cancelled")

@@ -18,6 +18,7 @@ from pathlib import Path
 from lsprotocol import types as lsp
 from pygls.lsp.client import LanguageClient
 
+from inkling.completion.decoding.names import Trigger
 from inkling.completion.document import Document, Position, TextChange
 from inkling.completion.engine import Completion, Draft
 from inkling.completion.errors import DocumentError, InklingError
@@ -136,8 +137,8 @@ class LspEngine:
         (``Engine.settle``) on its own model worker once the answer is sent."""
 
     def complete(self, uri: str, position: Position, k: int | None = None,
-                 trigger: str = "automatic") -> Completion:
-        kind = (lsp.InlineCompletionTriggerKind.Invoked if trigger == "invoked"
+                 trigger: Trigger = Trigger.AUTOMATIC) -> Completion:
+        kind = (lsp.InlineCompletionTriggerKind.Invoked if trigger == Trigger.INVOKED
                 else lsp.InlineCompletionTriggerKind.Automatic)
         params = lsp.InlineCompletionParams(
             text_document=lsp.TextDocumentIdentifier(uri=uri),

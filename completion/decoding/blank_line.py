@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import torch
 
+from inkling.completion.decoding.seams import Monitor
+
 
 class LineEnds:
     """bool [vocab]: the tokens that would leave a blank suggestion empty (computed once per
@@ -75,7 +77,7 @@ def line_ends(runtime, texts: list[str]) -> LineEnds:
 class BlankLine:
     ends: LineEnds
     texts: list[str]              # each token id's text
-    inner: object = None          # the analysis monitor's state, which sees every token
+    inner: Monitor | None = None  # the analysis monitor's state, which sees every token
     indented: bool = False        # the line holds indentation: no more whitespace first
 
     def mask(self, device=None):

@@ -35,6 +35,7 @@ import torch
 from inkling.completion.drafting.draft_tree import EMPTY
 from inkling.completion.decoding.greedy import greedy_decode
 from inkling.completion.decoding.request import DecodeRequest
+from inkling.completion.decoding.seams import Monitor
 from inkling.completion.decoding.speculative import (Verification, near_tie, near_tie_bound,
                                                      speculative_decode, walk)
 from inkling.completion.decoding.steps import (Cancelled, Decoded, advance, finish, forced_ids,
@@ -52,7 +53,7 @@ class Branch:
     logprob: float
     cached: list[int] = field(default_factory=list)   # cache indices of its tokens
     done: Decoded | None = None
-    monitor: object = None                             # its analysis state, or None
+    monitor: Monitor | None = None                     # its analysis state, or None
     lps: list[float] = field(default_factory=list)     # each token's log-probability
     temperature: float = 0.0                           # its later tokens sampled at it (0: greedy)
 
@@ -77,7 +78,7 @@ class LeadIn:
     ids: list[int]
     lps: list[float]              # each one's log-probability
     logits: torch.Tensor          # [vocab] after them (the prompt's where there are none)
-    monitor: object               # the analysis state after them
+    monitor: Monitor | None       # the analysis state after them
     forwards: int
 
     @property

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
+from inkling.completion.decoding.seams import Monitor
+
 
 class TokenTexts:
     """Each token id's text alone (computed once per tokenizer), and masks of the ids
@@ -103,7 +105,7 @@ def token_texts(runtime) -> TokenTexts:
 class Healing:
     texts: TokenTexts
     remaining: str               # healed text not yet re-emitted ("" once covered)
-    inner: object = None         # the analysis monitor state, used after the healed text
+    inner: Monitor | None = None # the analysis monitor state, used after the healed text
 
     def mask(self, device=None):
         """bool [vocab]: while healed text remains, the tokens that cover a prefix of it,

@@ -8,29 +8,34 @@ The one rule for the decoder (``decoder_for``): one draft is decoded greedily
 invoked completion asks beam search for its one best draft; several drafts come from the
 decoder named. The engine, the options' mechanisms and ``inkling evaluate`` all ask it.
 
-Only the standard library here: the options tree imports this module."""
+Only the standard library and decoding's leaves here: the options tree imports this
+module."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from inkling.completion.decoding.names import Decoder, Trigger
+from inkling.completion.decoding.seams import Stop
 from inkling.completion.errors import OptionError
 
 MAX_DRAFTS = 16                      # drafts one completion may ask for
-UNDRAFTED = ("superposed", "beam")   # decoders whose rows are not drafted
+UNDRAFTED = (Decoder.SUPERPOSED, Decoder.BEAM)   # decoders whose rows are not drafted
 
 
-def decoder_for(decoder: str, k: int, trigger: str = "invoked") -> str:
+def decoder_for(decoder: str, k: int, trigger: str = Trigger.INVOKED) -> Decoder:
     """The decoder that runs when ``decoder`` is named and ``k`` drafts are asked for by
     a ``trigger`` (invoked | automatic) completion: greedy for one draft, but beam
     search for an invoked one."""
-    return decoder if k > 1 or (decoder == "beam" and trigger == "invoked") else "greedy"
+    if k > 1 or (decoder == Decoder.BEAM and trigger == Trigger.INVOKED):
+        return Decoder(decoder)
+    return Decoder.GREEDY
 
 
 def drafts_asked(c, trigger: str, k: int | None = None) -> int:
     """Drafts a completion asks for: ``k`` where given, else ``c.drafts`` when invoked,
     else ``c.automatic_drafts`` (``c``: the completion options); an OptionError outside
     1 to MAX_DRAFTS."""
-    k = (c.drafts if trigger == "invoked" else c.automatic_drafts) if k is None else k
+    k = (c.drafts if trigger == Trigger.INVOKED else c.automatic_drafts) if k is None else k
     if not 1 <= k <= MAX_DRAFTS:
         raise OptionError(f"the number of drafts must be between 1 and {MAX_DRAFTS}, got {k}")
     return k
@@ -39,9 +44,9 @@ def drafts_asked(c, trigger: str, k: int | None = None) -> int:
 @dataclass(frozen=True)
 class DecodePlan:
     """What one completion decodes (``plan_for``)."""
-    decoder: str             # the decoder that runs (decoder_for); greedy: one draft
+    decoder: Decoder         # the decoder that runs (decoder_for); greedy: one draft
     k: int                   # drafts asked for
-    stop: object             # where a draft ends (stop_rules.StopRule: a line, a block)
+    stop: Stop               # where a draft ends (stop_rules.StopRule: a line, a block)
     budget: int              # new tokens a draft may take at most
     width: int               # the beam's hypotheses a step (at least k)
     rereads: int             # the beam's best distinct drafts reread in place, at least k
@@ -60,7 +65,7 @@ class DecodePlan:
     @property
     def one(self) -> bool:
         """One draft, decoded greedily (speculatively with a drafter)."""
-        return self.decoder == "greedy"
+        return self.decoder == Decoder.GREEDY
 
     @property
     def drafting(self) -> bool:
@@ -68,12 +73,12 @@ class DecodePlan:
         return self.decoder not in UNDRAFTED
 
 
-def plan_for(c, trigger: str, k: int, stop) -> DecodePlan:
+def plan_for(c, trigger: str, k: int, stop: Stop) -> DecodePlan:
     """The plan of a ``trigger`` completion of ``k`` drafts under the completion options
     ``c``, its drafts ending by the ``stop`` rule (a block's where the cursor opens one)."""
     decoder, block = decoder_for(c.decoder, k, trigger), stop.block
     width = c.block_beam_width if block else c.beam_width
-    rereads = max(k, c.reread_drafts or width) if decoder == "beam" and c.reread_lines else 0
+    rereads = max(k, c.reread_drafts or width) if decoder == Decoder.BEAM and c.reread_lines else 0
     return DecodePlan(decoder, k, stop, c.max_block_tokens if block else c.max_new_tokens,
                       width, rereads, c.reread_lines, c.reread_window,
                       c.alternative_min_tokens, c.alternative_temperature, c.fill_blank_lines)

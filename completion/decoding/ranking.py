@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from inkling.completion.decoding.names import Decoder
 from inkling.completion.decoding.steps import Decoded
 
 # why a draft was not shown (the server reports them in inkling/lastCompletion)
@@ -88,16 +89,16 @@ def worth_showing(texts: list[str], per_token: list[float] | None = None, prune:
 
 
 def shortfall(asked: int, decoded: int, shown: int, dropped: list[Dropped],
-              decoder: str) -> str:
+              decoder: Decoder) -> str:
     """Why fewer than ``asked`` drafts were shown, in one sentence ("" when none are missing)."""
     if shown >= asked:
         return ""
     parts = []
     if decoded < asked:
-        if decoder == "greedy":
+        if decoder == Decoder.GREEDY:
             parts.append("the greedy decoder gives one draft (completion.decoder 'beam', "
                          "'branches', 'superposed' or 'sequential' give several)")
-        elif decoder in ("branches", "sequential"):
+        elif decoder in (Decoder.BRANCHES, Decoder.SEQUENTIAL):
             parts.append(f"the {decoder} decoder found {decoded} distinct drafts (an "
                          "alternative starts only from a token at least 0.1% likely where the "
                          "model is first unsure)")

@@ -28,6 +28,7 @@ from inkling.cache.prompt_cache import PromptCache
 
 from inkling.completion.drafting.draft_tree import EMPTY, DraftTree
 from inkling.completion.decoding.request import DecodeRequest
+from inkling.completion.decoding.seams import Meter, Monitor
 from inkling.completion.decoding.steps import (Cancelled, Decoded, advance, finish, forced_ids,
                                                masked, pick, settled, stopped)
 
@@ -154,8 +155,9 @@ def near_tie_bound(dtype: torch.dtype) -> float:
     return NEAR_TIE.get(dtype, NEAR_TIE[torch.bfloat16])
 
 
-def _accepted(cache: PromptCache, step: Verification, monitor, meter, bound: float
-              ) -> tuple[list[tuple[int, float]], object, bool]:
+def _accepted(cache: PromptCache, step: Verification, monitor: Monitor | None,
+              meter: Meter | None, bound: float
+              ) -> tuple[list[tuple[int, float]], Monitor | None, bool]:
     """Take the step's forced chain, walk its verified tree and keep what was taken in
     the cache; returns the (token, log-probability) pairs taken (the chain's forced
     tokens, the accepted path, then the next token), the monitor state before that

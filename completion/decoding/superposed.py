@@ -49,6 +49,7 @@ from inkling.completion.drafting.suffix_index import next_counts
 from inkling.completion.decoding.branches import (Branch, advance_branches, check_branch,
                                                   first_tokens, sample_alternatives)
 from inkling.completion.decoding.request import DecodeRequest
+from inkling.completion.decoding.seams import Monitor
 from inkling.completion.decoding.steps import Cancelled, Decoded, advance, finish, masked
 
 SUPERPOSED_STEPS = 3         # measured against 6 and 10: see the module's note
@@ -104,7 +105,7 @@ def superposed_decode(r: DecodeRequest, steps: int = SUPERPOSED_STEPS
     shared = len(cache.ids)
     firsts = first_tokens(masked(r.logits, r.monitor), k)        # [(token, logprob)], best first
     live = [([t], lp, advance(r.monitor, t)) for t, lp in firsts]
-    done: list[tuple[list[int], str, object]] = []
+    done: list[tuple[list[int], str, Monitor | None]] = []
     forwards = 0
     for _ in range(steps):
         live = _settle(r, live, done)

@@ -38,7 +38,7 @@ _BATCH = 64                       # files tokenized per progress step
 @dataclass
 class Datastore:
     spec: str
-    index: object                 # a SuffixIndex or a WorkspaceIndex (both answer .matches)
+    index: SuffixIndex | WorkspaceIndex   # both answer .matches
     files: int
     tokens: int
     seconds: float

@@ -24,6 +24,8 @@ import torch
 from inkling.cache.prompt_cache import PromptCache
 from inkling.runtime.model_runtime import ModelRuntime
 
+from inkling.completion.decoding.names import DraftMode
+
 TREE_ROWS = (8, 16)      # the tree sizes the suffix drafter verifies (rows, root included)
 PRIOR_ROWS = 16          # the tree it builds at the meter's prior acceptance (1 token: 12
                          # nodes and the root, AcceptanceMeter.limits), in its row bucket
@@ -33,7 +35,7 @@ ROUNDS = 5               # timed rounds (after one to warm up); the median is ke
 
 @dataclass(frozen=True)
 class DraftChoice:
-    mode: str                     # what auto runs: "suffix" or "none"
+    mode: DraftMode               # what auto runs: suffix or none
     reason: str                   # why, with the figures
     forward: str                  # the forward measured: native | compact | reference
     ms: dict[int, float]          # rows -> ms of one forward after CONTEXT cached tokens
@@ -44,11 +46,12 @@ class DraftChoice:
                 "rows": list(self.ms), "forward_ms": [round(ms, 3) for ms in self.ms.values()]}
 
 
-def resolved(options, runtime: ModelRuntime, prior: float) -> str:
+def resolved(options, runtime: ModelRuntime, prior: float) -> DraftMode:
     """``options``' (InklingOptions) ``completion.draft`` as it runs on ``runtime``:
     ``auto`` is this load's measured choice."""
-    mode = options.completion.draft
-    return choice_for(runtime, options.model.forward, prior).mode if mode == "auto" else mode
+    mode = DraftMode(options.completion.draft)
+    return choice_for(runtime, options.model.forward, prior).mode if mode == DraftMode.AUTO \
+        else mode
 
 
 def in_use(options, runtime: ModelRuntime, prior: float) -> dict:
@@ -59,7 +62,7 @@ def in_use(options, runtime: ModelRuntime, prior: float) -> dict:
     choice = measured(runtime, forward)
     about = choice.report() if choice is not None else {
         "forward": runtime.forward_kind(forward), "rows": [], "forward_ms": []}
-    if asked != "auto":
+    if asked != DraftMode.AUTO:
         about["reason"] = f"completion.draft is {asked}"
     return {**about, "mode": resolved(options, runtime, prior), "asked": asked}
 
@@ -91,9 +94,9 @@ def choose(ms: dict[int, float], prior: float, forward: str) -> DraftChoice:
     costs = f"a forward of {rows} rows costs {ms[rows]:.2f} ms, {ratio:.2f} one-row " \
             f"forwards of {ms[1]:.2f} ms ({forward})"
     if ratio < tokens:
-        return DraftChoice("suffix", f"{costs}: under the {tokens:.1f} tokens a verified "
+        return DraftChoice(DraftMode.SUFFIX, f"{costs}: under the {tokens:.1f} tokens a verified "
                            "tree is expected to yield, so drafting pays", forward, ms)
-    return DraftChoice("none", f"{costs}: not under the {tokens:.1f} tokens a verified "
+    return DraftChoice(DraftMode.NONE, f"{costs}: not under the {tokens:.1f} tokens a verified "
                        "tree is expected to yield, so drafting would cost latency", forward, ms)
 
 

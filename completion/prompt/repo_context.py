@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Callable
 from urllib.parse import unquote, urlparse
 
+from inkling.analysis import CodeAnalysis
 from inkling.analysis.imported_definitions import UNUSED, ImportedDefinitions
 from inkling.runtime.model_runtime import ModelRuntime
 
@@ -102,7 +103,7 @@ class RepoContext:
         self._last.pop(uri, None)
 
     def at_cursor(self, c: CompletionOptions, doc: Document, offset: int,
-                  runtime: ModelRuntime, analysis: Callable[[], object]) -> ContextBlock:
+                  runtime: ModelRuntime, analysis: Callable[[], CodeAnalysis]) -> ContextBlock:
         """The block ``completion.context`` asks for at ``offset`` of ``doc``, within its
         share of the prompt window; EMPTY when off. ``analysis()``: the analysis layer,
         asked for only by the imports context."""
