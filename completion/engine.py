@@ -156,10 +156,10 @@ class Engine:
     def _decode(self, at: Cursor, prompted: Prompted, planned: Planned, synced: Synced,
                 asked: Asked) -> DecodedDrafts:
         (plan, drafting), p = planned, prompted.prompt
-        monitor, guard = self.editor.monitor_and_guard(at)
-        shows = Presentation(p, guard, at.doc.eol, self.options.completion.alternative_prune)
-        near = AtCursor(monitor, shows, lambda: self.editor.ngram_sources(at))
-        with drafts_dropped_on_error(synced, len(p.ids)):
+        with drafts_dropped_on_error(synced, len(p.ids)):      # the monitor may fail too
+            monitor, guard = self.editor.monitor_and_guard(at)
+            shows = Presentation(p, guard, at.doc.eol, self.options.completion.alternative_prune)
+            near = AtCursor(monitor, shows, lambda: self.editor.ngram_sources(at))
             outs, forwards = decode_drafts(planned_request(plan, p, synced, drafting, near,
                                                            asked.cancelled), plan.decoder)
         self._caches.trim()
