@@ -9,23 +9,24 @@ from typing import Callable
 
 from inkling.runtime.model_runtime import ModelRuntime
 
+from inkling.completion.decoding.names import DraftMode
 from inkling.completion.drafting.acceptance import AcceptanceMeter
 from inkling.completion.drafting.draft_tree import EMPTY, DraftTree
 from inkling.completion.drafting.prompt_lookup import prompt_lookup
 from inkling.completion.drafting.suffix_drafter import Candidate, SuffixDrafter, pick
 
 
-def drafter_for(mode: str, prompt, runtime: ModelRuntime, block: bool, meter: AcceptanceMeter,
+def drafter_for(mode: DraftMode, prompt, runtime: ModelRuntime, block: bool, meter: AcceptanceMeter,
                 sources: Callable[[], dict]):
     """The drafter ``mode`` (``completion.draft``) names for one completion at ``prompt``,
     or None: a draft ends at the end of text, and at a line end unless the completion is
     a ``block``; ``sources()``: what suffix drafting searches (asked for only then). None
     for ``suffix`` too where ``meter`` says this completion does not draft (drafting
     idles: ``AcceptanceMeter.drafts_completion``)."""
-    if mode == "prompt-lookup":
+    if mode == DraftMode.PROMPT_LOOKUP:
         ends = runtime.stop_ids if block else runtime.stop_ids | line_end_ids(runtime)
         return PromptLookupDrafter(prompt.ids, ends)
-    if mode != "suffix" or not meter.drafts_completion():
+    if mode != DraftMode.SUFFIX or not meter.drafts_completion():
         return None
     ends = runtime.stop_ids if block else runtime.stop_ids | line_end_ids(runtime)
     return TreeDrafter(SuffixDrafter(sources()), meter, prompt.prefix_ids, ends)
@@ -59,15 +60,15 @@ class Lesson:
         return bool(self.drafter.learn(self.output))
 
 
-def drafting_for(mode: str, plan, prompt, runtime: ModelRuntime, meter: AcceptanceMeter,
+def drafting_for(mode: DraftMode, plan, prompt, runtime: ModelRuntime, meter: AcceptanceMeter,
                  sources: Callable[[], dict]) -> Drafting:
     """The drafter ``mode`` names where the decode ``plan`` (decoding.plan.DecodePlan) lets
     one run (``drafter_for``), and, for a one-draft plan, the draft it makes before the
     prompt's forward."""
-    drafter = drafter_for(mode if plan.drafting else "none", prompt, runtime, plan.block, meter,
-                          sources)
+    drafter = drafter_for(mode if plan.drafting else DraftMode.NONE, prompt, runtime,
+                          plan.block, meter, sources)
     first = drafter(drafter.context, plan.budget) if drafter is not None and plan.one else None
-    return Drafting(drafter, first, meter if mode == "suffix" else None)
+    return Drafting(drafter, first, meter if mode == DraftMode.SUFFIX else None)
 
 
 def line_end_ids(runtime: ModelRuntime) -> frozenset[int]:
