@@ -62,11 +62,9 @@ class PromptCache:
         if mode not in MODES:
             raise ValueError(f"cache mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.runtime = runtime
-        # native | compact | captured | reference: the store ``past`` is of that forward's
-        # kind (native_llama.py's NativeBuffers, kv_buffers.py, captured_llama.py's
-        # CapturedBuffers or dynamic_kv.py), and the runtime
-        # runs the forward the store belongs to
-        self.forward = runtime.forward_kind(forward)
+        # the forward that runs this cache (runtime/forwards.py), chosen once; ``past`` is
+        # its store (made by it on first use), and every forward pass is its own
+        self.forward = runtime.forward_for(forward)
         self.ids: list[int] = []
         self.stale: list[bool] = []
         self.past = None
@@ -94,7 +92,7 @@ class PromptCache:
     def _store(self):
         """The key/value store, made on first use."""
         if self.past is None:
-            self.past = self.runtime.new_kv(self.forward)
+            self.past = self.forward.new_store()
         return self.past
 
     def reset(self) -> None:
@@ -219,7 +217,8 @@ class PromptCache:
         [n or keep_last, vocab]; the entries are appended to the cache."""
         device = self.runtime.device
         x = torch.tensor([tokens], dtype=torch.long)                             # [1, n]
-        logits = self.runtime.forward(x, self._store(), position_ids=positions.to(device),
+        logits = self.runtime.forward(self.forward, x, self._store(),
+                                      position_ids=positions.to(device),
                                       attention_mask=mask[None, None].to(device),
                                       keep_last=keep_last)
         self.ids.extend(tokens)
@@ -232,7 +231,7 @@ class PromptCache:
         sync recomputes from them; truncate them away when done."""
         start, n = len(self.ids), embeds.shape[0]
         pos = torch.arange(start, start + n, device=self.runtime.device)[None]     # [1, n]
-        logits = self.runtime.forward_embeds(embeds[None], self._store(), pos)
+        logits = self.runtime.forward_embeds(self.forward, embeds[None], self._store(), pos)
         self.ids.extend([-1] * n)
         self.stale.extend([False] * n)
         return logits[0]
@@ -272,7 +271,8 @@ class PromptCache:
         after another: one branch's own sequence out of a cache that several branches
         share, for a forward in the shape decoding that sequence alone would run."""
         out = PromptCache(self.runtime, "full", self.stale_threshold, self.prefill_chunk,
-                          self.forward)
+                          self.forward.name)
+        out.forward = self.forward
         index = torch.tensor(entries, dtype=torch.long, device=self.runtime.device)
         out.past = self.past.select(index)
         out.ids = [self.ids[e] for e in entries]
@@ -291,7 +291,7 @@ class PromptCache:
             start = len(self.ids)
             x = torch.tensor([chunk], dtype=torch.long)                      # [1, n]
             pos = torch.arange(start, start + len(chunk), device=self.runtime.device)[None]
-            logits = self.runtime.forward(x, self.past, position_ids=pos,
+            logits = self.runtime.forward(self.forward, x, self.past, position_ids=pos,
                                           last_only=last_only)[0]            # [n or 1, vocab]
             if last or not last_only:
                 outs.append(logits)

@@ -109,7 +109,8 @@ def _run_new(cache, tokens: list[int], positions: list[int], kept: torch.Tensor
                       torch.ones(m, m, dtype=torch.bool).tril()), dim=1)
     mask = torch.zeros(sees.shape, dtype=dtype).masked_fill(~sees, torch.finfo(dtype).min)
     x = torch.tensor([tokens], dtype=torch.long)                    # [1, m]
-    logits = cache.runtime.forward(x, cache.past, position_ids=new[None].to(device),
+    logits = cache.runtime.forward(cache.forward, x, cache.past,
+                                   position_ids=new[None].to(device),
                                    attention_mask=mask[None, None].to(device), last_only=True)
     holes = new.to(device)
     with torch.inference_mode():       # the entries appended after the n gathered ones

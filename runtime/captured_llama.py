@@ -127,6 +127,8 @@ class CapturedLlama(CompactLlama):
     benchmarks' comparison); ``step_fn`` is the step that runs or is captured (the
     benchmarks put ``torch.compile``'s in its place)."""
 
+    name = "captured"
+
     def __init__(self, model: torch.nn.Module, graphs: bool = True):
         super().__init__(model)
         why = refusal(model)
@@ -147,7 +149,7 @@ class CapturedLlama(CompactLlama):
         -> logits [1, keep or n, vocab] (a copy); the new entries appended to ``kv``."""
         n, past = embeds.shape[1], kv.length
         rows = bucket_for(n)
-        if rows is None or not isinstance(kv, CapturedBuffers):
+        if rows is None or not hasattr(kv, "step"):        # not a CapturedBuffers: no steps
             return super().forward(kv, embeds, positions, mask, keep)
         kv.reserve(rows)                                  # the padding rows write there too
         step = kv.step(self, rows)

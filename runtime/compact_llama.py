@@ -93,7 +93,10 @@ def _projection(linear: torch.nn.Module) -> Projection:
 
 
 class CompactLlama:
-    """``forward(kv, embeds, positions, mask, keep)`` -> logits; see the module note."""
+    """``forward(kv, embeds, positions, mask, keep)`` -> logits; see the module note. A
+    ``Forward`` (``forwards.py``): its store is a :class:`KVBuffers`."""
+
+    name = "compact"
 
     def __init__(self, model: torch.nn.Module):
         why = refusal(model)
@@ -115,8 +118,19 @@ class CompactLlama:
         self.head = _projection(model.lm_head)
         self.layers = [_Layer.of(block) for block in body.layers]
 
+    @property
+    def device(self) -> torch.device:
+        return self.embed.weight.device
+
     def new_buffers(self, dtype: torch.dtype, device: torch.device) -> KVBuffers:
         return KVBuffers.for_config(self.config, dtype, device)
+
+    def new_store(self) -> KVBuffers:
+        """An empty store in the model's dtype, on its device."""
+        return self.new_buffers(self.embed.weight.dtype, self.device)
+
+    def picks_threads(self, rows: int) -> bool:
+        return False
 
     def rope(self, embeds: torch.Tensor, positions: torch.Tensor
              ) -> tuple[torch.Tensor, torch.Tensor]:

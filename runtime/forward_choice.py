@@ -5,17 +5,19 @@ here: on a GPU the captured forward (``captured_llama.py``), on the CPU the nati
 (``native_llama.py``) where its module is built, else the compact one
 (``compact_llama.py``), else transformers' own (``reference``). :class:`ForwardChoice`
 makes that decision once and owns what it made: the native forward (or why it cannot
-run), the captured forward, and why auto is not native (``note``).
+run), the captured forward, and why auto is not native (``note``). ``forward`` hands a
+cache the chosen one as a ``Forward`` (``forwards.py``); nothing after asks a store's type.
 """
 from __future__ import annotations
 
 import threading
 
 from inkling.runtime import captured_llama, native_llama
-from inkling.runtime.captured_llama import CapturedBuffers, CapturedLlama
+from inkling.runtime.captured_llama import CapturedLlama
 from inkling.runtime.errors import ModelError
-from inkling.runtime.forwards import FORWARDS
-from inkling.runtime.native_llama import NativeBuffers, NativeLlama, NativeUnavailable
+from inkling.runtime.forwards import FORWARDS, Forward
+from inkling.runtime.native_llama import NativeLlama, NativeUnavailable
+from inkling.runtime.reference_forward import ReferenceForward
 
 # why model.forward auto runs the captured forward on a GPU (inkling/stats shows it)
 CAPTURED_NOTE = ("on a GPU: the compact forward's steps of up to 64 rows replayed as CUDA "
@@ -43,6 +45,7 @@ class ForwardChoice:
         # the compact forward's steps as CUDA graphs, made on first request: what
         # model.forward auto runs on a GPU
         self._captured: CapturedLlama | None = None
+        self._reference: ReferenceForward | None = None
 
     def kind(self, forward: str = "auto") -> str:
         """``native``, ``compact``, ``captured`` or ``reference``: which forward a cache
@@ -104,12 +107,19 @@ class ForwardChoice:
             self._captured = CapturedLlama(self.runtime.model)
         return self._captured
 
-    def runner(self, past):
-        """The forward that writes ``past`` (buffers): captured, native or compact, by
-        their type."""
-        if isinstance(past, CapturedBuffers):
+    def forward(self, forward: str = "auto") -> Forward:
+        """The forward a cache asking for ``forward`` runs (``kind`` says which)."""
+        kind = self.kind(forward)
+        if kind == "native":
+            return self.native_forward()
+        if kind == "captured":
             return self.captured_forward()
-        return self.native if isinstance(past, NativeBuffers) else self.runtime.compact
+        if kind == "compact":
+            return self.runtime.compact
+        model = self.runtime.model               # read now: a model swapped in runs too
+        if self._reference is None or self._reference.model is not model:
+            self._reference = ReferenceForward(model)
+        return self._reference
 
     def _usable(self) -> bool:
         """Whether the compact forward (and those built on it) runs the runtime's model."""

@@ -1,7 +1,6 @@
 """A loaded causal LM with its tokenizer and fill-in-the-middle format."""
 from __future__ import annotations
 
-import inspect
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -14,11 +13,12 @@ from inkling.runtime.compact_llama import CompactLlama
 from inkling.runtime.errors import ModelError
 from inkling.runtime.fim import FimFormat
 from inkling.runtime.forward_choice import FORWARDS, ForwardChoice
-from inkling.runtime.kv_buffers import KVBuffers
-from inkling.runtime.native_llama import NativeBuffers, NativeLlama
+from inkling.runtime.forwards import Forward
+from inkling.runtime.native_llama import NativeLlama
+from inkling.runtime.reference_forward import cache_keyword
 from inkling.runtime.thread_choice import ThreadChoice
 
-__all__ = ["FORWARDS", "ForwardStats", "ModelRuntime", "cache_keyword"]
+__all__ = ["FORWARDS", "Forward", "ForwardStats", "ModelRuntime", "cache_keyword"]
 
 
 @dataclass
@@ -107,75 +107,50 @@ class ModelRuntime:
         """The native forward over this model, or ModelError naming why it cannot run."""
         return self.forwards.native_forward()
 
-    def new_kv(self, forward: str = "auto"):
-        """An empty key/value store for one document: preallocated buffers for the
-        compact forward, a transformers ``DynamicCache`` for the reference one. The
-        store's type decides which forward ``forward`` runs."""
-        kind = self.forward_kind(forward)
-        if kind == "native":
-            return self.native_forward().new_buffers(self.dtype, self.device)
-        if kind == "compact":
-            return self.compact.new_buffers(self.dtype, self.device)
-        if kind == "captured":
-            return self.forwards.captured_forward().new_buffers(self.dtype, self.device)
-        # lazy: transformers' DynamicCache, 0.6 to 1.3 s (-X importtime), off the server's start
-        from inkling.runtime.dynamic_kv import DynamicKV
-        return DynamicKV(self.model.config)
+    def forward_for(self, forward: str = "auto") -> Forward:
+        """The forward a cache asking for ``forward`` runs (``ForwardChoice.forward``)."""
+        return self.forwards.forward(forward)
 
     @torch.inference_mode()
-    def forward_embeds(self, embeds: torch.Tensor, past, position_ids: torch.Tensor) -> torch.Tensor:
-        """embeds: [1, n, hidden] -> logits [1, n, vocab] (float32); ``past`` is updated."""
+    def forward_embeds(self, fwd: Forward, embeds: torch.Tensor, past,
+                       position_ids: torch.Tensor) -> torch.Tensor:
+        """embeds: [1, n, hidden] -> logits [1, n, vocab] (float32) by ``fwd``; ``past``
+        (its store) is updated."""
         t0 = time.perf_counter()
         embeds = embeds.to(self.device, self.dtype)
-        threads = self._threads_for(past, embeds.shape[1])
-        if isinstance(past, KVBuffers):
-            logits = self.forwards.runner(past).forward(past, embeds, position_ids)
-        else:
-            logits = self.model(inputs_embeds=embeds, **self.cache_arg(past),
-                                position_ids=position_ids, use_cache=True).logits
-        logits = logits.float()
+        threads = self._threads_for(fwd, embeds.shape[1])
+        logits = fwd.forward(past, embeds, position_ids).float()
         self._count(embeds.shape[1], threads, t0)
         return logits
 
-    def cache_arg(self, past) -> dict:
-        """``past`` as the keyword the model's forward takes: ``cache`` from transformers
-        5.24 on, ``past_key_values`` before (5.24 warns that the old name goes away)."""
-        return {cache_keyword(self.model): past}
-
     @torch.inference_mode()
-    def forward(self, input_ids: torch.Tensor, past, position_ids: torch.Tensor | None = None,
+    def forward(self, fwd: Forward, input_ids: torch.Tensor, past,
+                position_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None, last_only: bool = False,
                 keep_last: int = 0) -> torch.Tensor:
-        """input_ids: [1, n] -> logits [1, n, vocab] (float32), or [1, 1, vocab] with
-        ``last_only`` (the output layer then runs on the last position only), or
-        [1, keep_last, vocab] for the last ``keep_last`` positions; ``past`` is updated
-        in place."""
+        """input_ids: [1, n] -> logits [1, n, vocab] (float32) by ``fwd``, or [1, 1, vocab]
+        with ``last_only`` (the output layer then runs on the last position only), or
+        [1, keep_last, vocab] for the last ``keep_last`` positions; ``past`` (its store)
+        is updated in place."""
         t0 = time.perf_counter()
         keep = 1 if last_only else keep_last
-        threads = self._threads_for(past, input_ids.shape[1])
-        if isinstance(past, KVBuffers):
-            ids = input_ids.to(self.device)
-            if position_ids is None:
-                position_ids = torch.arange(past.length, past.length + ids.shape[1],
-                                            device=self.device)[None]
-            logits = self.forwards.runner(past).forward(past, self.compact.embed(ids), position_ids,
-                                                attention_mask, keep).float()
-        else:
-            out = self.model(input_ids=input_ids.to(self.device), **self.cache_arg(past),
-                             position_ids=position_ids, attention_mask=attention_mask,
-                             use_cache=True, logits_to_keep=keep)
-            logits = out.logits.float()
-        self._count(input_ids.shape[1], threads, t0)
+        ids = input_ids.to(self.device)
+        threads = self._threads_for(fwd, ids.shape[1])
+        if position_ids is None:
+            position_ids = torch.arange(past.length, past.length + ids.shape[1],
+                                        device=self.device)[None]
+        logits = fwd.forward(past, fwd.embed(ids), position_ids, attention_mask, keep).float()
+        self._count(ids.shape[1], threads, t0)
         return logits
 
-    def _threads_for(self, past, rows: int) -> int | None:
-        """Set torch's thread count for a forward of ``rows`` rows writing ``past``: by
-        ``self.threads``'s measured choice where the native layers run it (the count
-        changes no bit there), its fixed count otherwise. The count chosen for, or None."""
+    def _threads_for(self, fwd: Forward, rows: int) -> int | None:
+        """Set torch's thread count for a forward of ``rows`` rows by ``fwd``: by
+        ``self.threads``'s measured choice where the count changes no bit there
+        (``fwd.picks_threads``), its fixed count otherwise. The count chosen for, or None."""
         choice = self.threads
         if choice is None:
             return None
-        if isinstance(past, NativeBuffers) and NativeLlama.runs_native(rows, self.dtype):
+        if fwd.picks_threads(rows):
             threads = choice.pick(rows)
             choice.use(threads)
             return threads
@@ -192,8 +167,3 @@ class ModelRuntime:
         if threads is not None:
             self.threads.record(rows, threads, seconds * 1000)
 
-
-def cache_keyword(model) -> str:
-    """The name of ``model``'s key/value cache argument (``cache`` or ``past_key_values``)."""
-    return "cache" if "cache" in inspect.signature(model.forward).parameters \
-        else "past_key_values"

@@ -160,13 +160,14 @@ def refusal(model: torch.nn.Module, auto: bool = False) -> str | None:
 
 
 class NativeBuffers(KVBuffers):
-    """Key / value buffers the native layers write (the same layout: the type tells the
-    runtime which forward runs a store)."""
+    """Key / value buffers the native layers write (the same layout)."""
 
 
 class NativeLlama(CompactLlama):
     """:class:`CompactLlama` whose forwards of at most MAX_ROWS rows run the decoder
     layers in C++; the same signature and results (to float rounding)."""
+
+    name = "native"
 
     def __init__(self, model: torch.nn.Module, extension=None):
         super().__init__(model)
@@ -232,6 +233,9 @@ class NativeLlama(CompactLlama):
         """Whether a forward of ``rows`` rows runs the native layers (whose sums never
         depend on the thread count), not the compact forward."""
         return rows <= MAX_ROWS and dtype == torch.float32
+
+    def picks_threads(self, rows: int) -> bool:
+        return self.runs_native(rows, self.embed.weight.dtype)
 
     @torch.inference_mode()
     def forward(self, kv: KVBuffers, embeds: torch.Tensor, positions: torch.Tensor,

@@ -16,9 +16,8 @@ BASE = ("import os\n\n\ndef walk(root):\n    for name in os.listdir(root):\n"
 
 
 def fresh_logits(runtime, ids):
-    from transformers import DynamicCache
-    past = DynamicCache(config=runtime.model.config)
-    return runtime.forward(torch.tensor([ids]), past)[0, -1]
+    reference = runtime.forward_for("reference")
+    return runtime.forward(reference, torch.tensor([ids]), reference.new_store())[0, -1]
 
 
 @pytest.fixture(scope="module")

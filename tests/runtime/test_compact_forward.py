@@ -184,7 +184,7 @@ def test_other_families_stay_on_the_reference_forward(tmp_path):
     AutoModelForCausalLM.from_config(cfg).save_pretrained(path, safe_serialization=True)
     rt = load_runtime(path, device="cpu", dtype="float32")
     assert rt.compact is None and "starcoder2" in rt.compact_refusal
-    assert PromptCache(rt, "full").forward == "reference"             # auto
+    assert PromptCache(rt, "full").forward.name == "reference"             # auto
     with pytest.raises(ModelError, match="no compact forward.*starcoder2"):
         PromptCache(rt, "full", forward="compact")
 
@@ -193,4 +193,4 @@ def test_a_model_swapped_in_after_loading_runs_the_reference(tiny_model_dir):
     from transformers import AutoModelForCausalLM
     rt = load_runtime(tiny_model_dir, device="cpu", dtype="float32")
     rt.model = AutoModelForCausalLM.from_pretrained(tiny_model_dir, dtype=torch.float32).eval()
-    assert PromptCache(rt, "full").forward == "reference"
+    assert PromptCache(rt, "full").forward.name == "reference"

@@ -145,7 +145,7 @@ def test_auto_serves_the_compact_forward_while_it_builds_and_after_it_failed(
     t0 = time.monotonic()
     rt = load_runtime(tiny_model_dir, device="cpu", dtype="float32")    # model.forward auto
     assert time.monotonic() - t0 < 30                    # no wait for the compile
-    assert PromptCache(rt, "full").forward == "compact" and rt.forwards.build_pending()
+    assert PromptCache(rt, "full").forward.name == "compact" and rt.forwards.build_pending()
     assert "not built yet: a build started in the background (pid" in rt.auto_note()
     assert "the next start the native one" in rt.auto_note()
     assert any("not built yet" in r.getMessage() for r in caplog.records
@@ -156,7 +156,7 @@ def test_auto_serves_the_compact_forward_while_it_builds_and_after_it_failed(
     assert "time limit of 2 s" in native_build.failure(p)
     monkeypatch.setattr(native_llama, "EXTENSION_BUILD", native_llama._Extension())
     again = load_runtime(tiny_model_dir, device="cpu", dtype="float32")   # the next start
-    assert PromptCache(again, "full").forward == "compact" and again.forwards.build_failed()
+    assert PromptCache(again, "full").forward.name == "compact" and again.forwards.build_failed()
     assert "time limit of 2 s" in again.auto_note()
     assert "`inkling build-native` tries again" in again.auto_note()
     assert len(runs(fake.folder)) == 1                   # a failure is not retried by auto

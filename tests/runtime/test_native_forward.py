@@ -211,7 +211,7 @@ def test_what_the_native_forward_cannot_run_is_refused(tmp_path, monkeypatch):
     half = load_runtime(make_tiny_model(tmp_path / "half"), device="cpu", dtype="bfloat16")
     with pytest.raises(ModelError, match="native layers are float32.*model.forward auto"):
         PromptCache(half, "full", forward="native")
-    assert PromptCache(half, "full").forward == "compact"     # auto: the compact forward,
+    assert PromptCache(half, "full").forward.name == "compact"     # auto: the compact forward,
     assert "float32" in half.auto_note()                         # saying why not native
     with pytest.raises(ModelError, match="native layers are float32"):   # native: at load
         load_runtime(tmp_path / "half", device="cpu", dtype="bfloat16", forward="native")
@@ -224,8 +224,8 @@ def test_auto_is_native_where_it_is_built(tiny_model_dir):
     load_extension()                    # built (auto never waits: test_native_build.py)
     rt = load_runtime(tiny_model_dir, device="cpu", dtype="float32")   # model.forward auto
     assert isinstance(rt.forwards.native, native_llama.NativeLlama)  # made at load
-    assert PromptCache(rt, "full").forward == "native" and rt.auto_note() == ""
-    assert PromptCache(rt, "full", forward="compact").forward == "compact"
+    assert PromptCache(rt, "full").forward.name == "native" and rt.auto_note() == ""
+    assert PromptCache(rt, "full", forward="compact").forward.name == "compact"
     assert load_runtime(tiny_model_dir, device="cpu", dtype="float32",
                         forward="compact").forwards.native is None     # not built for compact
 
@@ -234,9 +234,9 @@ def test_auto_leaves_large_models_to_the_compact_forward(tiny_model_dir, monkeyp
     monkeypatch.setattr(native_llama, "SMALL_MODEL_PARAMS", 1000)
     rt = load_runtime(tiny_model_dir, device="cpu", dtype="float32")
     assert rt.forwards.native is None                           # not even built
-    assert PromptCache(rt, "full").forward == "compact"
+    assert PromptCache(rt, "full").forward.name == "compact"
     assert "M parameters" in rt.auto_note() and "model.forward native" in rt.auto_note()
-    assert PromptCache(rt, "full", forward="native").forward == "native"   # asked: it runs
+    assert PromptCache(rt, "full", forward="native").forward.name == "native"   # asked: it runs
 
 
 def test_native_asked_keeps_layers_that_would_be_packed_for_it(tiny_model_dir, monkeypatch):
@@ -252,7 +252,7 @@ def test_native_asked_keeps_layers_that_would_be_packed_for_it(tiny_model_dir, m
         PromptCache(auto, "full", forward="native")
     rt = load_runtime(tiny_model_dir, device="cpu", dtype="float32", forward="native")
     caches = _both(rt)
-    assert caches["native"].forward == "native"
+    assert caches["native"].forward.name == "native"
     prompt = _ids(rt, 70, seed=5)
     _close(*(c.extend(prompt)[-8:] for c in caches.values()))
     tokens = {}
@@ -289,10 +289,10 @@ def test_a_failed_build_is_an_error_naming_it(tiny_model_dir, monkeypatch, caplo
     rt = load_runtime(tiny_model_dir, device="cpu", dtype="float32")
     warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     assert len(warned) == 1 and "g++: command not found" in warned[0], warned
-    assert PromptCache(rt, "full").forward == "compact"
+    assert PromptCache(rt, "full").forward.name == "compact"
     assert "did not build" in rt.auto_note()
     for _ in range(2):                                  # the reason is kept, not retried
         with pytest.raises(ModelError, match="did not build.*g\\+\\+: command not found"):
             PromptCache(rt, "full", forward="native")
     assert len(builds) == 1
-    assert PromptCache(rt, "full", forward="compact").forward == "compact"
+    assert PromptCache(rt, "full", forward="compact").forward.name == "compact"
