@@ -38,7 +38,7 @@ class SymbolIndex:
         self._paths: dict[str, Path] = {}   # module name -> its file
         self._names: frozenset | None = None    # workspace_names, until a file changes
         self._resolved: dict[str, Path] = {}    # a path as given -> resolved (a keystroke
-                                                # asked three times: 0.15 ms each)
+                                                # asks several times)
 
     # ------------------------------------------- the workspace (a WorkspaceSubscriber)
     def wants(self, path: Path) -> bool:

@@ -285,7 +285,7 @@ class MaskCache:
     def _keep_dense(self, dense_key, recipe: MaskRecipe, device):
         # only a dense mask needs torch (the recipes are numpy), so `import inkling.analysis`
         # stays free of it
-        import torch        # lazy: torch costs 1.6 s to import (python -X importtime)
+        import torch        # lazy: torch is slow to import
         tensor = torch.from_numpy(recipe.build(self.vocab))
         if device is not None and str(device) != "cpu":
             tensor = tensor.to(device)

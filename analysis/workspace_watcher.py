@@ -36,7 +36,7 @@ class WorkspaceWatcher:
             return True
         try:
             # only a watched workspace needs the observers (the server starts without them)
-            # lazy: watchdog.observers costs 7 ms to import (python -X importtime)
+            # lazy: watchdog.observers is slow to import
             from watchdog.observers import Observer
             observer = Observer()
             observer.daemon = True

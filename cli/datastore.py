@@ -48,7 +48,7 @@ def add_command(sub) -> None:
 
 
 def _cmd_model_datastore(args) -> int:
-    # lazy: the Engine imports torch, 1.3 to 1.9 s (python -X importtime)
+    # lazy: the Engine imports torch, which is slow to import
     from inkling.completion.engine import Engine
     from inkling.completion.drafting.drafter import line_end_ids  # lazy: torch, as the Engine
     engine = Engine(InklingOptions().merged({"model": model_changes(args),

@@ -59,7 +59,7 @@ def _cmd_train(args) -> int:
     if importlib.util.find_spec("matplotlib") is None:    # asked now, not after the run
         raise CliError("inkling train plots its loss curve with matplotlib, which this "
                        "install lacks: pip install 'inkling[train]'")
-    # lazy: the training recipe imports torch and transformers, 3.9 to 5.9 s (python -X importtime)
+    # lazy: the training recipe imports torch and transformers, which are slow to import
     from inkling.training.training import train
     given = {f.name: getattr(args, f.name) for f in dataclasses.fields(TrainOptions)
              if getattr(args, f.name) is not None}
@@ -113,7 +113,7 @@ def _options_from_args(args):
 
 
 def _cmd_complete(args) -> int:
-    # lazy: the Engine imports torch, 1.6 to 1.9 s (python -X importtime)
+    # lazy: the Engine imports torch, which is slow to import
     from inkling.completion.engine import Engine
     text = _read_source(args.file)
     engine = Engine(_options_from_args(args))
@@ -145,7 +145,7 @@ def _cmd_complete(args) -> int:
 
 
 def _cmd_evaluate(args) -> int:
-    # lazy: the Engine imports torch, 1.6 to 1.9 s (python -X importtime)
+    # lazy: the Engine imports torch, which is slow to import
     from inkling.completion.engine import Engine
     from inkling.evaluation.held_out import evaluate_next_line  # lazy: the Engine's cost too
     if args.drafts < 1:
@@ -192,9 +192,9 @@ def _cmd_evaluate(args) -> int:
 
 
 def _cmd_serve(args) -> int:
-    # lazy: the Engine imports torch, 1.6 to 1.9 s (python -X importtime)
+    # lazy: the Engine imports torch, which is slow to import
     from inkling.completion.engine import Engine
-    # lazy: the server adds pygls to the Engine, 2.0 to 3.2 s in all (python -X importtime)
+    # lazy: the server adds pygls to the Engine, which is slow to import
     from inkling.lsp.server import serve
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
@@ -206,7 +206,7 @@ def _cmd_build_native(args) -> int:
     """Build the native forward now, in the foreground: a progress line (updated in place
     on a terminal, once a minute otherwise), then where the module is and how long it took;
     exit status 1 with the compiler's first error."""
-    # lazy: the native build imports torch, 0.9 to 1.2 s (python -X importtime)
+    # lazy: the native build imports torch, which is slow to import
     from inkling.runtime import native_build
     start, said = time.monotonic(), [-60.0]
 

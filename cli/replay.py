@@ -72,6 +72,6 @@ def replay_options(args):
 
 def _cmd_replay(args) -> int:
     options = replay_options(args)
-    # lazy: the replay imports the Engine and torch, 1.3 to 1.9 s (python -X importtime)
+    # lazy: the replay imports the Engine and torch, which are slow to import
     from inkling.cli.replay_run import replay
     return replay(args, options)

@@ -31,7 +31,7 @@ def import_ray():
     """The ``ray`` module, or an InklingError saying how to install it."""
     try:
         # optional (the .[ray] extra); cli/flags.py imports this module for every command
-        # lazy: ray costs 0.3 to 0.4 s to import (python -X importtime)
+        # lazy: ray is slow to import
         import ray
     except ImportError:
         raise InklingError(INSTALL_HINT) from None
@@ -81,7 +81,7 @@ def ray_session(options: RayOptions):
 
 def model_files(folder: Path) -> dict[str, bytes]:
     """A model folder's files, to ship through Ray's object store (the bundled model is
-    about 15 MB)."""
+    small enough to ship whole)."""
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
 
 

@@ -287,7 +287,7 @@ class LspReplayer:
     the same sessions, with an LSP client in place of the in-process Engine."""
 
     def __init__(self, options: InklingOptions, checker: SyntaxChecker):
-        # lazy: the LSP client (pygls) adds 0.4 s to an in-process replay (python -X importtime)
+        # lazy: the LSP client (pygls) slows the start of an in-process replay
         from inkling.lsp.lsp_engine import LspEngine
         self._tmp = tempfile.TemporaryDirectory(prefix="inkling-replay-lsp-")
         self.root = Path(self._tmp.name).resolve()

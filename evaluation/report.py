@@ -121,7 +121,7 @@ def _comparison(report: dict, all_results) -> str:
     if not plots_available():
         return text + f"<p>{html.escape(PLOTS_MISSING)}</p>"
     # only `inkling replay --report` pays for the plots
-    # lazy: matplotlib.pyplot costs 0.3 to 0.6 s to import (python -X importtime)
+    # lazy: matplotlib.pyplot is slow to import
     from inkling.evaluation import report_plots
     return (text + f'<img alt="latency" '
             f'src="{report_plots.comparison_latency_plot(runs, all_results)}">'
@@ -157,7 +157,7 @@ def plots_available() -> bool:
 
 def _figures(results: list[TraceResult], summaries: list[dict]) -> str:
     # only `inkling replay --report` pays for the plots
-    # lazy: matplotlib.pyplot costs 0.3 to 0.6 s to import (python -X importtime)
+    # lazy: matplotlib.pyplot is slow to import
     from inkling.evaluation import report_plots
     plots = [("Latency", report_plots.latency_plot(results)),
              ("Per trace", report_plots.per_trace_plot(results, summaries)),

@@ -33,7 +33,7 @@ async def load_model(ls: InklingServer) -> None:
     await prepare_drafting(ls)
     # the model, the datastores and the workspace's indexes live as long as the server:
     # out of the collector's oldest generation, whose sweeps over them (a few hundred
-    # thousand objects) otherwise paused a completion now and then for about 200 ms
+    # thousand objects) otherwise pause a completion now and then
     gc.freeze()
     ls.status("ready", f"model {runtime.path.name} ready: "
               f"{ls.engine.options.mechanisms_text()}")

@@ -143,7 +143,7 @@ class Curve:
         try:
             # optional (the device's Python may lack it: the csv is the curve then), and the
             # Agg backend is chosen before pyplot loads
-            import matplotlib  # lazy: matplotlib.pyplot costs 0.29 s to import (-X importtime)
+            import matplotlib  # lazy: matplotlib.pyplot is slow to import
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt  # lazy: after the backend, as above
         except ImportError:

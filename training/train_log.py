@@ -76,7 +76,7 @@ def plot_log(log_rows: list[dict], path: Path) -> None:
     losses against the tokens seen over all runs."""
     # matplotlib is the optional `train` extra (inkling train runs without it until it first
     # plots: the first best/ export), and the Agg backend is chosen before pyplot loads
-    import matplotlib  # lazy: matplotlib.pyplot costs 0.29 s to import (-X importtime)
+    import matplotlib  # lazy: matplotlib.pyplot is slow to import
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # lazy: after the backend, as above
     fig, ax = plt.subplots(figsize=(8, 4.5))
