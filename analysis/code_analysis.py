@@ -1,27 +1,6 @@
-"""The analysis layer's facade: what the Engine (and the replay's metrics) call.
-
-Lifecycle (the Engine's side)::
-
-    analysis = CodeAnalysis(AnalysisOptions())
-    workspace.subscribe(analysis.index)       # a Workspace (analysis/workspace.py)
-    analysis.open(uri, text, language_id)                      # didOpen
-    analysis.change(uri, new_text, TextEdit(start, old_end, new_end))   # didChange
-    analysis.close(uri)                                        # didClose
-
-Per completion::
-
-    vocab = token_vocabulary(runtime)   # the model's, built once (completion/open_analysis.py)
-    state = analysis.monitor(uri, offset, vocab)      # MonitorState or None (no monitor)
-    guard = analysis.guard(uri, offset)               # SyntaxGuard or None (no grammar)
-
-Per decoding step (each path / tree node keeps its own state; states are immutable)::
-
-    mask = state.mask(logits.device)          # None, or torch.bool [vocab]
-    if mask is not None: logits = logits.masked_fill(~mask, float("-inf"))
-    state = state.advance_token(token_id)     # or state.advance(token_text)
-
-No method raises into the Engine: failures are logged and degrade to "no constraint"
-(``monitor`` -> None, ``mask`` -> None).
+"""The analysis layer's facade for the Engine and the replay's metrics: documents (open, change,
+close), and per completion a ``MonitorState`` (``monitor``) and a ``SyntaxGuard`` (``guard``).
+No method raises into the Engine: failures are logged and mean "no constraint" (None).
 """
 from __future__ import annotations
 
@@ -64,19 +43,13 @@ class CodeAnalysis:
         self._masks_lock = threading.Lock()
 
     # -------------------------------------------------------------- workspace
-    # Workspace files reach ``self.index`` (a WorkspaceSubscriber) from a Workspace
-    # (analysis/workspace.py): the Engine's, shared with its drafting index
-    # (``workspace.subscribe(analysis.index)``), or, for a CodeAnalysis used alone (the
-    # replay's metrics, tests, benchmarks), one of its own (analysis/own_workspace.py).
+    # ``self.index`` is fed by the Engine's Workspace, or, used alone, by one of its own.
     def set_workspace_folders(self, folders: list) -> None:
-        """Used alone: index ``folders`` (URIs or paths) through a Workspace of its own
-        (in a background thread when ``options.background``), watched when
-        ``options.watch``."""
+        """Used alone: index ``folders`` (URIs or paths) through a Workspace of its own."""
         self._own.set_folders(folders)
 
     def index_file(self, path) -> None:
-        """Re-index one file from disk now (what the watcher does on a change), through
-        the Workspace of its own."""
+        """Re-index one file from disk now, through the Workspace of its own."""
         self._own.file_changed(path)
 
     def shutdown(self) -> None:
@@ -93,9 +66,8 @@ class CodeAnalysis:
             self._docs[uri] = OpenDocument(uri, _path(uri), language_id, None)
 
     def change(self, uri: str, new_text: str, edit: TextEdit | None = None) -> None:
-        """The document's text is now ``new_text``; ``edit`` (character offsets) says what
-        changed (computed from the texts when omitted). Reparses incrementally; the
-        file's symbols are re-extracted lazily, when next needed."""
+        """Reparse incrementally to ``new_text``; ``edit`` (character offsets) is computed when
+        omitted."""
         doc = self._docs.get(uri)
         if doc is None or doc.tree is None:
             return
@@ -106,9 +78,8 @@ class CodeAnalysis:
             self.open(uri, new_text, doc.language)
 
     def prepare(self, uri: str) -> None:
-        """Extract now what the next monitor at ``uri`` reads (the symbols, the names a
-        free read may name), so that a completion finds them ready: called after an edit,
-        while the editor waits out its debounce."""
+        """Extract what the next monitor at ``uri`` reads, during the editor's debounce after an
+        edit, so a completion finds it ready."""
         doc = self._docs.get(uri)
         if doc is None or doc.tree is None or not self.grammars.monitored(doc.language):
             return
@@ -153,7 +124,7 @@ class CodeAnalysis:
 
     # --------------------------------------------------------------- decoding
     def _masks_for(self, vocab: TokenVocabulary) -> MaskCache:
-        """The mask cache of ``vocab`` (one per vocabulary, kept with it)."""
+        """The mask cache of ``vocab``, one per vocabulary."""
         with self._masks_lock:
             if id(vocab) not in self._masks:
                 self._masks[id(vocab)] = (vocab, MaskCache(vocab, self.options.mask_cache_bytes))
@@ -161,9 +132,8 @@ class CodeAnalysis:
 
     def monitor(self, uri: str, offset: int, vocab: TokenVocabulary | None = None,
                 text: str | None = None) -> MonitorState | None:
-        """The monitor state at character ``offset`` of the open document ``uri`` (its
-        text must be ``text`` when given; it is re-synchronised if not). None when the
-        language has no monitor or anything fails."""
+        """The monitor state at character ``offset`` of ``uri`` (resynchronised to ``text`` when
+        given); None without a monitor for the language or on failure."""
         try:
             return self._monitor(uri, offset, vocab, text)
         except Exception:            # noqa: BLE001
@@ -206,8 +176,7 @@ class CodeAnalysis:
 
     # ---------------------------------------------------------------- metrics
     def undefined_names(self, uri: str, offset: int, draft: str) -> list[str] | None:
-        """Names ``draft`` at ``offset`` uses that cannot be right; None when not Python
-        (or the analysis failed)."""
+        """Names ``draft`` at ``offset`` uses that cannot be right; None if not Python or failed."""
         doc = self._docs.get(uri)
         if doc is None or doc.tree is None or doc.language != "python":
             return None

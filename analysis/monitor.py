@@ -1,9 +1,6 @@
-"""Monitor-guided decoding: a state per decoding path that knows, after each emitted
-token, whether the text sits at a trigger and which tokens may come next.
-
-``MonitorContext`` is built once per completion (scope at the cursor, a resolver, the
-vocabulary's mask cache) and shared; ``MonitorState`` is immutable, so a fork is just
-another reference and every node of a draft tree can keep its own path's state.
+"""Monitor-guided decoding: per decoding path, whether the text sits at a trigger and which
+tokens may come next. ``MonitorContext`` is shared by one completion; ``MonitorState`` is
+immutable, so a fork is another reference. See docs/decisions/monitor-masks.md.
 """
 from __future__ import annotations
 
@@ -25,8 +22,7 @@ from inkling.analysis.trigger_site import NONE, SiteReading, TriggerSite, site_r
 
 @dataclass
 class MonitorContext:
-    """What every state of one completion shares. ``masks`` is None without a vocabulary
-    (then states still report triggers and allowed names, e.g. for metrics)."""
+    """What every state of one completion shares; ``masks`` is None without a vocabulary."""
     scope: CursorScope
     resolver: Resolver
     index: SymbolIndex
@@ -48,7 +44,7 @@ class MonitorContext:
         return self._allowed[key]
 
     def both(self, a, b):
-        """``a & b`` of two cached masks, itself kept (a few per completion)."""
+        """``a & b`` of two cached masks, itself kept."""
         key = (id(a), id(b))
         found = self._both.get(key)
         if found is None or found[0] is not a or found[1] is not b:
@@ -56,9 +52,7 @@ class MonitorContext:
         return found[2]
 
     def call_keywords(self, callee: str) -> frozenset | None:
-        """The keyword arguments a call to ``callee`` takes; None when not known (any
-        name may be one). A builtin the document does not rebind is read off its
-        signature (``isinstance`` takes none)."""
+        """The keyword arguments a call to ``callee`` takes; None when not known."""
         key = ("call-keywords", callee)
         if key not in self._allowed:
             try:
@@ -122,15 +116,13 @@ class MonitorContext:
 
 
 def implicit_attributes(resolver: Resolver, module: str) -> frozenset[str]:
-    """The attributes every module has (``__dict__``, ``__file__``) that ``module`` does
-    not define itself (its own ``__all__`` or ``__version__`` stays importable)."""
+    """The attributes every module has that ``module`` does not define itself."""
     sym = resolver.module(module)
     return MODULE_DUNDERS - set(sym.names) if sym is not None else MODULE_DUNDERS
 
 
 def builtin_keywords(name: str) -> frozenset | None:
-    """The keyword arguments builtin ``name`` takes (its signature), or None when it is
-    no builtin, its signature is not known, or it takes ``**kwargs``."""
+    """The keyword arguments builtin ``name`` takes; None if unknown or it takes ``**kwargs``."""
     fn = getattr(builtins, name, None)
     if fn is None or not callable(fn):
         return None
@@ -171,12 +163,8 @@ _SELF_NAME = re.compile(r"\b(\w+)\.(\w+)")
 
 @dataclass(frozen=True)
 class MonitorState:
-    """One decoding path's monitor. ``advance`` / ``advance_token`` return a new state;
-    ``mask()`` is None (no constraint) or a shared ``torch.bool`` tensor ``[vocab]``.
-
-    ``assigned``: attributes this path has assigned to ``self``/``cls`` so far (a draft
-    that sets ``self.x = ...`` may read ``self.x`` later); ``bound``: the names it has
-    bound, which its free reads may name."""
+    """One decoding path's monitor; ``advance`` returns a new state, ``mask()`` None or a shared
+    ``torch.bool [vocab]``. ``assigned``: ``self``/``cls`` attributes this path set."""
     context: MonitorContext
     scan: ScanState
     assigned: frozenset = frozenset()
@@ -184,9 +172,7 @@ class MonitorState:
 
     @classmethod
     def at(cls, context: MonitorContext, scan: ScanState) -> "MonitorState":
-        """The state at the cursor: what the cursor's line binds or assigns before it
-        counts as bound already (``names = cls.|`` binds ``names`` for the lines the draft
-        writes after it, though the tree of the half-typed line may not hold it yet)."""
+        """The state at the cursor, with what the cursor's line binds counted bound already."""
         state = cls(context, scan)
         if not scan.in_code or not scan.line:
             return state
@@ -201,8 +187,8 @@ class MonitorState:
             return self
         scan, assigned, bound = self.scan, self.assigned, self.bound
         for i, piece in enumerate(text.split("\n") if "\n" in text else (text,)):
-            if i and scan.in_code and _BINDS.search(scan.line):   # each line's end checked:
-                bound = _bound_on(scan.line, bound)   # the whole line: ``import X``, ``as X``
+            if i and scan.in_code and _BINDS.search(scan.line):   # each ended line, whole
+                bound = _bound_on(scan.line, bound)
             scan = scan.advance(piece if i == 0 else "\n" + piece)
             if "=" in piece and not scan.frames and scan.in_code:
                 assigned = self._assigned_on(scan.line, assigned)
@@ -211,10 +197,8 @@ class MonitorState:
         return self._next(scan, assigned, bound)
 
     def _next(self, scan: ScanState, assigned: frozenset, bound: frozenset) -> "MonitorState":
-        """``MonitorState(self.context, scan, assigned, bound)`` without the generated
-        ``__init__``'s frozen field assignments (a dict update: what is cached on ``self``,
-        its site and mask, is not carried over). tests/analysis/test_analysis_monitor.py
-        compares the two."""
+        """``MonitorState(self.context, scan, assigned, bound)`` without the frozen ``__init__``'s
+        cost; nothing cached on ``self`` is carried over."""
         new = object.__new__(MonitorState)
         new.__dict__.update(context=self.context, scan=scan, assigned=assigned, bound=bound)
         return new
@@ -239,10 +223,8 @@ class MonitorState:
 
     @property
     def reading(self) -> SiteReading | None:
-        """What ``trigger_site.py`` reads of the scanner state (None outside code), kept
-        on the state as its mask is (a dict lookup: ``functools.cached_property`` takes a
-        lock at every first read on Python 3.11, and a decoding step reads it first) and
-        shared with every state of the same line and frames (``site_reading``)."""
+        """``site_reading`` of the scanner state (None outside code), kept in ``__dict__``
+        because ``cached_property`` takes a lock on Python 3.11."""
         kept = self.__dict__.get("_reading", _NOT_YET)
         if kept is _NOT_YET:
             kept = self.__dict__["_reading"] = site_reading(self.scan)
@@ -250,8 +232,7 @@ class MonitorState:
 
     @property
     def site(self) -> TriggerSite | None:
-        """The trigger the text ends at, if any (whether or not it resolves); kept on the
-        state too (a step reads it first, its forced name again)."""
+        """The trigger the text ends at, if any, resolved or not; kept on the state."""
         kept = self.__dict__.get("_site", _NOT_YET)
         if kept is _NOT_YET:
             reading = self.reading
@@ -277,9 +258,8 @@ class MonitorState:
         return found
 
     def forced_text(self) -> str:
-        """The rest of the one allowed name that what was typed at the trigger leads to
-        ("" when several names, or something other than a name, may come): text the
-        mask would force token by token, which the decoder may take in one step."""
+        """The rest of the one allowed name the typed text leads to, else "": text the mask
+        would force token by token, which the decoder may take in one step."""
         site, allowed = self.site, self.allowed
         if allowed is None or site is None or site.escape or (not site.typed and site.lead != NONE):
             return ""
@@ -296,12 +276,8 @@ class MonitorState:
         return self.allowed is not None
 
     def mask(self, device=None):
-        """``torch.bool [vocab]`` of the tokens allowed next, or None for "any token".
-
-        Shared and cached: apply it with ``steps.masked`` (or ``logits.masked_fill(~mask,
-        -inf)``; never in place on the mask). Kept on the state once computed (a tree's
-        node is asked once per child and again when its row is walked); None at once
-        outside code (every constraint below is one of code)."""
+        """``torch.bool [vocab]`` of the tokens allowed next, or None for any token; shared and
+        kept on the state, so never modify it in place (apply with ``steps.masked``)."""
         masks = self.context.masks
         if masks is None or not self.scan.in_code:
             return None
@@ -336,8 +312,7 @@ class MonitorState:
         return self.context.both(read, dotted)
 
     def _read_mask(self, device):
-        """Where only a bound name may be read: the names the completion knows and those
-        this path bound."""
+        """Where only a bound name may be read: those the completion knows or this path bound."""
         found = self.reading.read
         names = self.context.free_names if found is not None else None
         if names is None:
@@ -351,8 +326,7 @@ class MonitorState:
                                             found.after_keyword, keyword_arg, device)
 
     def _target_mask(self, site, device):
-        """At a statement that starts ``self.`` (or ``cls.``): a member, or a new attribute
-        that an assignment follows. False when the text is not there."""
+        """At a statement starting ``self.``: a member or a new assigned attribute; else False."""
         ctx, masks = self.context, self.context.masks
         if ctx.statement_start_self:
             return False                     # then ``self.`` takes members only (allowed)

@@ -1,24 +1,7 @@
-"""The part of a Python document that a check at one cursor needs to parse: the statement
-the cursor is in or after, the one that follows it, and the header lines of the classes
-they sit in, as one short text that parses there as the whole document does.
-
-An incremental reparse of a document costs about half a millisecond whatever its size
-(the reporting traces' documents: 6 to 40 kB); the syntax guard reparses once or more per
-completion, so a guard that parses the cursor's neighbourhood (a method and the next,
-under its class's header) pays for the statement, not the file. The window is chosen on
-the document's current tree, level by level: among a block's statements, the one that
-holds the cursor (or the last before it, back over comments) and the next that is no
-comment; into a class's body when the cursor is inside it. There is no window (None:
-check the whole document) where a statement outside it has an error, since what the
-parser makes of a broken document can depend on all of it; and a draft that writes a
-line left of the window's block, or imports from ``__future__``, is judged in the whole
-document (``Window.keeps``).
-
-On the reporting traces' 711 guard checks the window and the whole document agree on
-every verdict, at 120 us a completion's checks against 280 (p50);
-tests/analysis/test_parse_window.py holds the window to the whole document's verdict
-over stdlib modules, and where tree-sitter's recovery reads the two differently, to
-Python's compiler.
+"""The part of a Python document a syntax check at one cursor parses: the cursor's statement,
+the next, and the headers of the classes around them, as a short text that parses as the whole
+document does there, so a guard check pays for the statement, not the file. None (parse the
+whole document) where a statement outside it has an error: docs/decisions/syntax-guard.md.
 """
 from __future__ import annotations
 
@@ -29,9 +12,8 @@ _CLASS = "class_definition"
 
 @dataclass(frozen=True)
 class Window:
-    """``text``: the class headers, then the document's lines ``start``..``end`` (bytes);
-    ``offset``: the cursor in ``text`` (characters); ``indent``: the indentation of the
-    statements of the block the window is in (0 in the module)."""
+    """``text``: class headers, then the document's bytes ``start``..``end``; ``offset``: the cursor
+    in ``text`` (characters); ``indent``: the window's block's indentation."""
     text: str
     offset: int
     start: int
@@ -39,10 +21,8 @@ class Window:
     indent: int = 0
 
     def keeps(self, draft: str) -> bool:
-        """Whether ``draft`` typed at the cursor writes no line left of the window's block
-        (a line there would close blocks the window does not hold: the whole document
-        must judge it), nor imports from ``__future__`` (where that may stand depends on
-        everything before it)."""
+        """Whether the window can judge ``draft``: no line left of its block (that closes blocks
+        it does not hold) and no ``__future__`` import (which depends on all before it)."""
         if "__future__" in draft:
             return False
         if not self.indent:
@@ -82,11 +62,9 @@ def statement_window(root, data: bytes, at: int) -> Window | None:
 
 
 def _statements_around(block, at: int):
-    """(the statement of ``block`` that holds byte ``at`` or the last that starts before it,
-    back over comments: an ``else:`` typed after them belongs to the statement before;
-    the first statement after that one that is no comment: a decorator typed at the
-    cursor belongs to it), or (None, None) in an empty block. Found by bisection over
-    ``block.child(k)``: the list of a module's children costs 50 us to make."""
+    """(the statement holding byte ``at`` or last before it, back over comments; the next one
+    that is no comment), or (None, None); bisects ``block.child(k)``, since ``children`` is
+    slow to build."""
     n = block.child_count
     if not n:
         return None, None
@@ -118,8 +96,7 @@ def _indent(line: str) -> int:
 
 
 def _class_body(node, at: int):
-    """The body of class ``node`` (or of the class a decorated definition holds) when the
-    cursor is inside it, on a line after the header's; else None."""
+    """The body of class ``node`` (decorated or not) when ``at`` is in it below the header."""
     if node.type == "decorated_definition":
         node = node.child_by_field_name("definition")
     if node is None or node.type != _CLASS or node.has_error and _header_has_error(node):

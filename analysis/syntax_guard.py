@@ -1,15 +1,8 @@
-"""Syntax guard over text, with tree-sitter: ``longest_valid_prefix``, the longest prefix
-of a draft that adds no ERROR or MISSING node to its statement, nor in Python an argument
-or parameter list the compiler rejects (a keyword argument repeated: compile_rules.py).
-Given the scanner's state at the cursor (Python), a draft is judged as a prefix of the
-line typed on: with what closes the string and brackets it left open after it
-(``unfinished.closers``), so ``foo(a, "b`` is kept and ``foo(a,, b`` cut at its fault.
-
-Where a draft ends is decided while decoding, by one stop-rule system
-(``inkling.completion.decoding.stop_rules``); the guard only trims what was decoded.
-``SyntaxGuard`` holds what one cursor's checks share (the parsed window around the
-cursor, parse_window.py, or the whole document where there is none), so a caller that
-asks many times per completion parses it once and reparses only the window per check.
+"""Syntax guard with tree-sitter: ``longest_valid_prefix`` of a draft adds no ERROR or MISSING
+node to its statement, nor a Python argument list the compiler rejects (compile_rules.py). The
+draft is judged with its open strings and brackets closed after it (``unfinished.closers``).
+``SyntaxGuard`` parses one cursor's window once and reparses only the window per check
+(docs/decisions/syntax-guard.md); where a draft ends is the stop rules' business.
 """
 from __future__ import annotations
 
@@ -36,10 +29,8 @@ class SyntaxGuard:
     grammars: Grammars = field(default_factory=Grammars)
     tree: object = None                 # a current tree of ``text`` (parsed when omitted)
     max_checks: int = MAX_CHECKS
-    open_string: str = ""               # the plain string the lexer is inside at ``offset``
-                                        # (``inkling.analysis.open_string``), "" in code
-    scan: ScanState | None = None       # the scanner's state at ``offset`` (Python), or
-                                        # None: a draft is judged as it ends
+    open_string: str = ""               # the plain string open at ``offset``, "" in code
+    scan: ScanState | None = None       # the scanner's state at ``offset`` (Python) or None
 
     @cached_property
     def parser(self):
@@ -47,7 +38,7 @@ class SyntaxGuard:
 
     @cached_property
     def document_checker(self) -> InsertionChecker | None:
-        """The checks over the whole document: the reference the window's agree with."""
+        """The checks over the whole document, which the window's must agree with."""
         if not self.parser:
             return None
         return InsertionChecker(self.parser, self.text, self.offset,
@@ -56,8 +47,7 @@ class SyntaxGuard:
 
     @cached_property
     def checker(self) -> InsertionChecker | None:
-        """The checks over the cursor's statement window (parse_window.py) where the
-        document's tree gives one, else over the whole document."""
+        """The checks over the cursor's statement window, else over the whole document."""
         window = self.window
         if window is None or not self.parser:
             return self.document_checker
@@ -73,18 +63,14 @@ class SyntaxGuard:
         return statement_window(self.tree.root_node, data, byte_offset(self.text, self.offset))
 
     def prepare(self) -> None:
-        """Parse now what every check reads (the window and its tree, the compile rules
-        its text breaks at the cursor), so that the first check finds them: called after
-        an edit, while the editor waits out its debounce (0.44 ms of the guard's 0.6 a
-        completion, mean, on the reporting set)."""
+        """Parse now what every check reads, during the editor's debounce after an edit."""
         checker = self.checker
         if checker is not None and checker.compile_rules:
             checker.old_breaks()
 
     def valid(self, draft: str) -> bool | None:
-        """No new ERROR/MISSING node in the statement (the draft's open string and
-        brackets closed after it, given ``scan``); None without a grammar. Checked in the
-        cursor's window where the draft stays in it, else in the whole document."""
+        """No new ERROR/MISSING node in the statement; None without a grammar. Checked in the
+        window where the draft stays in it, else in the whole document."""
         window = self.window
         checker = self.checker if window is None or window.keeps(draft) else \
             self.document_checker
@@ -94,9 +80,8 @@ class SyntaxGuard:
         return not checker.introduces_error(draft + ending)
 
     def longest_valid_prefix(self, draft: str) -> int:
-        """Length of the longest valid prefix of ``draft`` (the whole draft when there is
-        no grammar). Tries the whole draft, then line ends, then token boundaries of the
-        first line that fails, longest first, at most ``max_checks`` parses."""
+        """Length of the longest valid prefix of ``draft``: the whole draft, then line ends, then
+        token boundaries of the first failing line, longest first, in ``max_checks`` parses."""
         if self.checker is None or self.inert(draft) or self.valid(draft):
             return len(draft)
         checks, best_line = 1, 0
@@ -118,13 +103,8 @@ class SyntaxGuard:
         return best_line
 
     def inert(self, draft: str) -> bool:
-        """Whether ``draft`` provably adds no error without a parse: the cursor is inside
-        a string literal the tree holds whole (no error in it, its closing quote there)
-        and the draft has no quote, backslash, brace (f-strings) or, in a one-line
-        string, line end; or inside a line comment and the draft has no line end. The lexer
-        then reads the same tokens, one string or comment longer. In a document being
-        typed every check is a reparse of about a millisecond, and drafts inside
-        docstrings and comments are common."""
+        """Whether ``draft`` provably adds no error without a reparse: plain text inside a whole
+        string literal or a line comment, which the lexer reads as the same token, longer."""
         if self.tree is None or any(ch in draft for ch in "\r\x0c\v"):
             return False
         b = byte_offset(self.text, self.offset)
@@ -146,10 +126,8 @@ class SyntaxGuard:
 
 
 def _literal_at(root, b: int):
-    """The string or comment node holding byte ``b`` (the smallest node there, or one of
-    its ancestors below the statement), or None; None too inside an ERROR node, where
-    the parser's recovery weighs the bytes it skips, so that a longer token could
-    change it, and inside an f-string's replacement field, which holds code."""
+    """The string or comment node holding byte ``b``; None inside an ERROR node (a longer token
+    could change its recovery) or an f-string's replacement field (code)."""
     node = root.descendant_for_byte_range(b, b)
     while node is not None and node.type not in ("string", "comment"):
         if node.is_error or node.type == "interpolation" or \
@@ -171,9 +149,8 @@ def longest_valid_prefix(text: str, offset: int, draft: str, language: str = "py
 
 
 def _boundaries(draft: str, lo: int, hi: int) -> list[int]:
-    """Cut points in ``draft[lo:hi]`` between tokens (not inside a word, nor inside a run
-    of one quote: a docstring's three quotes cut to two would be an empty string where the
-    draft opened a docstring), longest first."""
+    """Cut points in ``draft[lo:hi]`` between tokens, longest first; never inside a run of one
+    quote, where a docstring's three quotes cut to two would read as an empty string."""
     out = []
     for i in range(hi - 1, lo, -1):
         a, b = draft[i - 1], draft[i]

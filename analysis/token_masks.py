@@ -1,15 +1,9 @@
-"""Token masks for a set of allowed names, cached per (names, typed, lead, escape).
+"""Token masks for a set of allowed names: a token is allowed when its text is a prefix of an
+allowed name's rest, or completes one and then ends the identifier. Masks are shared
+``torch.bool [vocab]`` tensors: never modify one in place.
 
-A token is allowed when its text is a prefix of an allowed name's remaining text, or
-completes one and continues with a character that ends an identifier; whitespace
-before the name and a non-name character instead of one are allowed where the
-trigger says so. Masks are ``torch.bool`` tensors ``[vocab]`` on the CPU (shared and
-cached: never modify one in place).
-
-A mask is kept in two forms: a recipe (the vocabulary's precomputed dense masks OR-ed
-together, plus the token ids to set or clear: small, many kept) and the dense tensor
-built from it (vocab bytes each, fewer kept). A recipe hit rebuilds the tensor in tens
-of microseconds even for a 150,000-token vocabulary.
+Each is kept as a recipe (precomputed dense masks OR-ed, plus ids to set or clear; small, many
+kept) and as the dense tensor built from it (fewer kept): docs/decisions/monitor-masks.md.
 """
 from __future__ import annotations
 
@@ -61,35 +55,29 @@ class MaskCache:
 
     def names_mask(self, names: frozenset, typed: str, lead: str = NONE, escape: bool = False,
                    device=None):
-        """The mask after a trigger whose allowed names are ``names``, ``typed`` being what
-        has been typed of the current name (whitespace excluded)."""
+        """The mask after a trigger allowing ``names``, ``typed`` typed of the current name."""
         key = ("names", names, typed, lead, escape)
         return self._cached(key, device, lambda: self._names_recipe(names, typed, lead, escape))
 
     def dotted_mask(self, names: frozenset, device=None):
-        """The mask where the text ends with a resolvable receiver (no ``.`` yet): tokens
-        ``.name...`` must start a member's name; every other token is allowed. None when
-        the vocabulary has no such tokens."""
+        """After a resolvable receiver with no ``.`` yet: a ``.name`` token must start a member;
+        None when the vocabulary has no such tokens."""
         if not self.vocab.dotted:
             return None
         return self._cached(("dotted", names), device, lambda: self._dotted_recipe(names))
 
     def target_mask(self, names: frozenset, typed: str, device=None):
-        """The mask after ``self.`` at a statement's start (``typed`` typed of the name):
-        a member's name, or any name that an assignment then follows (a new attribute);
-        a name that is no member ends only with ``=``, ``,`` or ``:``."""
+        """After ``self.`` at a statement's start: a member, or a new name that ends a target."""
         key = ("target", names, typed)
         return self._cached(key, device, lambda: self._target_recipe(names, typed))
 
     def ended_target_mask(self, device=None):
-        """The mask after ``self.name`` and blanks, ``name`` being no member: blanks, or
-        what ends an assignment target."""
+        """After ``self.name`` and blanks, ``name`` no member: blanks or what ends a target."""
         return self._cached(("ended-target",), device,
                             lambda: MaskRecipe(("target_end", "blank"), np.zeros(0, np.int32)))
 
     def dotted_target_mask(self, names: frozenset, device=None):
-        """``dotted_mask`` where the receiver starts a statement: a ``.name`` token may
-        also start a new attribute (no text after the name, or what ends a target)."""
+        """``dotted_mask`` where the receiver starts a statement, so a new attribute may come."""
         if not self.vocab.dotted:
             return None
         return self._cached(("dotted-target", names), device,
@@ -97,12 +85,9 @@ class MaskCache:
 
     def read_mask(self, parts: tuple[frozenset, ...], typed: str, after_keyword: bool,
                   keyword_arg: bool, device=None):
-        """The mask where only a bound name may be read (``return |``): the names in
-        ``parts`` (the workspace's, the document's, those the path bound: each part's
-        tokens are kept, so a large part that does not change costs once); ``typed``: what
-        is typed of the name; ``after_keyword``: a blank comes first (``return|``);
-        ``keyword_arg``: a name in no part may be a keyword argument's, then ``=``
-        follows. None when ``typed`` already left the names."""
+        """Where only a bound name in ``parts`` may be read (each part's tokens kept apart, so a
+        large unchanged part costs once); ``keyword_arg``: any name followed by ``=`` too.
+        None when ``typed`` already left the names."""
         if typed and not keyword_arg and not any(self.has_prefix(p, typed)
                                                   for p in parts + (STRING_PREFIXES,)):
             return None
@@ -134,8 +119,7 @@ class MaskCache:
         return MaskRecipe(tuple(bases), np.unique(np.asarray(ids, dtype=np.int32)))
 
     def _collect(self, ids: list, rests, exact: dict, ends_with: dict, prefixes: set) -> None:
-        """Tokens that are a prefix of some ``r`` in ``rests``, or ``r`` plus a character
-        that ends a name. ``prefixes`` (of name-only tokens) stops each walk early."""
+        """Tokens that are a prefix of some ``r`` in ``rests``, or ``r`` and a name's end."""
         seen = set()
         for r in rests:
             for i in range(1, len(r) + 1):
@@ -163,17 +147,17 @@ class MaskCache:
         return MaskRecipe(tuple(sorted(bases)), inner.ids)
 
     def _read_recipe(self, parts, typed, after_keyword, keyword_arg) -> MaskRecipe:
-        ids = np.unique(np.concatenate([self._read_ids(p, typed, after_keyword)  # a string
-                                        for p in parts + (STRING_PREFIXES,)]))   # prefix too
+        ids = np.unique(np.concatenate([self._read_ids(p, typed, after_keyword)
+                                        for p in parts + (STRING_PREFIXES,)]))
         if after_keyword:
             return MaskRecipe(("not_blank_name", "string_start"), ids)
         bases = set()
         if not typed:
             bases |= {"not_name_start", "string_start"}
         if typed in STRING_PREFIXES:
-            bases.add("quote_start")                  # f"...": a string...
+            bases.add("quote_start")                  # f"...": a string, or a bound ``f``
         if typed and any(typed in p for p in parts):
-            bases.add("ends_identifier")              # ...or a bound ``f``, ``b``, ``r`` ends
+            bases.add("ends_identifier")
         if keyword_arg:
             bases |= {"name_only", "name_assign_end", "assign_end"}
             if not typed:
@@ -181,8 +165,7 @@ class MaskCache:
         return MaskRecipe(tuple(sorted(bases)), ids.astype(np.int32))
 
     def _read_ids(self, names, typed, after_keyword) -> np.ndarray:
-        """Tokens that go on to one of ``names`` (cached per names: the completion's set
-        is large, its path's few)."""
+        """Tokens that go on to one of ``names``, cached per names."""
         key = ("read-ids", names, typed, after_keyword)
         with self._lock:
             found = self._recipes.get(key)
@@ -203,9 +186,8 @@ class MaskCache:
         return recipe.ids
 
     def _scan_name_starts(self, names, after_keyword: bool) -> np.ndarray:
-        """``_read_ids`` with nothing typed, for many names: each token that starts a name
-        is looked up among them (a bisection), instead of each name's prefixes among the
-        tokens (many times the work for a large workspace's names)."""
+        """``_read_ids`` with nothing typed for many names: each name-start token bisected
+        into the names, cheaper than each name's prefixes looked up."""
         ordered = self._sorted.get(names)
         if ordered is None:
             ordered = self._sorted[names] = sorted(names)
@@ -223,8 +205,8 @@ class MaskCache:
         return np.asarray(ids, dtype=np.int32)
 
     def _dotted_recipe(self, names, targets: bool = False) -> MaskRecipe:
-        """Every token, less the ``.name`` tokens whose name part fits no member (with
-        ``targets``: unless the token ends with the name, or with what ends a target)."""
+        """Every token but the ``.name`` tokens that fit no member (nor, with ``targets``, a
+        target)."""
         v = self.vocab
         allowed: list[int] = []
         if targets:
@@ -283,9 +265,7 @@ class MaskCache:
                 self._recipe_bytes -= old.nbytes
 
     def _keep_dense(self, dense_key, recipe: MaskRecipe, device):
-        # only a dense mask needs torch (the recipes are numpy), so `import inkling.analysis`
-        # stays free of it
-        import torch        # lazy: torch is slow to import
+        import torch        # lazy: only dense masks need torch
         tensor = torch.from_numpy(recipe.build(self.vocab))
         if device is not None and str(device) != "cpu":
             tensor = tensor.to(device)

@@ -1,8 +1,6 @@
-"""Where a monitor triggers, read off the scanner state: after ``obj.``, in ``import`` and
-``from m import`` statements, and at a keyword argument of a call that has had one.
-
-A site says what kind of names may come next and what has been typed of the current one;
-what those names are is the resolver's business (``MonitorContext.allowed``).
+"""Where a monitor triggers, read off the scanner state: after ``obj.``, in imports, at keyword
+arguments and at free-name reads. A site says what kind of name may come and what is typed of it;
+which names those are is ``MonitorContext.allowed``'s business.
 """
 from __future__ import annotations
 
@@ -22,18 +20,14 @@ _FROM = re.compile(r"^\s*from\b(\s*)(\.*)([\w.]*)$")
 _IN_PARENS = re.compile(r"(?:^|[(,])\s*(\w*)$")
 _ARG = re.compile(r"^\s*(\w*)$")
 
-# Where the patterns that end a line may start: a search from there finds what a search
-# of the whole line does (a match at its start for the statements' patterns), where the
-# search from the line's start tries every place of it.
+# Searches for a pattern that ends the line start where it may start, not at the line's start.
 _IMPORT_START = re.compile(r"\s*(?:import|from)\b")
 _WORD_CHARS = string.ascii_letters + string.digits + "_"
 _CHAIN_CHARS = _WORD_CHARS + "."
 
 
 def _run_start(line: str, chars: str) -> int:
-    """Where the run of ``chars`` (ASCII ``\\w``, with ``.`` or without) that ends ``line``
-    starts: a match of ``\\w`` or ``[\\w.]`` characters up to the end starts there or
-    after. 0 where a word character beyond ASCII comes before it (``\\w`` takes that too)."""
+    """Where the run of ``chars`` that ends ``line`` starts; 0 after a non-ASCII word character."""
     start = len(line.rstrip(chars))
     return 0 if start and line[start - 1].isalnum() else start
 
@@ -82,8 +76,8 @@ def trigger_site(scan: ScanState) -> TriggerSite | None:
 
 
 def pending_chain(scan: ScanState) -> str | None:
-    """The dotted chain the text ends with, when a ``.`` typed next would trigger (a token
-    such as ``.append`` or ``._x`` holds the trigger and the name's start at once)."""
+    """The dotted chain the text ends with, when a ``.`` next would trigger (a ``.append`` token
+    holds the trigger and the name at once)."""
     if not scan.in_code:
         return None
     if not scan.frames and _IMPORT_START.match(scan.line):
@@ -103,8 +97,7 @@ _TARGET_BLANK = re.compile(r"^\s*([A-Za-z_]\w*)\.([A-Za-z_]\w*)[ \t]+$")
 
 
 def statement_receiver(scan: ScanState) -> str | None:
-    """The name a statement starts with, when the text ends right after it (``self`` in
-    ``    self``): a ``.name`` token next may start an assignment target."""
+    """The name a statement starts with, when the text ends right after it."""
     if not scan.in_code or scan.frames:
         return None
     m = _FIRST_NAME.match(scan.line)
@@ -112,8 +105,7 @@ def statement_receiver(scan: ScanState) -> str | None:
 
 
 def statement_target(scan: ScanState) -> tuple[str, str] | None:
-    """(receiver, name) when a statement starts ``receiver.name`` and blanks follow, so
-    the name has ended: only what ends an assignment target may come if it is a new one."""
+    """(receiver, name) when a statement starts ``receiver.name`` followed by blanks."""
     if not scan.in_code or scan.frames:
         return None
     m = _TARGET_BLANK.match(scan.line)
@@ -179,10 +171,8 @@ GENERATOR_TAKERS = frozenset({
 
 @dataclass(frozen=True)
 class ReadSite:
-    """Where the text ends at a name that can only be read (``return |``, ``x = f(a, |``):
-    the name must be bound somewhere, unless ``keyword_arg`` (a call's argument, which
-    may be a keyword's name: then ``=`` follows). ``after_keyword``: the text ends with
-    the keyword itself (``return|``), so a name comes after a blank."""
+    """Where the text ends at a name that can only be read (``return |``, ``f(a, |``), so it must
+    be bound, unless ``keyword_arg``; ``after_keyword``: the text ends at the keyword itself."""
     typed: str                 # identifier characters typed of the name so far
     after_keyword: bool = False
     keyword_arg: bool = False
@@ -207,8 +197,8 @@ def read_site(scan: ScanState) -> ReadSite | None:
 
 
 def _read_context(scan: ScanState, before: str) -> bool | None:
-    """None when a name after ``before`` may be a binding (or anything but a plain read);
-    else whether it may be a keyword argument's name."""
+    """None when a name after ``before`` may be other than a read; else whether it may be a
+    keyword."""
     stripped = before.rstrip(" \t")
     if not stripped.strip() or _BINDING_LINE.match(before) or _BINDING_END.search(stripped) \
             or _LAMBDA_OPEN.search(before) or _FOR_OPEN.search(before):
@@ -242,22 +232,16 @@ def _keyword_end(stripped: str) -> bool:
 
 
 # ---------------------------------------------------------------- one state's sites, kept
-READINGS_KEPT = 8192          # scanner states' readings kept (a few MB); all forgotten
-                              # together when full
+READINGS_KEPT = 8192          # readings kept; all forgotten together when full
 _READINGS: dict = {}          # (line, frames) -> SiteReading
 
 
 class SiteReading:
-    """What the functions above say of one scanner state in code, each computed when first
-    read (``trigger``, ``pending``, ``read``, ``target``, ``receiver``).
+    """The functions above for one scanner state in code, each computed when first read.
 
-    In code they read nothing of a state but its line and its frames, so the readings are
-    kept by those (``site_reading``) and shared: a decoding step runs these functions'
-    dozen regular expressions from cold caches (the forward between two steps reads the
-    model's weights through them), about 0.1 ms a step here, and about half the steps of a
-    replay reach a line and frames that an earlier step, of this completion or an earlier
-    one, reached too (a person typing along a suggestion: the next completions decode the
-    same lines again)."""
+    They read only the state's line and frames, so readings are kept by those and shared across
+    steps and completions: the regular expressions run from cold caches after each forward
+    (docs/decisions/monitor-masks.md)."""
 
     __slots__ = ("scan", "_trigger", "_pending", "_read", "_target", "_receiver")
 
@@ -300,10 +284,8 @@ _UNREAD = object()            # a reading not computed yet (None is one)
 
 
 def site_reading(scan: ScanState) -> SiteReading | None:
-    """The readings of ``scan``, kept with those of states of the same line and frames;
-    None outside code (where every function above says None). The functions are pure and
-    the states immutable, so threads may share the readings: two that compute one at once
-    compute the same value."""
+    """The readings of ``scan``, shared by states of the same line and frames; None outside code.
+    Threads may share them: the functions are pure and the states immutable."""
     if not scan.in_code:
         return None
     key = (scan.line, scan.frames)
@@ -316,5 +298,5 @@ def site_reading(scan: ScanState) -> SiteReading | None:
 
 
 def forget_readings() -> None:
-    """Forget every kept reading (a benchmark's replay starts from none, as a new server)."""
+    """Forget every kept reading, as a new server starts."""
     _READINGS.clear()

@@ -1,35 +1,9 @@
-"""The workspace on disk: one walk and one watcher over the editor's folders, feeding
-every index that wants its files (the symbol index, the drafting suffix index).
+"""The workspace on disk: one walk and one watcher over the editor's folders, feeding every
+index that wants its files (``WorkspaceSubscriber``: batches from the walk, then single changes).
 
-Lifecycle (the Engine's side)::
-
-    workspace = Workspace([root, ...], WorkspaceLimits())
-    workspace.subscribe(analysis.index)          # a WorkspaceSubscriber each
-    workspace.subscribe(drafting_index)
-    report = workspace.walk(progress)            # reads every wanted file once, in batches,
-                                                 # for the subscribers that have had no walk
-    workspace.start()                            # one watchdog observer for all folders
-    workspace.set_folders(uris)                  # the editor's folders changed
-    workspace.file_changed(path)                 # a change known without the watcher (replay,
-                                                 # didChangeWatchedFiles); told once per text
-    workspace.stop()
-
-(The Engine makes one, gives it the editor's folders, and ``Engine.prepare``
-subscribes, walks and starts it, through ``completion/preparation.py``.)
-
-Subscribers (``WorkspaceSubscriber``) say which files they want and are handed the
-files' text in batches (the drafting index tokenizes a batch at once and builds its
-index once the walk is done), then single files as they change, and the paths of files
-that are gone.
-
-Threads: the walk runs on its caller's thread, the watcher's events on watchdog's
-thread (analysis/workspace_watcher.py), ``file_changed`` on its caller's. Each delivery
-(one batch of the walk read and handed out, one event) holds the Workspace's lock, so
-subscribers are called by one thread at a time, in the order the files were read: a
-watcher event never lands between a batch's reading and its delivery, so the walk cannot
-undo a newer change. Subscribers are read by other threads meanwhile (the Engine's
-worker), so each guards its own data with its own lock; they must not block on the
-Workspace from a query.
+Threads: the walk and ``file_changed`` run on their caller's thread, watcher events on watchdog's.
+Each delivery holds the Workspace's lock, so a watcher event never lands between a batch's reading
+and its delivery; subscribers guard their own data and must not block on the Workspace.
 """
 from __future__ import annotations
 
@@ -46,10 +20,8 @@ from urllib.parse import unquote, urlparse
 from inkling.analysis.workspace_filter import WorkspaceFilter
 from inkling.analysis.workspace_watcher import WorkspaceWatcher
 
-# watchdog 7's inotify backend warns when a folder created under a watched one is registered
-# twice (its recursive registration races the folder's own creation event: the second
-# registration replaces the first, the same watch): harmless, and on the watcher's thread, so
-# no caller could catch it. A process-wide filter for exactly that message, set once here.
+# watchdog's inotify backend warns, harmlessly and on its own thread, when a new folder's watch is
+# registered twice.
 warnings.filterwarnings("ignore", message=r"Callback with id .* already exists for watch",
                         category=RuntimeWarning)
 
@@ -171,8 +143,7 @@ def candidates(root: Path, rules: WorkspaceFilter, report: WalkReport):
 
 def read_batch(paths: list[Path], limits: WorkspaceLimits, report: WalkReport
                ) -> list[WorkspaceFile]:
-    """The files of ``paths`` that can be read within the limits (the report counts the
-    bytes read and the files skipped, and why)."""
+    """The files of ``paths`` readable within the limits; ``report`` counts what was skipped."""
     batch = []
     for path in paths:
         text, why = read_text(path, limits.max_file_bytes)
@@ -188,9 +159,8 @@ def read_batch(paths: list[Path], limits: WorkspaceLimits, report: WalkReport
 
 
 class Subscribers:
-    """The subscribers, those a walk has handed the files to, and the files handed out
-    (not removed since). Used under the Workspace's lock, but ``all`` and ``waiting``
-    (which read a copy)."""
+    """The subscribers, those a walk has fed, and the files handed out; used under the
+    Workspace's lock."""
 
     def __init__(self):
         self._all: list[WorkspaceSubscriber] = []
@@ -217,7 +187,7 @@ class Subscribers:
         return list(self._fed)
 
     def feed_new(self) -> list[WorkspaceSubscriber]:
-        """Those no walk has fed yet, counted fed from now on (the walk about to run)."""
+        """Those no walk has fed yet, counted fed from now on."""
         new = [s for s in self._all if s not in self._fed]
         self._fed.extend(new)
         return new
@@ -255,8 +225,7 @@ class Subscribers:
 
 
 class Workspace:
-    """The folders and their filter, one walk, the changes since (the subscribers are
-    told), one watcher."""
+    """The folders and their filter, one walk, the changes since, one watcher."""
 
     def __init__(self, folders: Iterable = (), limits: WorkspaceLimits = WorkspaceLimits()):
         self.limits = limits
@@ -275,8 +244,7 @@ class Workspace:
         return list(self._roots)
 
     def subscribe(self, subscriber: WorkspaceSubscriber) -> None:
-        """Add a subscriber; it is told the folders now and gets the files from the next
-        walk (one that comes after the first catches up alone at the next)."""
+        """Add a subscriber; it is told the folders now and gets the files from the next walk."""
         with self._lock:
             if self._subscribers.add(subscriber):
                 subscriber.set_roots(self.folders)
@@ -290,8 +258,7 @@ class Workspace:
         return self._subscribers.all()
 
     def set_folders(self, folders: Iterable, progress: Progress | None = None) -> WalkReport:
-        """The editor's folders changed: files under a folder dropped leave every
-        subscriber, a folder added is walked (and watched, if the watcher runs)."""
+        """Drop the files of folders removed and walk the folders added."""
         with self._lock:
             old = set(self._roots)
             self._set_roots(folders)
@@ -314,10 +281,8 @@ class Workspace:
 
     # ------------------------------------------------------------------- walk
     def walk(self, progress: Progress | None = None) -> WalkReport:
-        """Read every wanted file of every folder once, within the limits, and hand them
-        out in batches to the subscribers that have not had them (all, the first time;
-        one subscribed since catches up alone; none: nothing is read). Reports progress
-        as (message, fraction); returns what was read and what was skipped, and why."""
+        """Read every wanted file once, within the limits, for the subscribers not yet fed;
+        progress gets (message, fraction)."""
         with self._lock:
             new = self._subscribers.feed_new()
             self.walks += 1
@@ -355,8 +320,7 @@ class Workspace:
 
     def _read_all(self, paths: list[Path], subscribers: list, report: WalkReport,
                   progress: Progress | None) -> None:
-        """Read and hand out ``paths`` in batches, each under the lock (so that no
-        watcher event lands between a batch's reading and its delivery)."""
+        """Read and hand out ``paths`` in batches, each under the lock."""
         if len(paths) > self.limits.max_files:
             report.skip("files over the file budget", len(paths) - self.limits.max_files)
             paths = paths[:self.limits.max_files]
@@ -369,11 +333,8 @@ class Workspace:
 
     # ---------------------------------------------------------------- changes
     def file_changed(self, path) -> bool:
-        """Read ``path`` again (it changed, appeared or vanished) and tell the subscribers
-        if its text is not what they have (the watcher and an explicit call may both
-        report one change); what the watcher does for each file event, callable without
-        it (the replay). False when the file is not the workspace's or could not be read
-        (then removed)."""
+        """Reread ``path`` and tell the subscribers if its text is new to them; False when it
+        is not the workspace's or is unreadable (then removed)."""
         with self._lock:
             path = self._locate(path)
             if path is None:
@@ -403,7 +364,7 @@ class Workspace:
                 or [path])
 
     def folder_added(self, folder) -> WalkReport:
-        """A folder appeared inside a root (created or moved there): walk it."""
+        """Walk a folder that appeared inside a root."""
         with self._lock:
             folder = self._locate(folder)
             if folder is None or not self._filter.wanted_folder(folder):
@@ -411,8 +372,7 @@ class Workspace:
             return self._walk([folder], self._subscribers.fed(), None)
 
     def _locate(self, path) -> Path | None:
-        """``path`` made absolute, its folder's links resolved as the roots' are; None
-        when it is under no root."""
+        """``path`` made absolute with its folder resolved as the roots are; None off the roots."""
         p = Path(os.path.abspath(path))
         if self._filter.root_of(p) is not None:
             return p
@@ -421,9 +381,7 @@ class Workspace:
 
     # ---------------------------------------------------------------- watcher
     def start(self) -> bool:
-        """Follow the folders on disk with one watchdog observer; False when it cannot
-        (no inotify watches left, watchdog missing): the indexes then change only through
-        ``file_changed``."""
+        """Watch the folders; False when watchdog cannot (then only ``file_changed`` updates)."""
         return self._watcher.start(self.folders)
 
     def stop(self) -> None:
