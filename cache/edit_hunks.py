@@ -1,11 +1,5 @@
-"""Token-level edit hunks between the ids a cache holds and a new prompt.
-
-The new prompt is cut into segments, in order: runs of tokens the cache already
-holds (``old_start`` set: the same ids, possibly at another position) and runs of
-tokens that must be encoded (``old_start`` None). The common head and common tail
-are found directly; between them, matching blocks come from difflib, so several
-separate edits (and a window that slid) give several hunks.
-"""
+"""Token-level edit hunks between the ids a cache holds and a new prompt: common head and tail
+directly, the middle's matching blocks from difflib, so several edits give several hunks."""
 from __future__ import annotations
 
 from dataclasses import dataclass

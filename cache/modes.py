@@ -1,6 +1,5 @@
-"""How a document's KV cache is reused across edits, by name (torch-free: the options tree
-and the command line name them without importing torch); cache/prompt_cache.py runs them.
-A StrEnum, so each member equals its string in options files and traces."""
+"""How a document's KV cache is reused across edits, by name: a StrEnum equal to its strings in
+options and traces, torch-free so the options and command line import it cheaply."""
 from enum import StrEnum
 
 

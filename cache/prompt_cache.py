@@ -1,27 +1,9 @@
 """The KV cache of one document's prompt, kept in step with the token ids it encoded.
 
-``sync(prompt_ids)`` brings the cache up to date with a new prompt and returns the
-logits at its last position, in one of three modes:
-
-* ``full``: keep the common head, recompute from the first changed token (exact);
-* ``pie``: keep every run of unchanged tokens, re-encode each changed span attending
-  to what precedes it, re-rotate the keys of shifted tokens to their new positions
-  (Positional Integrity Encoding), reuse values;
-* ``naive``: like ``pie`` without the re-rotation (a baseline for measurement only).
-
-The splice of ``pie`` and ``naive`` (kept runs moved, new spans run into the holes) is
-``splice.py``; this class decides between it and a full recompute.
-
-Kept tokens after a change are *stale*: their keys and values were computed against
-text that has since changed. When their share would pass ``stale_threshold`` the
-cache is refreshed (recomputed from the first stale or changed token) instead.
-
-A window that moves is not an edit: tokens that leave (or enter) a prompt window at
-its outer edge are text the document still holds, so what follows them is shifted but
-not stale. The caller names those edges as zones of the new ids (``sync(ids,
-edges=((start, end), ...))``: the window's outer line, whose tokens may differ only
-because tokenization starts there) when it knows no edit touched the text there.
-"""
+``full`` recomputes from the first changed token; ``pie`` keeps unchanged runs, re-rotates
+shifted keys and runs the changed spans (``splice.py``); ``naive`` is ``pie`` without the
+re-rotation. Kept tokens after a change are stale, and past ``stale_threshold`` of the prompt
+a sync recomputes instead (docs/decisions/pie-cache.md)."""
 from __future__ import annotations
 
 import logging
@@ -38,8 +20,7 @@ from inkling.runtime.rotary import UnsupportedRope
 from inkling.runtime.model_runtime import ModelRuntime
 
 log = logging.getLogger("inkling.cache")
-# a draft runs with the prompt's new tokens in one forward when they are this few (the
-# typing case); a larger prefill runs alone, in chunks
+# a draft shares the prefill's forward when the prompt adds at most this many tokens
 DRAFT_WITH_PREFILL = 64
 
 
@@ -51,9 +32,7 @@ class SyncResult:
     stale: int                # stale tokens in the cache after the sync
     refreshed: bool           # the sync recomputed stale tokens
     mode: str                 # the mode that did the work
-    # [len(draft), vocab] at the draft's nodes when a draft ran with the prompt (the
-    # cache then holds them after the prompt until ``keep_new``), else None
-    draft_logits: torch.Tensor | None = None
+    draft_logits: torch.Tensor | None = None   # [len(draft), vocab] if a draft ran, else None
 
 
 class PromptCache:
@@ -62,8 +41,7 @@ class PromptCache:
         if mode not in MODES:
             raise ValueError(f"cache mode must be one of {', '.join(MODES)}, got {mode!r}")
         self.runtime = runtime
-        # the forward that runs this cache (runtime/forwards.py), chosen once; ``past`` is
-        # its store (made by it on first use), and every forward pass is its own
+        # chosen once (runtime/forwards.py); ``past`` is its store, made on first use
         self.forward = runtime.forward_for(forward)
         self.ids: list[int] = []
         self.stale: list[bool] = []
@@ -112,17 +90,11 @@ class PromptCache:
             return
         self.past.truncate(n)
 
-    # ------------------------------------------------------------------ sync
     def sync(self, prompt_ids: list[int], edges: tuple[tuple[int, int], ...] = (),
              draft: tuple[list[int], list[int]] | None = None) -> SyncResult:
-        """``edges``: zones ``[start, end]`` of ``prompt_ids`` at a window's outer edge
-        where no edit touched the text, so a change there is the window moving.
-
-        ``draft``: (tokens, parents) of a draft tree after the prompt (parent -1: the
-        prompt's last token). When the sync only appends a few tokens, the draft runs in
-        the same forward pass (``SyncResult.draft_logits``) and its nodes stay in the
-        cache after the prompt, for the caller to ``keep_new`` the accepted path (or
-        ``truncate`` to the prompt); otherwise it is not run."""
+        """Bring the cache to ``prompt_ids``. ``edges``: zones [start, end] at a window's outer edge
+        no edit touched (shifted, not stale). ``draft``: (tokens, parents; -1 the last prompt
+        token), run in a short prefill's forward, left cached for ``keep_new`` or ``truncate``."""
         if not prompt_ids:
             raise ValueError("empty prompt")
         if not self.consistent():
@@ -168,9 +140,7 @@ class PromptCache:
 
     def _prefill(self, ids: list[int], draft: tuple[list[int], list[int]] | None
                  ) -> tuple[torch.Tensor, torch.Tensor | None]:
-        """Run a prompt's new tokens ``ids`` after the cache: (logits [vocab] at the last
-        one, None), or with a ``draft`` and few new tokens, the draft's nodes in the same
-        forward pass: (logits [vocab], logits [len(draft), vocab] at its nodes)."""
+        """Prefill ``ids``: (logits [vocab] at the last, draft's [len(draft), vocab] or None)."""
         if draft is None or not draft[0] or len(ids) > DRAFT_WITH_PREFILL:
             return self.extend(ids, last_only=True)[-1], None
         tokens, parents = draft
@@ -181,28 +151,16 @@ class PromptCache:
                                keep_last=1 + len(tokens))              # [1 + len(draft), vocab]
         return out[0], out[1:]
 
-    # ---------------------------------------------------------- verification
     def extend_tree(self, tokens: list[int], parents: list[int], keep_last: int = 0
                     ) -> torch.Tensor:
-        """Run a token tree after the cached tokens in one forward pass.
-
-        ``parents[i]`` is the index of node i's parent (-1 for a root). Each node
-        attends to the whole cache, its ancestors and itself, at position
-        ``past + depth``. Returns logits [n, vocab] (or of the last ``keep_last`` nodes);
-        the cache then holds every node (``keep_new`` keeps the accepted path).
-        """
+        """Run a token tree (``parents[i]``: node i's parent, -1 for a root) after the cache in
+        one forward: logits [n or keep_last, vocab]; every node stays cached until ``keep_new``."""
         positions, mask = tree_mask(parents, len(self.ids), self.runtime.dtype)  # [n], [n, L]
         return self._run_masked(tokens, positions[None], mask, keep_last)
 
     def extend_masked(self, tokens: list[int], positions: list[int], visible: list[list[int]],
                       shared: int, keep_last: int = 0) -> torch.Tensor:
-        """Run new tokens at explicit positions, token i seeing the first ``shared``
-        cached entries plus the entries listed in ``visible[i]`` (itself included).
-
-        One forward pass with a 4D additive mask [1, 1, n, past + n]; returns logits
-        [n, vocab] (or [keep_last, vocab] for the last ones). The new entries are
-        appended to the cache in order.
-        """
+        """Run tokens at ``positions``, token i seeing ``shared`` entries and ``visible[i]``."""
         past, n = len(self.ids), len(tokens)
         dtype = self.runtime.dtype
         mask = torch.zeros((n, past + n), dtype=dtype)                          # [n, past + n]
@@ -213,8 +171,7 @@ class PromptCache:
 
     def _run_masked(self, tokens: list[int], positions: torch.Tensor, mask: torch.Tensor,
                     keep_last: int) -> torch.Tensor:
-        """tokens at ``positions`` [1, n] under the additive ``mask`` [n, past + n]: logits
-        [n or keep_last, vocab]; the entries are appended to the cache."""
+        """Run ``tokens`` at ``positions`` [1, n] under the additive ``mask`` [n, past + n]."""
         device = self.runtime.device
         x = torch.tensor([tokens], dtype=torch.long)                             # [1, n]
         logits = self.runtime.forward(self.forward, x, self._store(),
@@ -226,9 +183,7 @@ class PromptCache:
         return logits[0]
 
     def extend_embeds(self, embeds: torch.Tensor) -> torch.Tensor:
-        """Run input embeddings [n, hidden] after the cached tokens (superposed decoding):
-        returns logits [n, vocab]. Their cache entries hold no token (id -1), so the next
-        sync recomputes from them; truncate them away when done."""
+        """Run embeddings [n, hidden] after the cache, cached as id -1 for a sync to recompute."""
         start, n = len(self.ids), embeds.shape[0]
         pos = torch.arange(start, start + n, device=self.runtime.device)[None]     # [1, n]
         logits = self.runtime.forward_embeds(self.forward, embeds[None], self._store(), pos)
@@ -238,11 +193,7 @@ class PromptCache:
 
     @torch.inference_mode()
     def keep_new(self, start: int, keep: list[int]) -> None:
-        """Of the entries from ``start`` on, keep those at offsets ``keep`` (increasing).
-
-        The kept entries move down into the first ``len(keep)`` new slots (the new
-        entries are this cache's own, written by the last forward), and the rest is cut
-        off: nothing before ``start`` is copied."""
+        """Of the entries from ``start`` on, keep those at offsets ``keep`` (increasing)."""
         if keep == list(range(len(keep))):            # the accepted path is a prefix
             if start + len(keep) < len(self.ids):
                 self.truncate(start + len(keep))
@@ -254,22 +205,15 @@ class PromptCache:
         del self.ids[end:], self.stale[end:]
 
     def rerun(self, n: int, last_only: bool = True) -> torch.Tensor:
-        """Recompute the last ``n`` cached entries in one plain forward (causal, no tree
-        mask), as a prefill of ``n`` tokens computes them (``last_only``: the output layer
-        on the last row only; a greedy step of ``n`` tokens runs it on every row); returns
-        the logits [vocab] at the last. Decoding re-decides a near-tie this way:
-        a row of a draft tree's forward sums its floats in another order than the
-        forward greedy decoding runs, and where the top two logits are that close the
-        order can change the argmax."""
+        """Recompute the last ``n`` entries in a plain causal forward: logits [vocab] at the last.
+        A tree's forward sums in another order than greedy's, which can flip a near-tie."""
         ids = self.ids[len(self.ids) - n:]
         self.truncate(len(self.ids) - n)
         return self.extend(ids, last_only=last_only)[-1]
 
     @torch.inference_mode()
     def gathered(self, entries: list[int]) -> "PromptCache":
-        """A new cache (``full``) holding this cache's ``entries`` (indices, in order) one
-        after another: one branch's own sequence out of a cache that several branches
-        share, for a forward in the shape decoding that sequence alone would run."""
+        """A new ``full`` cache of this one's ``entries`` in order: one branch of a shared cache."""
         out = PromptCache(self.runtime, "full", self.stale_threshold, self.prefill_chunk,
                           self.forward.name)
         out.forward = self.forward
@@ -279,10 +223,8 @@ class PromptCache:
         out.stale = [self.stale[e] for e in entries]
         return out
 
-    # ---------------------------------------------------------------- extend
     def extend(self, ids: list[int], last_only: bool = False) -> torch.Tensor:
-        """Run ``ids`` after the cached tokens: returns logits [len(ids), vocab], or
-        [1, vocab] for the last one with ``last_only`` (a prompt's prefill)."""
+        """Run ``ids`` after the cache, in chunks: logits [len(ids) or 1 (``last_only``), vocab]."""
         self._store()
         outs = []
         for i in range(0, len(ids), self.prefill_chunk):

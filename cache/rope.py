@@ -1,11 +1,6 @@
-"""Re-rotation of cached keys when their tokens move (Positional Integrity Encoding).
-
-A key cached at position p that now sits at q = p + d is rotated by R(d):
-``k' = k * cos(d) + rotate_half(k) * sin(d)`` on the rotary dimensions, with cos and
-sin from the model's own rotary module (so default, linear, llama3 and YaRN
-frequencies are all right) and its ``attention_scaling`` divided out (otherwise a
-YaRN factor would compound on every shift). Rotation happens in float32.
-"""
+"""Re-rotation of cached keys when their tokens move (Positional Integrity Encoding): a key
+moved by d positions is rotated by R(d) in float32, with cos and sin from the model's own rotary
+module and its ``attention_scaling`` divided out (a YaRN factor would otherwise compound)."""
 from __future__ import annotations
 
 import torch

@@ -1,13 +1,5 @@
-"""The splice of a ``pie`` or ``naive`` sync: the runs of tokens an edit kept are moved
-into their new prompt positions in the cache (keys re-rotated in ``pie``: ``rope.py``),
-and the new tokens run into the holes between them.
-
-``plan`` lays an edit out as segments of the new ids (``edit_hunks.py``), kept runs and
-new spans; ``stale_after`` says how many tokens a splice along them would leave stale
-(past the cache's threshold it recomputes instead); ``splice`` does it on a
-:class:`~.prompt_cache.PromptCache`, whose ids, stale flags and store it rewrites, or
-returns None where the result does not match the prompt (the cache then recomputes it).
-"""
+"""The splice of a ``pie`` or ``naive`` sync: kept runs moved to their new positions in a
+``PromptCache`` (keys re-rotated in ``pie``: ``rope.py``), new tokens run into the holes."""
 from __future__ import annotations
 
 import logging
@@ -19,13 +11,11 @@ from inkling.cache.modes import CacheMode
 
 log = logging.getLogger("inkling.cache")
 Edges = tuple[tuple[int, int], ...]      # zones [start, end] at a window's moved edges
-# (logits [vocab] at the prompt's last position, tokens reused, tokens prefilled)
-Spliced = tuple[torch.Tensor, int, int]
+Spliced = tuple[torch.Tensor, int, int]  # (logits [vocab] at the last position, reused, prefilled)
 
 
 def plan(old_ids: list[int], new_ids: list[int], edges: Edges) -> list[Segment]:
-    """The segments of ``new_ids``: runs kept from ``old_ids`` and new spans, with
-    deletions moved onto the window's ``edges`` where the ids allow, the last token new."""
+    """Segments of ``new_ids`` (kept runs, new spans), deletions slid onto ``edges``, last new."""
     segs = segments(old_ids, new_ids)
     if edges:
         segs = _slide_to_edges(segs, old_ids, new_ids, edges)
@@ -33,11 +23,8 @@ def plan(old_ids: list[int], new_ids: list[int], edges: Edges) -> list[Segment]:
 
 
 def splice(cache, prompt_ids: list[int], segs: list[Segment], edges: Edges) -> Spliced | None:
-    """Kept runs are gathered into their prompt positions (keys re-rotated in
-    ``pie``), leaving holes where new tokens go; every new span runs through the
-    model in one forward pass, each token seeing the kept entries before it and the
-    new tokens up to itself; their entries then fill the holes. None (warned) where the
-    cache does not match the prompt afterwards."""
+    """Rewrite ``cache`` to ``prompt_ids`` along ``segs``, all new spans in one forward; None
+    (warned) where the result does not match the prompt, for the caller to recompute."""
     new_pos = [p for seg in segs if not seg.kept for p in range(seg.start, seg.end)]
     if len(new_pos) > cache.prefill_chunk:      # a large change: span by span, in order
         return _splice_in_order(cache, prompt_ids, segs, edges)
@@ -56,8 +43,7 @@ def splice(cache, prompt_ids: list[int], segs: list[Segment], edges: Edges) -> S
         kept[seg.start:seg.end] = True
         stale[seg.start:seg.end] = [True] * len(seg) if changed else cache.stale[a:b]
         old_end, reused = b, reused + len(seg)
-    # no ids until the holes are filled: a forward that fails leaves a cache whose
-    # length matches no ids, which the next sync resets instead of trusting
+    # no ids until the holes are filled, so a failed forward leaves a cache the next sync resets
     cache.ids, cache.stale = [], []
     _gather(cache, segs)
     logits = _run_new(cache, [prompt_ids[p] for p in new_pos], new_pos, kept)
@@ -69,17 +55,14 @@ def splice(cache, prompt_ids: list[int], segs: list[Segment], edges: Edges) -> S
 
 
 def _rotate(cache):
-    """The key re-rotation of ``cache``'s splices (``RopeRotator.rotate``), or None: in
-    ``naive`` mode shifted keys keep their old positions."""
+    """``RopeRotator.rotate`` in ``pie`` mode, else None (shifted keys keep their rotation)."""
     pie = cache.rotator is not None and cache.mode == CacheMode.PIE
     return cache.rotator.rotate if pie else None
 
 
 @torch.inference_mode()
 def _gather(cache, segs: list[Segment]) -> None:
-    """The cache in the new prompt's order: kept runs copied from their old place
-    (keys re-rotated in ``pie``), zeros at new positions (masked out until
-    ``_run_new`` fills them)."""
+    """Reorder the store to the new prompt: kept runs moved, zeros in the holes."""
     old = torch.arange(cache.past.length)
     index = torch.cat([old[seg.old_start:seg.old_start + len(seg)] if seg.kept
                        else old.new_zeros(len(seg)) for seg in segs])        # [n]
@@ -98,9 +81,7 @@ def _gather(cache, segs: list[Segment]) -> None:
 
 def _run_new(cache, tokens: list[int], positions: list[int], kept: torch.Tensor
              ) -> torch.Tensor:
-    """New tokens into their holes in one forward: token i sees the kept entries
-    before its position and the new tokens up to itself. ``kept``: [n] which cache
-    entries are kept. Returns logits [1, vocab] (the last token's)."""
+    """Run new tokens into their holes, each seeing the ``kept`` [n] entries before it."""
     dtype, device = cache.runtime.dtype, cache.runtime.device
     new = torch.tensor(positions)                                   # [m]
     n, m = len(kept), len(tokens)
@@ -120,7 +101,7 @@ def _run_new(cache, tokens: list[int], positions: list[int], kept: torch.Tensor
 
 def _splice_in_order(cache, prompt_ids: list[int], segs: list[Segment],
                      edges: Edges) -> Spliced | None:
-    """The splice span by span (for changes too large for one masked forward)."""
+    """The splice span by span, for changes too large for one masked forward."""
     old_ids, old_stale, old_kv = cache.ids, cache.stale, cache.past
     cache.past, cache.ids, cache.stale = old_kv.empty_like(), [], []
     changed, old_end, reused, prefilled, logits = False, 0, 0, 0, None
@@ -148,7 +129,7 @@ def _append_kept(cache, old_kv, seg: Segment) -> None:
 
 
 def _last_token_new(segs: list[Segment]) -> list[Segment]:
-    """The last token must be run through the model: its logits are not cached."""
+    """Make the last token new: its logits are not cached."""
     last = segs[-1]
     if not last.kept:
         return segs
@@ -158,9 +139,8 @@ def _last_token_new(segs: list[Segment]) -> list[Segment]:
 
 def _slide_to_edges(segs: list[Segment], old_ids: list[int], new_ids: list[int],
                     edges: Edges) -> list[Segment]:
-    """Move each deletion between two kept runs onto a window edge inside them when the
-    ids allow it: a window that moved drops whole lines at its edge, but the diff may
-    place the cut a few tokens off where the lines begin alike (``value_1`` / ``value_2``)."""
+    """Move each deletion between two kept runs onto a window edge where the ids allow: the
+    diff may cut a few tokens off the dropped lines' edge where lines begin alike."""
     out = list(segs)
     for i in range(len(out) - 1):
         a, b = out[i], out[i + 1]
@@ -185,8 +165,7 @@ def _slide_to_edges(segs: list[Segment], old_ids: list[int], new_ids: list[int],
 
 
 def _edit_before(seg: Segment, old_end: int, edges: Edges) -> bool:
-    """Whether ``seg`` starts with an edit: it is new, or old tokens before it were
-    dropped; unless it starts in the zone of a window edge that moved (no edit there)."""
+    """Whether ``seg`` is new or follows dropped tokens, outside a moved window edge's zone."""
     if any(start <= seg.start <= end for start, end in edges):
         return False
     return not seg.kept or seg.old_start != old_end

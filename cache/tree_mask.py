@@ -1,20 +1,11 @@
-"""Positions and the attention mask of a token tree.
-
-A draft tree of n nodes is given by parent indices (``parents[i] < i``, -1 for a root).
-Node i must see every ancestor and itself. Parents come before their children, so one
-pass in node order gives each node its ancestor list (its parent's, plus itself), and the
-mask is written in one indexed assignment. For the trees drafting verifies (up to a few
-dozen nodes) that costs about a fifth of building the ancestor relation with tensor ops
-(a boolean matrix squared ceil(log2 n) times): every op on tensors this small is all
-dispatch, and this runs once a decoding step.
-"""
+"""Positions and the additive attention mask of a token tree."""
 from __future__ import annotations
 
 import torch
 
 
 def ancestors(parents: list[int]) -> list[list[int]]:
-    """Per node, the nodes it sees: its ancestors from the root down, then itself."""
+    """Per node, its ancestors from the root down, then itself; parents precede children."""
     seen: list[list[int]] = []
     for i, p in enumerate(parents):
         if not -1 <= p < i:
@@ -25,8 +16,8 @@ def ancestors(parents: list[int]) -> list[list[int]]:
 
 def tree_mask(parents: list[int], past: int, dtype: torch.dtype
               ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(positions [n]: ``past`` + depth, additive mask [n, past + n]: 0 where node i
-    may attend (the whole cache, its ancestors, itself), ``finfo(dtype).min`` elsewhere)."""
+    """Return (positions [n]: ``past`` + depth, mask [n, past + n]: 0 where a node sees the
+    cache, an ancestor or itself), from lists: tensor ops on trees this small are all dispatch."""
     seen = ancestors(parents)
     n = len(parents)
     mask = torch.zeros((n, past + n), dtype=dtype)
