@@ -1,17 +1,8 @@
-"""`inkling replay --compare KEY=V1,V2[,...]`: an ablation in one run.
+"""`inkling replay --compare KEY=V1,V2` and `--ablate KEY=V`: option combinations for one run.
 
-Every combination of the compared values (the first value of each key first) is a set of
-options over the replay's own; the replay runs them interleaved, event by event (each
-event of a trace under every combination before the next, the order turning with each
-event of a kind: ``evaluation/replay.py``, ``replay_together``), so machine noise hits
-them all alike and none always runs first. Keys
-are the options tree's names (``completion.draft``, ``cache.mode``; camelCase or
-snake_case); values are typed as the option is. A bad key or value is an error before
-anything runs.
-
-`--ablate KEY=V` (repeatable) asks instead for the options as given and then each change
-alone (each mechanism off in turn): one run more per change, not every combination.
-"""
+Each combination is a set of options over the replay's own, replayed interleaved
+(``replay_together``) so machine noise hits them alike. Keys are the options tree's dotted names,
+values are typed as the option is, and a bad one is an error before anything runs."""
 from __future__ import annotations
 
 import dataclasses
@@ -122,8 +113,7 @@ def combinations(specs: list[str], base: InklingOptions) -> list[Combination]:
 
 
 def ablations(specs: list[str], base: InklingOptions) -> list[Combination]:
-    """The options as given, then each ``KEY=V`` of ``specs`` alone (``--ablate``): every
-    run's settings name all the ablated keys, at the given value or the changed one."""
+    """The options as given, then each ``KEY=V`` of ``specs`` alone; each run names every key."""
     changes: list[tuple[str, object, object]] = []
     for spec in specs:
         raw, sep, value = spec.partition("=")
@@ -148,16 +138,14 @@ def ablations(specs: list[str], base: InklingOptions) -> list[Combination]:
     return out
 
 
-# the figures ``--compare`` / ``--ablate`` print per combination: what is shown, the
-# guard's cuts, the quality of shown drafts (with their counts) and what speculation buys
+# the metrics ``--compare`` / ``--ablate`` print per combination
 TABLE_ROWS = ("completions", "shown", "guard_cut", "guard_emptied", "exact_line",
               "edit_similarity", "syntax_valid", "undefined_names", "analysis_failures",
               "tokens_per_forward", "draft_throughput", "latency_ms")
 
 
 def table(runs: list[dict]) -> str:
-    """A plain-text table of ``TABLE_ROWS`` (rows) for each run of the replay's ``runs``
-    (columns, labelled by their settings)."""
+    """A plain-text table: ``TABLE_ROWS`` down, one column per run labelled by its settings."""
     labels = column_labels([r["settings"] for r in runs])
     rows = [[key] + [_figure(r, key) for r in runs] for key in TABLE_ROWS]
     widths = [max(len(row[i]) for row in rows + [[""] + labels]) for i in range(len(labels) + 1)]
@@ -168,8 +156,7 @@ def table(runs: list[dict]) -> str:
 
 
 def column_labels(settings: list[dict]) -> list[str]:
-    """Short column heads: the first run's settings, then what each other run changes
-    from them (``completion.`` left out of the keys: most are there)."""
+    """Column heads: the first run's settings, then what each other run changes from them."""
     first = settings[0] if settings else {}
 
     def text(items) -> str:
@@ -180,8 +167,7 @@ def column_labels(settings: list[dict]) -> list[str]:
 
 
 def _figure(run: dict, key: str) -> str:
-    """One run's ``key`` as the table shows it: a share with its count where it has one
-    (``syntax_valid_n``), p50 of a distribution, the parts of an object."""
+    """One run's ``key`` as a cell: a share with its count, a distribution's median, or parts."""
     value = run.get(key)
     if isinstance(value, dict):
         if "p50" in value:

@@ -1,19 +1,8 @@
-"""The two pinned evaluation sets: what the defaults may be tuned on, and what the
-headline figures are reported on.
+"""The two pinned evaluation sets, neither ever trained on (``packages.py`` enforces it).
 
-- The **tuning set**: the standard library's held-out files (``models/corpus.py``: 2% of the
-  files, by path hash) and toolz 1.0.0. Every default (beam width, block width, rereading,
-  the alternative floor, drafting, the monitor) was chosen by benchmarks on these lines.
-- The **reporting set**: a few third-party pure-Python packages pinned by version, none of
-  them a training package nor copied into one, that no default was chosen on. The
-  headline quality figures come from it; tuning a default on it would make them flatter.
-
-Neither set is ever trained on: ``packages.py`` refuses both sets' packages
-(``training_packages``, ``assert_not_held_out``) and drops any training file that copies
-one of their files (``drop_held_out_copies``). Each package's files are read from its
-pinned wheel (the wheel cache of ``packages.py``); ``scripts/make_sets.py`` builds both
-sets' retype traces from the same wheels.
-"""
+The **tuning set** (the standard library's held-out files and toolz) is what every default was
+chosen on; the **reporting set** (third-party packages no default was chosen on) gives the
+headline quality, which tuning on it would flatter."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -25,10 +14,8 @@ class PinnedPackage:
     version: str
     top_level: tuple[str, ...]      # the import names its wheel installs
     modules: tuple[str, ...]        # wheel paths of the files evaluated on (next line)
-    retyped: tuple[str, ...] | None = None   # those retyped into traces, each one's workspace
-                                             # the others (None: all of ``modules``)
-    evaluate_all: bool = False      # next-line exact match on every source file of the
-                                    # wheel, not only ``modules``
+    retyped: tuple[str, ...] | None = None   # those retyped into traces (None: all ``modules``)
+    evaluate_all: bool = False      # next-line match on every source file, not only ``modules``
 
     @property
     def pin(self) -> str:
@@ -51,8 +38,7 @@ TOOLZ = PinnedPackage("toolz", "1.0.0", ("toolz", "tlz"),
                                                       "recipes")),
                       evaluate_all=True)
 TUNING = EvalSet("tuning", True, (TOOLZ,))
-# retyped: modules whose functions are short enough that a trace stays small (a trace's
-# every completion holds the rest of its function), about toolz's 376 completions in all
+# retyped: modules whose functions are short enough that a trace stays small
 REPORTING = EvalSet("reporting", False, (
     PinnedPackage("funcy", "2.0", ("funcy",), tuple(
         f"funcy/{m}.py" for m in ("calc", "colls", "debug", "decorators", "flow", "funcs",

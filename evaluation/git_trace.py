@@ -1,8 +1,5 @@
-"""Traces from a git history: one trace per commit; each changed text file is opened
-as it was at the parent, the commit's diff is applied hunk by hunk (removed lines
-deleted, added lines typed with a completion request at the start of each), then
-the file is checked against the commit's version and closed.
-"""
+"""Traces from a git history, one per commit: each changed file opens at the parent, its hunks
+are applied (added lines typed, a completion asked at each), then it is checked and closed."""
 from __future__ import annotations
 
 import random

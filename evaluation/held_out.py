@@ -1,22 +1,8 @@
-"""Next-line exact match on held-out files, none of them trained on
-(``evaluation/eval_sets.py``): the standard library's held-out files (``held_out="stdlib"``)
-and toolz 1.0.0 (``"package"``) make the tuning set (``"tuning"``: both), which the
-defaults were chosen on; the reporting set's pinned packages (``"reporting"``) are what
-the headline figures are measured on.
+"""Next-line exact match on held-out files (``eval_sets.py``), none of them trained on.
 
-For each sampled non-blank line of a held-out file, the line's text is removed
-(its indentation kept, as an editor's auto-indent leaves it), the Engine completes
-at the end of the indentation with the rest of the file as suffix, and the first
-line of the suggestion is compared with the removed text (trailing whitespace
-ignored). This is exactly what a user of `inkling complete` would get: an invoked
-completion, decoded by the options' decoder (``beam`` by default; the others decode one
-draft greedily). With ``drafts`` K > 1 the completion asks for K drafts: ``exact`` counts
-the first draft, ``exact_any`` any of them.
-
-Each held-out file is one job (its lines in order, on one Engine), so the evaluation can
-be sharded by file (``inkling evaluate --ray``, evaluation/ray_evaluate.py) and merged
-back into the same figures.
-"""
+Each sampled line's text is removed, its indentation kept as auto-indent leaves it; an invoked
+completion there is compared by its first line (``exact``: the first draft, ``exact_any``: any).
+Each file is one job, so the evaluation shards by file and merges back."""
 from __future__ import annotations
 
 import random
@@ -72,8 +58,7 @@ HELD_OUT = ("stdlib", "package", *SETS)    # the names ``held_out_files`` takes
 
 
 def held_out_files(held_out: str = "stdlib"):
-    """The files of a held-out set: ``stdlib``, ``package`` (toolz), or an evaluation set's
-    (``tuning``: both of those; ``reporting``: its packages' modules)."""
+    """The files of a held-out set: ``stdlib``, ``package``, or an evaluation set's name."""
     if held_out == "stdlib":
         return load_corpus().held_out
     if held_out == "package":
@@ -88,8 +73,7 @@ def held_out_files(held_out: str = "stdlib"):
 
 @dataclass(frozen=True)
 class FileScore:
-    """One held-out file's lines: how many, how many exact, each completion's latency and
-    the first line it suggested."""
+    """One held-out file's line counts, latencies and suggested first lines."""
     relpath: str
     lines: int
     exact: int
@@ -107,8 +91,7 @@ def evaluation_options(model: str, fim_order: str, base: InklingOptions | None =
 
 def evaluate_file(engine: Engine, f, lines_per_file: int, seed: int,
                   drafts: int = 1) -> FileScore:
-    """Complete each sampled line of held-out file ``f`` (a corpus file: relpath, text),
-    asking for ``drafts`` drafts."""
+    """Complete each sampled line of corpus file ``f``, asking for ``drafts`` drafts."""
     exact, exact_any, latencies, suggestions, right = 0, 0, [], [], []
     lines_sampled = sample_lines(f.text, lines_per_file, seed)
     for line_no in lines_sampled:

@@ -15,10 +15,7 @@ def first_line(text: str) -> str:
 
 
 def exact_line(draft: str, expected: str) -> bool:
-    """The draft's first line equals the expected first line, trailing whitespace ignored.
-
-    An empty draft therefore matches only an expected first line that is blank.
-    """
+    """The draft's first line equals the expected one, trailing whitespace ignored."""
     return first_line(draft).rstrip() == first_line(expected).rstrip()
 
 
@@ -41,8 +38,7 @@ def levenshtein(a: str, b: str) -> int:
 
 
 def edit_similarity(draft: str, expected: str) -> float:
-    """1 - Levenshtein(first lines) / max(their lengths, 1); trailing whitespace ignored,
-    as in :func:`exact_line`, so an exact line match always scores 1."""
+    """1 - Levenshtein(first lines) / max(their lengths, 1), trailing whitespace ignored."""
     a, b = first_line(draft).rstrip(), first_line(expected).rstrip()
     return 1.0 - levenshtein(a, b) / max(len(a), len(b), 1)
 
@@ -53,7 +49,7 @@ def accepted_chars(draft: str, expected: str) -> int:
 
 
 def distribution(values: list[float]) -> dict | None:
-    """``{"p50", "p95", "mean"}`` of ``values`` (rounded to 0.001), or None for no values."""
+    """The median, 95th percentile and mean of ``values`` (three places), or None for none."""
     if not values:
         return None
     return {"p50": round(percentile(values, 50), 3), "p95": round(percentile(values, 95), 3),
@@ -81,6 +77,5 @@ def ratio(part: float, whole: float) -> float | None:
 
 
 def shown(draft: str) -> bool:
-    """Whether a draft shows anything in the editor: a character that is not whitespace
-    (an emptied or blank draft shows nothing)."""
+    """Whether a draft shows anything in the editor: a character that is not whitespace."""
     return bool(draft.strip())

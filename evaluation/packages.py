@@ -1,22 +1,9 @@
 """Third-party training code: the Python source of packages pinned by version.
 
-Each package is downloaded once as a wheel (``pip download --no-deps NAME==VERSION``)
-into a cache folder (``$INKLING_WHEEL_CACHE``, default ``~/.cache/inkling/wheels``) and
-read straight from the wheel's zip: its ``.py`` files, without the package's tests
-(``test``/``tests``/``testing`` folders, ``test_*.py``, ``*_test.py``, ``conftest.py``),
-without vendored copies of other packages (``_vendor``, ``vendor``, ``_vendored``,
-``externals``, ``_externals`` folders), files over 250 kB and data tables written as
-code. A package over ``MAX_PACKAGE_CHARS`` keeps the files with the smallest SHA-256 of
-their path up to that size, so that a few big packages (sympy, SQLAlchemy, Django) do not
-drown the rest.
-
-The packages of the two evaluation sets (``eval_sets.py``: toolz 1.0.0 in the tuning set,
-``HELD_OUT_PACKAGE``, whose rows also give the validation loss; the reporting set's
-packages) are never trained on: ``training_packages`` refuses them and
-``assert_not_held_out`` fails on any of their files. No package file that copies a held-out
-file (the standard library's held-out files or a held-out package's) is trained on either:
-``drop_held_out_copies`` finds them by their shared lines.
-"""
+Each wheel is downloaded once into ``$INKLING_WHEEL_CACHE`` and read from its zip, without tests,
+vendored copies, big files or data tables; a package over ``MAX_PACKAGE_CHARS`` keeps a hash-chosen
+subset so a few big packages do not drown the rest. The evaluation sets' packages, and any file
+copying a held-out file, are never trained on."""
 from __future__ import annotations
 
 import hashlib
@@ -135,9 +122,8 @@ HELD_OUT_TOP_LEVEL = tuple(t for p in held_out_packages() for t in p.top_level)
 MAX_PACKAGE_CHARS = 4_000_000
 _TEST_DIRS = {"test", "tests", "testing"}
 _VENDOR_DIRS = {"_vendor", "vendor", "_vendored", "externals", "_externals"}
-# a training file copies a held-out file when it holds more than this share of the held-out
-# file's distinctive lines (stripped, at least COPY_LINE_CHARS long; files with at least
-# COPY_MIN_LINES of them)
+# a copy holds over COPY_SHARE of a held-out file's distinctive lines (held-out files with
+# at least COPY_MIN_LINES lines of COPY_LINE_CHARS or more)
 COPY_SHARE, COPY_LINE_CHARS, COPY_MIN_LINES = 0.3, 25, 10
 
 
@@ -263,10 +249,8 @@ def _distinctive_lines(text: str) -> set[str]:
 
 def drop_held_out_copies(files: list[CorpusFile], held_out: list[CorpusFile]
                          ) -> tuple[list[CorpusFile], list[str]]:
-    """``files`` without those that copy a held-out file (a vendored or forked module: more
-    than ``COPY_SHARE`` of its distinctive lines), and a line saying why for each dropped
-    one. Short boilerplate counts too (a codec module shares most of a held-out codec's
-    lines): a file too few is better than a held-out figure that flatters."""
+    """(``files`` without copies of a held-out file, a reason per dropped one); boilerplate
+    counts too, since a file too few beats a held-out score that flatters."""
     held = [(h.relpath, lines) for h in held_out
             if len(lines := _distinctive_lines(h.text)) >= COPY_MIN_LINES]
     kept, dropped = [], []
@@ -284,14 +268,13 @@ def drop_held_out_copies(files: list[CorpusFile], held_out: list[CorpusFile]
 
 
 def load_held_out_package(cache: Path | None = None) -> list[CorpusFile]:
-    """Every source file of toolz 1.0.0 (the tuning set's package)."""
+    """Every source file of the tuning set's package."""
     return read_wheel(ensure_wheel(TOOLZ.name, TOOLZ.version, cache), TOOLZ.pin)
 
 
 def load_pinned(package: PinnedPackage, cache: Path | None = None,
                 modules: tuple[str, ...] | None = None) -> list[CorpusFile]:
-    """An evaluation set's package's files: ``modules`` (wheel paths, in that order), or
-    every source file of its wheel; an error names a module the wheel does not hold."""
+    """An evaluation package's ``modules`` (wheel paths, in order) or all its source files."""
     files = read_wheel(ensure_wheel(package.name, package.version, cache), package.pin)
     if modules is None:
         return files

@@ -60,9 +60,8 @@ class EvaluateWorker:
 def evaluate_on_ray(model: str, base, jobs: list[tuple[str, str]], lines_per_file: int,
                     seed: int, ray_options: RayOptions, progress_file=None, drafts: int = 1
                     ) -> tuple[list[NextLineResult], RayRun]:
-    """The results of ``jobs`` ((held-out set, prompt order) pairs) as a local
-    ``evaluate_next_line`` gives them, each file a task; a file whose actor died on
-    every attempt is an error naming it (the figures would be incomplete)."""
+    """The results of ``jobs`` ((held-out set, prompt order) pairs) as ``evaluate_next_line``
+    gives them, one task per file; a file lost on every attempt is an error naming it."""
     tasks = [(j, held_out, f.relpath) for j, (held_out, _) in enumerate(jobs)
              for f in held_out_files(held_out)]
     with ray_session(ray_options) as ray:

@@ -1,14 +1,8 @@
 """Sharding over Ray: a pool of actors of one kind, each handed the next task when idle.
 
-Ray places the actors and moves the data; this module only hands out tasks and handles
-an actor's death: the dead actor is killed for good, a new one takes its place, and its
-task is run again, at most ``retries`` times (then ``lost`` builds the task's result, so
-the other tasks still report). Ctrl-C cancels the running tasks, kills the actors and
-returns what finished. Used by `inkling replay --ray` (evaluation/ray_replay.py) and
-`inkling evaluate --ray` (evaluation/ray_evaluate.py).
-
-Ray is optional (``pip install -e '.[ray]'``); without it ``--ray`` says how to get it.
-"""
+A dead actor is replaced and its task rerun at most ``retries`` times (then ``lost`` builds its
+result); Ctrl-C cancels the running tasks, kills the actors and returns what finished. Ray is an
+optional extra."""
 from __future__ import annotations
 
 import contextlib
@@ -30,8 +24,7 @@ INSTALL_HINT = "--ray needs Ray: pip install -e '.[ray]' (or pip install 'ray[de
 def import_ray():
     """The ``ray`` module, or an InklingError saying how to install it."""
     try:
-        # optional (the .[ray] extra); cli/flags.py imports this module for every command
-        # lazy: ray is slow to import
+        # lazy: optional and slow to import, and cli/flags.py imports this module for every command
         import ray
     except ImportError:
         raise InklingError(INSTALL_HINT) from None
@@ -50,9 +43,7 @@ class RayOptions:
 
 @dataclass
 class RayRun:
-    """What a sharded run returns: results in task order (None where a task was not run,
-    after Ctrl-C), the config block for the report, whether it was interrupted, and the
-    runtime block (as a local run's report has it)."""
+    """Results in task order (None: not run, after Ctrl-C), the report's config and runtime."""
     results: list
     config: dict = field(default_factory=dict)
     interrupted: bool = False
@@ -61,13 +52,11 @@ class RayRun:
 
 @contextlib.contextmanager
 def ray_session(options: RayOptions):
-    """Ray, connected for the block: a local instance (started and stopped here) or the
-    cluster at ``options.address``; an instance already initialised is used as it is."""
+    """Ray connected for the block: a local instance started here, or ``options.address``."""
     ray = import_ray()
     started_here = not ray.is_initialized()
     if started_here:
-        # Ray picks token authentication for a new local instance and prints a notice
-        # saying so on every run; the choice stands, the notice is not shown
+        # silence the token-authentication notice a new local instance prints on every run
         logging.getLogger("ray._private.authentication.authentication_token_setup") \
             .setLevel(logging.ERROR)
         ray.init(address=options.address, include_dashboard=False, log_to_driver=False,
@@ -80,14 +69,12 @@ def ray_session(options: RayOptions):
 
 
 def model_files(folder: Path) -> dict[str, bytes]:
-    """A model folder's files, to ship through Ray's object store (the bundled model is
-    small enough to ship whole)."""
+    """A model folder's files, to ship whole through Ray's object store."""
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
 
 
 def unpack_model(blob: dict[str, bytes] | None):
-    """(a temporary folder holding a shipped model's files, its path), or (None, None)
-    when nothing was shipped; the folder lives as long as the first item is kept."""
+    """(temporary folder holding a shipped model, its path), or (None, None); keep the first."""
     if blob is None:
         return None, None
     tmp = tempfile.TemporaryDirectory(prefix="inkling-ray-model-")
@@ -97,8 +84,7 @@ def unpack_model(blob: dict[str, bytes] | None):
 
 
 def ship_model(ray, option_sets: list, options: RayOptions) -> tuple:
-    """(object ref of the model folder's files, or None when the workers read
-    ``options.model_path``; each option set as a dict, the model path as workers see it)."""
+    """(ref of the model's files or None, each option set as a dict with the workers' path)."""
     blob = None
     if options.model_path is None:
         if len({o.model.path for o in option_sets}) > 1:
@@ -142,8 +128,7 @@ _NOWHERE = {"node": None, "host": None, "pid": None, "runtime": None}
 
 
 class _Tasks:
-    """The tasks of one run: each payload handed to the next idle actor of ``pool``, run
-    again (at most ``retries`` times) when its actor dies, its result kept in task order."""
+    """One run's tasks: each payload to the next idle actor, rerun when its actor dies."""
 
     def __init__(self, ray, pool: _Pool, payloads: list, method: str, retries: int,
                  on_submit: Callable | None, lost: Callable):
@@ -210,11 +195,9 @@ class _Tasks:
 def run_tasks(ray, worker_cls, worker_args: tuple, payloads: list, method: str,
               options: RayOptions, desc: str, unit: str, progress_file,
               on_submit: Callable | None, lost: Callable) -> RayRun:
-    """Run ``worker.<method>(*payload)`` for each payload on a pool of actors of
-    ``worker_cls`` (a plain class with a ``where()`` method: node, host, pid, runtime).
-    ``on_submit(actor, index)`` is called as each task is handed out (tests kill an actor
-    there); ``lost(index, attempts, exc)`` is the result of a task whose actor died on
-    every attempt."""
+    """Run ``worker.<method>(*payload)`` per payload on actors of ``worker_cls`` (which has
+    ``where()``); ``on_submit(actor, index)`` runs at each hand-out, ``lost(index, attempts,
+    exc)`` is the result of a task whose actor died every time."""
     gpus = _gpus(ray, options.gpus_per_actor)
     actor_cls = ray.remote(num_cpus=options.cpus_per_actor, num_gpus=gpus, max_restarts=0,
                            max_task_retries=0)(worker_cls)
@@ -240,8 +223,7 @@ def run_tasks(ray, worker_cls, worker_args: tuple, payloads: list, method: str,
 
 
 def _workers(where: dict) -> tuple[list[dict], dict | None]:
-    """(each actor's node, host and pid, by host and pid; the runtime block of the first
-    that loaded one)."""
+    """(each actor's node/host/pid sorted, the first runtime block found)."""
     workers = sorted(where.values(), key=lambda w: (str(w["host"]), str(w["pid"])))
     runtime = next((w["runtime"] for w in workers if w.get("runtime")), None)
     for w in workers:

@@ -1,19 +1,7 @@
 """`inkling replay --ray`: traces as tasks on a pool of Ray actors.
 
-Each actor loads the model once and keeps it (with the datastore) for every trace it
-replays; a trace is replayed exactly as in process (a fresh Engine per trace over the
-shared model), so its metrics are the in-process ones, timings aside. The driver hands
-each idle actor the next trace (Ray places the actors and moves the data), merges the
-per-trace results into the same report a local replay writes, and shows a progress bar
-over traces.
-
-Faults: an actor that dies mid-trace (its process killed, its node lost) is replaced by
-a new actor and the trace is run again, at most ``retries`` times; a trace that fails by
-itself (a failed check, a bad line) is recorded as it is locally and the others go on;
-Ctrl-C cancels the cluster's tasks, kills the actors and returns what finished.
-
-Ray is optional (``pip install -e '.[ray]'``); without it ``--ray`` says so.
-"""
+Each actor loads the model once and replays a trace exactly as in process, so its metrics are the
+in-process ones; results merge into a local replay's report. Faults are ray_pool's."""
 from __future__ import annotations
 
 import json
@@ -37,8 +25,7 @@ __all__ = ["INSTALL_HINT", "RayOptions", "RayRun", "ReplayWorker", "import_ray",
 
 
 class ReplayWorker:
-    """The body of a Ray actor: models loaded once (per model setting), one Replayer per
-    set of options, many traces."""
+    """A Ray actor's body: each model loaded once, one Replayer per set of options."""
 
     def __init__(self, model_blob: dict[str, bytes] | None):
         torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
@@ -82,17 +69,13 @@ class ReplayWorker:
 
 def replay_on_ray(options, traces: list, ray_options: RayOptions, progress_file=None,
                   on_submit=None) -> RayRun:
-    """Replay ``traces`` (parsed) on Ray actors under ``options`` (an InklingOptions, or a
-    list of them: ``--compare``'s combinations, every trace x combination pair a task).
-    ``RayRun.results`` is a list of results in trace order (a list of such lists for a
-    list of options). ``on_submit(actor, index)`` is called as each task is handed to an
-    actor, ``index`` counting tasks (tests kill an actor there)."""
+    """Replay ``traces`` on Ray actors under ``options`` (or a list: one task per trace and
+    option set); ``RayRun.results`` in trace order (one list per option set for a list)."""
     several = isinstance(options, (list, tuple))
     option_sets = list(options) if several else [options]
     with ray_session(ray_options) as ray:
         blob, dicts = ship_model(ray, option_sets, ray_options)
-        # tasks: trace by trace, each under every option set (a task takes a whole trace:
-        # locally the combinations interleave event by event)
+        # a task is a whole trace under one option set (locally they interleave by event)
         tasks = [(t, c) for t in range(len(traces)) for c in range(len(dicts))]
         run = run_tasks(ray, ReplayWorker, (blob,), [(traces[t], dicts[c]) for t, c in tasks],
                         "replay", ray_options, "replaying on Ray",

@@ -1,11 +1,8 @@
-"""Headless replay of edit traces through the Engine, exactly as the LSP server drives it.
+"""Headless replay of edit traces through the Engine, as the LSP server drives it.
 
-Each trace gets a fresh Engine (sharing the loaded model) and a fresh temporary
-workspace root; paths become ``file://`` URIs under it. Problems with the trace
-(a range outside the document, a completion on a closed document, a failed check)
-are recorded with the trace's name and line; errors of configuration (an option
-that is not implemented yet) propagate, since no trace could replay.
-"""
+Each trace gets a fresh Engine on the shared model and a fresh temporary workspace root. A trace's
+problems are recorded with its name and line; configuration errors propagate, since no trace could
+replay."""
 from __future__ import annotations
 
 import contextlib
@@ -48,9 +45,7 @@ class _Session:
         self.versions: dict[str, int] = {}
         # per path, the latest completion's expected text and drafts (None once accepted)
         self.latest: dict[str, tuple[str, tuple] | None] = {}
-        # the metrics' view of the workspace (undefined_names, identifier_match): the
-        # Engine's own analysis in process (each document parsed once); through LSP the
-        # server's is in another process, so the client keeps its own
+        # the metrics' analysis: the Engine's in process; through LSP the client keeps its own
         self.own_analysis = not isinstance(engine, Engine)
         if self.own_analysis:
             self.analysis = CodeAnalysis(AnalysisOptions(background=False, watch=False))
@@ -103,8 +98,7 @@ class _Session:
         doc = self.engine.document(uri)
         text, offset = doc.text, doc.offset_at(e.position)
         out = self.engine.complete(uri, e.position, trigger=e.trigger)   # k: the engine's
-        # through the protocol, out.latency_ms is the client's round trip; the server's
-        # Engine took that less the protocol's part
+        # through the protocol latency_ms is the client's round trip, less the protocol's part
         engine_ms = out.latency_ms - self.engine.overhead_ms[-1] if self.own_analysis else None
         drafts = tuple(d.text for d in out.drafts)
         first = drafts[0] if drafts else ""
@@ -127,8 +121,8 @@ class _Session:
 
     def _judge(self, uri: str, language: str, text: str, offset: int, draft: str
                ) -> tuple[bool | None, tuple[str, ...] | None, tuple[str, ...]]:
-        """syntax_valid and the undefined names of a shown ``draft`` (None: not measured
-        for ``language``), and the metrics whose analysis failed on it (logged, counted)."""
+        """(syntax_valid, undefined names, failed metrics) of a shown ``draft``; None: not
+        measured."""
         failed = []
         try:
             valid = self.checker.valid(language, text, offset, draft)
@@ -142,10 +136,8 @@ class _Session:
         return valid, (tuple(names) if names is not None else None), tuple(failed)
 
     def _accept(self, e: AcceptEvent) -> None:
-        """The person takes draft ``e.draft`` of the latest completion in the document if its
-        first line is what they typed next (exact_line against that completion's expected
-        text); a draft that does not match, an empty one, or one the model did not give is
-        not taken, nor a completion already accepted."""
+        """Accept draft ``e.draft`` of the latest completion if its first line is what was typed
+        next (exact_line); otherwise, or once accepted, nothing is taken."""
         if e.path not in self.latest:
             raise TraceError(self.trace.source, e.line, f"accept in {e.path} before any "
                              "completion there (since it was opened)")
@@ -182,8 +174,7 @@ class _Session:
 
 
 def _step(session: _Session, event: Event) -> bool:
-    """Apply one event, the idle policy first (as the server's timer runs it), its time
-    added to the session's; False when it failed, which ends the trace (recorded)."""
+    """Apply one event after the idle policy, timed into the session; False: it failed."""
     t0, model_s0 = time.perf_counter(), session.model_seconds()
     try:
         quiet = session.clock.quiet_before(event)
@@ -210,13 +201,9 @@ def _run(session: _Session, tick: Tick) -> None:
 
 def replay_together(replayers: list, trace: Trace, tick: Tick = lambda n: None
                     ) -> list[TraceResult]:
-    """``trace`` under each replayer (``Replayer`` or ``LspReplayer``: one per combination
-    of options), event by event: each event is applied in every session before the next
-    one, so that this machine's drift hits every combination alike within one event's
-    time, not one trace's; the order turns (``turn_order``) with each event of a kind, so
-    that at completions, whatever the trace's pattern of events, each combination runs
-    first as often as any other. A session whose event failed ends there (recorded); the
-    others go on. Each result's times are its own session's (``_step``)."""
+    """``trace`` under each replayer, each event in every session before the next, so the
+    machine's drift hits every combination alike; the order rotates (``turn_order``). A failed
+    session ends there (recorded); the others go on."""
     with contextlib.ExitStack() as stack:
         sessions = [stack.enter_context(r.session(trace)) for r in replayers]
         live = [True] * len(sessions)
@@ -232,10 +219,8 @@ def replay_together(replayers: list, trace: Trace, tick: Tick = lambda n: None
 
 
 def turn_order(n: int, turn: int) -> list[int]:
-    """The order of ``n`` sessions at an event kind's ``turn``-th event: started one
-    session further every second turn, forward on even turns and backward on odd ones
-    (0 1 2, 2 1 0, 1 2 0, 0 2 1, 2 0 1, 1 0 2, ...): every session takes every place
-    equally often, and follows each of two others in turn."""
+    """The order of ``n`` sessions at a kind's ``turn``-th event: forward on even turns, backward
+    on odd, starting one further every second turn, so each session takes every place alike."""
     start = (turn // 2) % n
     order = [(start + j) % n for j in range(n)]
     return order if turn % 2 == 0 else order[::-1]
@@ -255,10 +240,8 @@ class Replayer:
 
     @contextlib.contextmanager
     def session(self, trace: Trace) -> Iterator[_Session]:
-        """``trace``'s session: a new Engine on the shared model, prepared as the server
-        prepares one, in a new temporary workspace root; its result's ``total_ms`` and
-        ``model_ms`` are the session's own time (its setup, its events, its end) when it
-        ends."""
+        """``trace``'s session: a new Engine on the shared model in a new temporary root; the
+        result's ``total_ms``/``model_ms`` are the session's own time."""
         result = TraceResult(trace.source, trace.name)
         t0, model_s0 = time.perf_counter(), self.runtime.stats.seconds
         with tempfile.TemporaryDirectory(prefix="inkling-replay-") as tmp:
@@ -283,8 +266,7 @@ class Replayer:
 
 
 class LspReplayer:
-    """Replays traces through `inkling serve` over stdio (``inkling replay --via-lsp``):
-    the same sessions, with an LSP client in place of the in-process Engine."""
+    """Replays traces through `inkling serve` over stdio, an LSP client in place of the Engine."""
 
     def __init__(self, options: InklingOptions, checker: SyntaxChecker):
         # lazy: the LSP client (pygls) slows the start of an in-process replay
@@ -302,8 +284,7 @@ class LspReplayer:
 
     @contextlib.contextmanager
     def session(self, trace: Trace) -> Iterator[_Session]:
-        """``trace``'s session on this replayer's server, in a new workspace folder; the
-        documents it left open are closed when it ends (the server left as it was found)."""
+        """``trace``'s session in a new workspace folder; documents left open are closed after."""
         result = TraceResult(trace.source, trace.name)
         t0 = time.perf_counter()
         session = _Session(trace, self.trace_folder(), self.engine, self.checker, result)
@@ -316,8 +297,7 @@ class LspReplayer:
         result.model_ms = sum(r.model_ms for r in result.completions)
 
     def trace_folder(self) -> Path:
-        """A new folder for the next trace, made the server's only workspace folder (as the
-        in-process replay's Engine is new for each trace, a trace's files reach no other's)."""
+        """A new folder, made the server's only workspace folder so no trace sees another's."""
         self._count += 1
         root = self.root / f"trace-{self._count}"
         root.mkdir()

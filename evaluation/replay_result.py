@@ -22,19 +22,16 @@ class CompletionRecord:
     syntax_valid: bool | None    # the first draft's; None: not shown, no grammar, or failed
     stale_tokens: int = 0        # stale cached tokens when this completion ran
     refreshed: bool = False      # this completion's sync recomputed stale tokens
-    undefined: tuple[str, ...] | None = None   # names the first draft uses that cannot be
-                                               # right (None: not shown, not Python, failed)
+    undefined: tuple[str, ...] | None = None   # draft 0's undefined names (None: not measured)
     identifier_match: bool | None = None       # None: no identifier after a trigger expected
     draft_ms: tuple[float, ...] = ()           # each retrieval drafting step, in ms
     context_tokens: int = 0                    # tokens of the repository-context block
     context_text: str = ""                     # that block as the model read it
     asked: int = 1                             # drafts asked for (k)
-    guard_cut: int = 0                         # characters the syntax guard cut from the
-    guard_emptied: bool = False                # decoder's first draft; it left nothing
-    failed: tuple[str, ...] = ()               # metrics whose analysis raised on the first
-                                               # draft ("syntax_valid", "undefined_names")
-    engine_ms: float | None = None             # through the protocol (--via-lsp): the
-                                               # Engine's own latency (latency_ms: the client's)
+    guard_cut: int = 0                         # characters the syntax guard cut from draft 0
+    guard_emptied: bool = False                # it left nothing
+    failed: tuple[str, ...] = ()               # metrics whose analysis raised on draft 0
+    engine_ms: float | None = None             # via LSP: the Engine's own latency
 
     @property
     def first(self) -> str:
@@ -46,17 +43,14 @@ class CompletionRecord:
 
     @property
     def valid(self) -> bool | None:
-        """syntax_valid as counted: None where nothing is shown or the language has no
-        grammar; a failed check counts as not valid."""
+        """syntax_valid as counted (None: not shown or no grammar; a failed check: False)."""
         if not self.shown:
             return None
         return False if "syntax_valid" in self.failed else self.syntax_valid
 
     @property
     def undefined_names(self) -> bool | None:
-        """Whether the shown first draft uses a name that cannot be right, as counted: None
-        where nothing is shown or the language is not analysed; a failed analysis counts
-        as one that found such a name."""
+        """Whether the shown draft uses an undefined name (None: not measured; failed: True)."""
         if not self.shown:
             return None
         if "undefined_names" in self.failed:
@@ -109,8 +103,7 @@ def _sum_and_mean(values: list[int]) -> dict:
 
 
 def _shown(recs: list[CompletionRecord]) -> dict:
-    """What reaches the editor: completions whose first draft shows something, and those
-    whose first decoded draft the syntax guard shortened (emptied included) or emptied."""
+    """Shares of completions shown, cut by the syntax guard, and emptied by it."""
     return {"shown": _round(m.fraction([r.shown for r in recs])),
             "guard_cut": _round(m.fraction([r.guard_cut > 0 for r in recs])),
             "guard_emptied": _round(m.fraction([r.guard_emptied for r in recs]))}
@@ -142,10 +135,8 @@ def _quality(recs: list[CompletionRecord]) -> dict:
 
 
 def _speculation(recs: list[CompletionRecord]) -> dict:
-    """What drafting buys, apart from what batching k drafts buys: tokens per forward of
-    the completions that asked for one draft (the first draft's decoding alone), and every
-    draft's tokens per forward and per second of decoding (after the first token's
-    logits)."""
+    """What drafting buys apart from batching: tokens per forward where one draft was asked,
+    and all drafts' tokens per forward and per second of decoding."""
     one = [r for r in recs if r.asked == 1]
     decoding_s = sum(r.latency_ms - r.first_token_ms for r in recs) / 1000
     return {
@@ -160,8 +151,7 @@ def _speculation(recs: list[CompletionRecord]) -> dict:
 
 
 def _protocol(recs: list[CompletionRecord]) -> dict:
-    """Through the protocol (--via-lsp), beside the headline latency (the client's round
-    trip): the Engine's own latency and the difference, per request; nothing in process."""
+    """Via LSP only: the Engine's own latency and the protocol's overhead per request."""
     if not any(r.engine_ms is not None for r in recs):
         return {}
     return {"engine_latency_ms": m.distribution([r.engine_ms for r in recs]),
@@ -188,8 +178,7 @@ def _cost(recs: list[CompletionRecord], edit_ms: list[float]) -> dict:
 
 
 def _idle(results: list[TraceResult]) -> dict:
-    """The idle policy's work between requests, where the replay clock has the typist
-    pause (evaluation/replay_clock.py): stale cache tokens recomputed."""
+    """Stale cache tokens the idle policy recomputed in the replay clock's pauses."""
     return {"refresh_tokens": sum(t.idle_tokens for t in results)}
 
 
@@ -211,7 +200,6 @@ def summarise(results: list[TraceResult]) -> dict:
                                                 for r in t.completions[1:]])),
         "first_token_ms_typing": m.distribution([r.first_token_ms for t in results
                                                  for r in t.completions[1:]]),
-        # accept events: the drafts a person took (the history drafting source's input)
         "accepted": _accepted(results),
         "idle": _idle(results),
         "sync_ok": all(t.sync_ok for t in results),
@@ -234,12 +222,10 @@ def _unique_key(key: str, taken: dict) -> str:
 
 
 def runtime_config(runtime) -> dict:
-    """The report's ``config.runtime`` block: what was loaded, where (a local replay's,
-    or each Ray actor's)."""
+    """The report's ``config.runtime`` block: what was loaded, and where."""
     return {"model": str(runtime.path), "device": str(runtime.device),
             "dtype": str(runtime.dtype).removeprefix("torch."), "fim_order": runtime.fim_order,
             "context_limit": runtime.context_limit, "threads": _threads(runtime),
-            # what model.forward auto runs here (native, else compact, saying why not)
             "auto_forward": _auto_forward(runtime)}
 
 
@@ -250,8 +236,7 @@ def _auto_forward(runtime) -> str:
 
 
 def _threads(runtime) -> dict | None:
-    """The forward's CPU threads: the counts compared and what each measured
-    (``ThreadChoice.report``), or None on a GPU."""
+    """``ThreadChoice.report`` of the forward's CPU threads, or None on a GPU."""
     return runtime.threads.report() if runtime.threads is not None else None
 
 
@@ -264,8 +249,7 @@ def replay_json(results: list[TraceResult], config: dict) -> dict:
 
 
 def comparison_json(combinations, runs: list[list[TraceResult]]) -> list[dict]:
-    """The ``runs`` list of ``inkling replay --compare``: per combination, its settings and
-    the metric keys of a plain replay (overall and per trace)."""
+    """The ``runs`` list of ``inkling replay --compare``: settings and metrics per combination."""
     out = []
     for combo, results in zip(combinations, runs):
         report = replay_json(results, {})

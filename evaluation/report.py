@@ -86,7 +86,7 @@ def _first(report: dict) -> str:
 
 
 def _ratio(value, base) -> str:
-    """``value`` / ``base`` for a scalar metric (p50 for a distribution); '' when none."""
+    """``value`` / ``base`` for a scalar metric (the median for a distribution); '' when none."""
     if isinstance(value, dict):
         value, base = value.get("p50", value.get("fraction")), (base or {}).get(
             "p50", (base or {}).get("fraction"))
@@ -120,8 +120,7 @@ def _comparison(report: dict, all_results) -> str:
             f"</p>{_comparison_table(runs)}")
     if not plots_available():
         return text + f"<p>{html.escape(PLOTS_MISSING)}</p>"
-    # only `inkling replay --report` pays for the plots
-    # lazy: matplotlib.pyplot is slow to import
+    # lazy: matplotlib.pyplot is slow to import, and only --report draws plots
     from inkling.evaluation import report_plots
     return (text + f'<img alt="latency" '
             f'src="{report_plots.comparison_latency_plot(runs, all_results)}">'
@@ -129,8 +128,7 @@ def _comparison(report: dict, all_results) -> str:
 
 
 def _context_sample(all_results: list[list[TraceResult]]) -> str:
-    """The repository-context block of one completion (the largest of the first run that
-    has any), with where it was asked and what came back."""
+    """The largest repository-context block of the first run that has one, with its request."""
     for results in all_results:
         recs = [(t, r) for t in results for r in t.completions if r.context_tokens]
         if not recs:
@@ -150,14 +148,12 @@ PLOTS_MISSING = ("the report's plots need matplotlib, which this install lacks: 
 
 
 def plots_available() -> bool:
-    """Whether matplotlib is installed (the `report` extra); without it the report has no
-    plots."""
+    """Whether matplotlib (the `report` extra) is installed for the plots."""
     return importlib.util.find_spec("matplotlib") is not None
 
 
 def _figures(results: list[TraceResult], summaries: list[dict]) -> str:
-    # only `inkling replay --report` pays for the plots
-    # lazy: matplotlib.pyplot is slow to import
+    # lazy: matplotlib.pyplot is slow to import, and only --report draws plots
     from inkling.evaluation import report_plots
     plots = [("Latency", report_plots.latency_plot(results)),
              ("Per trace", report_plots.per_trace_plot(results, summaries)),
@@ -167,9 +163,8 @@ def _figures(results: list[TraceResult], summaries: list[dict]) -> str:
 
 def render_report(results: list[TraceResult], report: dict,
                   all_results: list[list[TraceResult]] | None = None) -> str:
-    """The HTML page for ``report`` (the replay's JSON object) and the traces behind it;
-    with ``--compare``, ``all_results`` holds every combination's and a comparison
-    section leads the page (the rest describes the first combination)."""
+    """The HTML page for ``report`` (the replay's JSON) and its traces; with ``--compare``,
+    ``all_results`` holds every combination's and a comparison section leads."""
     summaries = [summarise([t]) for t in results]
     figures = _figures(results, summaries) if plots_available() else (
         f"<p>{html.escape(PLOTS_MISSING)}</p>")

@@ -1,8 +1,6 @@
 """The replay report's plots, each a PNG data URI (matplotlib on the Agg backend).
 
-Only `inkling replay --report` imports this module (evaluation/report.py imports it where
-a plot is drawn): matplotlib.pyplot costs 0.3 to 0.6 s to import (python -X importtime).
-"""
+Imported only where a plot is drawn, since matplotlib.pyplot is slow to import."""
 from __future__ import annotations
 
 import base64
@@ -58,8 +56,7 @@ def per_trace_plot(results: list[TraceResult], summaries: list[dict]) -> str:
 
 
 def tokens_per_forward_plot(results: list[TraceResult]) -> str:
-    """The first draft's tokens per forward of each completion that asked for one draft
-    (the replay's ``tokens_per_forward``; several drafts decoded together are left out)."""
+    """Tokens per forward of each completion that asked for one draft."""
     ratios = [r.tokens / r.forwards for t in results for r in t.completions
               if r.forwards and r.asked == 1]
     fig, ax = plt.subplots(figsize=(6, 3.4))

@@ -1,7 +1,5 @@
-"""Retype traces: a file's function bodies are removed, then typed back line by line
-with a completion request before each line (and just after each trigger in it, such as
-``obj.``) and small edits elsewhere in between.
-"""
+"""Retype traces: a file's function bodies are removed, then typed back line by line with a
+completion request before each line (and after mid-line triggers), small edits in between."""
 from __future__ import annotations
 
 import ast
@@ -26,8 +24,7 @@ class RetypeOptions:
     seed: int = 0
     max_functions: int = 8      # 0: every function
     mid_line: bool = True       # also ask just after triggers in a line (``obj.``, ``import ``)
-    accept: bool = True         # an accept event after each completion (taken at replay
-                                # when the first draft's first line is the typed one)
+    accept: bool = True         # an accept event after each completion
 
 
 @dataclass(frozen=True)

@@ -1,24 +1,9 @@
-"""syntax_valid: does a shown suggestion, inserted at its position, add a syntax error
-anywhere in the document?
+"""syntax_valid: does a shown suggestion, inserted at its position, add a syntax error anywhere?
 
-The document is parsed whole twice, without the suggestion and with it (fresh parses, no
-incremental reuse), and every tree-sitter ERROR and MISSING node of the two is compared
-by kind and by where it starts, mapped back to the document without the suggestion (an
-old error that merely grows over the inserted text is the same error); in Python the
-compiler's rules that the grammar does not enforce (`analysis/compile_rules.py`) count
-too, over the whole document. A node the document did not have makes the suggestion
-invalid; old errors do not count against it (the document may be broken while someone
-types).
-
-This is not the syntax guard's decision. The guard (`analysis/syntax_errors.py`
-`InsertionChecker`) looks only at the statement around the insertion, reparses
-incrementally, and cuts a draft to its longest prefix that passes; this check reads the
-whole file, so a kept draft that breaks code after its statement still fails. One rule is
-shared, because it is the lexer's and not a heuristic: text that stays inside the string
-literal the cursor is in adds no error (`stays_in_string`; tree-sitter's recovery of an
-unterminated string moves with every byte inserted, and would report the insertion's
-length, not its syntax).
-"""
+The whole document is parsed without and with it, and error nodes (plus Python's compile rules)
+are compared by kind and start mapped back to the old text, so old errors do not count. Unlike
+the syntax guard this reads the whole file; text staying inside the cursor's string literal adds
+no error, since tree-sitter's recovery of an open string moves with every byte inserted."""
 from __future__ import annotations
 
 from collections import Counter
@@ -44,9 +29,8 @@ class SyntaxChecker:
 
     def introduces_error(self, language: str, text: str, offset: int, insertion: str
                          ) -> bool | None:
-        """True when ``insertion`` at character ``offset`` of ``text`` adds an ERROR or
-        MISSING node (or, in Python, a compile-rule break) anywhere in the document; None
-        when ``language`` has no grammar."""
+        """True when ``insertion`` at character ``offset`` adds an error node or compile-rule
+        break anywhere; None when ``language`` has no grammar."""
         parser = self._parser(language)
         if parser is None:
             return None
@@ -68,8 +52,7 @@ class SyntaxChecker:
 
 
 def _errors(root, language: str, back) -> Counter:
-    """(kind, start byte in the document without the insertion) of every error under
-    ``root``; ``back`` maps a byte of this tree's document to that one."""
+    """(kind, start byte mapped by ``back`` to the old document) of every error under ``root``."""
     found = Counter((("MISSING " + n.type) if n.is_missing else "ERROR", back(n.start_byte))
                     for n in error_nodes(root, 0, root.end_byte))
     if language == "python":            # what the grammar accepts but Python rejects

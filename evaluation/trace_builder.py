@@ -1,10 +1,6 @@
-"""Writes a trace event by event while keeping every document's text, so positions
-(LSP lines, UTF-16 units) are always computed against the text as it is then.
-
-Each change is applied to a :class:`Document`, the same class the Engine uses, and
-checked against plain string surgery: a trace made here replays in sync by
-construction.
-"""
+"""Writes a trace event by event, keeping every document's text so positions are computed
+against the text as it is then; changes go through the Engine's Document, so a trace replays in
+sync by construction."""
 from __future__ import annotations
 
 import hashlib
@@ -21,8 +17,7 @@ from inkling.evaluation.trace_file import (AcceptEvent, ChangeEvent, CheckEvent,
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")     # LSP line breaks
 _TYPING_TOKEN = re.compile(r"\w+|[ \t]+|[^\w \t]")
-# where an editor asks again in the middle of a line: just after ``name.`` / ``call().``
-# (an attribute follows) and after ``import `` (a module or a name follows)
+# where an editor asks again mid-line: after ``name.`` / ``call().`` and ``import ``
 _MID_LINE_TRIGGER = re.compile(r"(?<=[\w)\]])\.(?=[A-Za-z_])|\bimport (?=[A-Za-z_])")
 
 
@@ -113,9 +108,8 @@ class TraceBuilder:
 
     def complete(self, path: str, offset: int, expected: str, trigger: str = "automatic",
                  accept: bool = False) -> None:
-        """A completion request; with ``accept``, followed by an accept event when
-        ``expected`` has a first line to take (the replay takes the first draft if its first
-        line is that one)."""
+        """A completion request; with ``accept``, an accept event follows when ``expected``
+        has a first line to take."""
         doc = self._doc(path)
         self.events.append(CompleteEvent(path, doc.position_at(offset), expected, trigger))
         if accept and _LINE_BREAK.split(expected, 1)[0].strip():
@@ -131,12 +125,9 @@ class TraceBuilder:
     # ------------------------------------------------------------------ typing
     def type_segment(self, path: str, offset: int, segment: str, rng: random.Random,
                      mid_line: bool = True, accept: bool = False) -> int:
-        """Type ``segment`` (whole lines) at ``offset``, a line start, as a person would:
-        open a new line, indent, ask for a completion (expected: the rest of the
-        segment), type the line in small pieces. With ``mid_line``, ask again just after
-        each trigger in the line (``obj.``, ``import ``), as editors do while one types.
-        With ``accept``, each completion is followed by an accept event (the person takes
-        the first draft if it is the line they type). Returns the offset after the segment."""
+        """Type ``segment`` (whole lines) at line start ``offset`` as a person would, asking for
+        a completion per line (and after mid-line triggers with ``mid_line``, each followed by an
+        accept with ``accept``); returns the offset after the segment."""
         lines = split_lines(segment)
         done = 0
         for line in lines:

@@ -1,8 +1,6 @@
 """Edit traces on disk: JSON Lines, a header then events (see docs/evaluation.md).
 
-``read_trace`` validates every line and raises :class:`TraceError` naming the file
-and the line; ``dump_trace`` writes a trace back in the same format.
-"""
+``read_trace`` raises :class:`TraceError` naming the file and line; ``dump_trace`` writes back."""
 from __future__ import annotations
 
 import json
@@ -66,10 +64,8 @@ class CompleteEvent:
 
 @dataclass(frozen=True)
 class AcceptEvent:
-    """The person took draft ``draft`` of the latest completion in ``path`` if its first
-    line is what they typed next (that completion's ``expected`` first line, trailing
-    whitespace ignored); decided at replay, since a trace cannot know the model's drafts.
-    The text itself still arrives as ``change`` events, as an editor applies it."""
+    """Take draft ``draft`` of ``path``'s latest completion if its first line was typed next;
+    decided at replay, since a trace cannot know the drafts (the text comes as changes)."""
     path: str
     draft: int = 0
     line: int = 0
