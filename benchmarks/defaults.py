@@ -3,8 +3,7 @@ run over retype traces of toolz 1.0.0 (a package the bundled model was not train
 or over the traces given (``--trace-files``, e.g. the reporting set's), drafting ``auto``
 (the default: the mode chosen at load from measured forward costs) / ``none`` / ``suffix``
 crossed with the monitor ``on`` / ``off``, the six combinations interleaved event by
-event (``replay --compare``; trace by trace until run 16 of
-``results/defaults_reporting.txt``). The first combination is the defaults.
+event (``replay --compare``). The first combination is the defaults.
 
     python benchmarks/defaults.py [--json OUT] [--replay-json OUT] [--report OUT.html] [--runs N]
                                   [--traces DIR] [--quick] [--model PATH]
@@ -14,10 +13,8 @@ Prints what ``auto`` chose here and why, every metric per combination and six ch
 each with its figure: drafting where it pays (where auto drafts, tokens per forward of
 the first draft; where it does not, ``suffix``'s tokens per forward under what a tree's
 forward costs in one-row forwards); the monitor does not lower ``shown`` by more than
-``SHOWN_MARGIN``; syntax errors in shown drafts fewer than with the monitor off (the floor
-of 0.98 valid that this check once had dates from when the syntax guard emptied every draft
-it faulted: it now cuts a draft to the longest start of the line still being typed, and
-syntax_valid reparses the whole document with that start in it);
+``SHOWN_MARGIN``; syntax errors in shown drafts fewer than with the monitor off (syntax_valid
+reparses the whole document with the shown start of the line in it);
 undefined_names over shown drafts at most half of monitor off's; exact_line and latency
 p50 against ``draft=none, monitor=off``. ``--runs N`` makes N such runs one after
 another and prints each one's table and checks, then each check's count of runs passed:

@@ -27,10 +27,12 @@ with less than half its budget left of the whole is skipped:
 - ``compiled`` (``--compile``): the one-row step under ``torch.compile(mode=
   "reduce-overhead")`` beside the captured one.
 
-Figures are appended to ``results/gpu_suite_<device>.txt`` (a header with the commit,
-date, device and versions, then a line a figure, written as each section ends) and the
-whole run to ``results/gpu_suite_<device>.json``; both are copied to ``$OUT`` where that
-is set (the device machine's way back).
+Each section's figures are appended to ``gpu_suite_<device>.txt`` in ``--results DIR`` (a
+fresh temporary folder by default; a header with the commit, date, device and versions, then
+a line a figure, written as each section ends) and the whole run to ``gpu_suite_<device>.json``
+beside it; both are copied to ``$OUT`` where that is set (the device machine's way back).
+``python benchmarks/suite.py --only gpu_suite`` runs it into the store,
+``benchmarks/store/gpu_suite.jsonl``.
 """
 from __future__ import annotations
 
@@ -74,8 +76,9 @@ class Suite:
         self.smoke, self.cfg = args.smoke, SMOKE if args.smoke else FULL
         self.end = time.monotonic() + args.limit
         name = device_name(self.device) + ("-smoke" if args.smoke else "")
-        Path(args.results).mkdir(parents=True, exist_ok=True)
-        self.json = Path(args.results) / f"gpu_suite_{name}.json"
+        folder = Path(args.results or tempfile.mkdtemp(prefix="gpu_suite-"))
+        folder.mkdir(parents=True, exist_ok=True)
+        self.json = folder / f"gpu_suite_{name}.json"
         self.text = self.json.with_suffix(".txt")
         self.results: dict = {"header": header(self.device, args)}
         self.section_end = self.end
@@ -308,7 +311,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="small shapes, a few iterations")
     ap.add_argument("--json", type=Path, help="write the sections' figures here (name -> number)")
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--results", default=str(HERE / "results"), help="where the figures go")
+    ap.add_argument("--results", help="where the raw figures go (default: a temporary folder)")
     ap.add_argument("--limit", type=float, default=480, help="seconds for the whole suite")
     ap.add_argument("--compile", action="store_true",
                     help='also time torch.compile(mode="reduce-overhead")')

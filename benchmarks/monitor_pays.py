@@ -2,7 +2,7 @@
 its two parts alone, completions paired, and every completion that the monitor on made
 worse than off sorted by its cause.
 
-    python benchmarks/monitor_pays.py --set tuning [--modes off,on] [--losses OUT] [--append]
+    python benchmarks/monitor_pays.py --set tuning [--modes off,on] [--losses OUT] [--json OUT]
 
 Modes: ``off``; ``on`` (the masks while decoding and the syntax guard on the shown draft);
 ``masks`` (the masks alone: the guard left out); ``guard`` (the guard alone: decoding
@@ -14,14 +14,12 @@ unmasked). A completion loses when its first draft's edit similarity is lower on
   expected token, or pushed the model elsewhere);
 - ``both``: each part alone loses it; ``together``: neither alone does.
 
-``--append`` adds the off / on figures, with commit, date and weights, to
-``benchmarks/results/monitor_pays.txt``.
+``python benchmarks/suite.py --only monitor_pays`` runs it into the store
+(``benchmarks/store/monitor_pays.jsonl``, with commit, date, weights, machine and load).
 """
 from __future__ import annotations
 
-import datetime
 import json
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
@@ -38,8 +36,6 @@ from inkling.evaluation.replay import Replayer  # noqa: E402
 from inkling.evaluation.replay_result import summarise  # noqa: E402
 from inkling.evaluation.syntax_check import SyntaxChecker  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results" / "monitor_pays.txt"
 MODES = ("off", "on", "masks", "guard")
 FIGURES = ("shown", "guard_cut", "guard_emptied", "syntax_valid", "undefined_names",
            "exact_line", "edit_similarity")
@@ -126,18 +122,12 @@ def figures(s: dict) -> str:
             f"  edit_similarity {s['edit_similarity']}  completions {s['completions']}")
 
 
-def _git(*args: str) -> str:
-    return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True).stdout.strip()
-
-
 def main() -> int:
     ap = parser(__doc__)
     ap.add_argument("--set", choices=("tuning", "reporting"), default="tuning")
     ap.add_argument("--modes", default=",".join(MODES),
                     help=f"modes replayed, of {','.join(MODES)} (off and on required)")
     ap.add_argument("--losses", help="write each losing completion here (JSON Lines)")
-    ap.add_argument("--append", action="store_true", help=f"append to {RESULTS.name}")
-    ap.add_argument("--note", default="", help="'other work ran' and the like, appended")
     args = ap.parse_args()
     modes = args.modes.split(",")
     if not {"off", "on"} <= set(modes) <= set(MODES):
@@ -171,14 +161,6 @@ def main() -> int:
                               for mode in modes}})
     if args.losses:
         Path(args.losses).write_text("".join(json.dumps(f) + "\n" for f in found + errors))
-    if args.append:
-        head = (f"\n$ python benchmarks/monitor_pays.py --set {args.set}\n"
-                f"commit {_git('rev-parse', '--short', 'HEAD')}"
-                f"{' (+ uncommitted changes)' if _git('status', '--porcelain', '--', 'analysis', 'completion') else ''}"
-                f", {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, weights "
-                f"{runtime.path.name}, {runtime.device}, {len(traces)} traces; {args.note}\n")
-        with RESULTS.open("a", encoding="utf-8") as f:
-            f.write(head + "\n".join(lines) + "\n")
     return 0
 
 

@@ -31,6 +31,7 @@ REPO = store.REPO
 LLAMACPP_BUILD = Path.home() / ".cache" / "inkling"
 RECORDING = REPO / "benchmarks" / "store" / "recorded_outputs_base.json"
 REPORTING = "benchmarks/traces/reporting"
+BASELINE = "114903f"    # the commit the recorded outputs (RECORDING) were recorded at
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ BENCHMARKS = [
     Benchmark("recorded_outputs", "recorded_outputs",
               ["check", str(RECORDING.relative_to(REPO))], ["check", str(RECORDING.relative_to(REPO))],
               no_recording),
+    Benchmark("code_versions", "code_versions", [BASELINE], ["HEAD"]),
     Benchmark("gpu_suite", "gpu_suite", ["--results", "{tmp}"], ["--results", "{tmp}"], no_cuda),
 ]
 

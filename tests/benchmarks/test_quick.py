@@ -17,7 +17,7 @@ QUICK = {
     "cache_kl": [], "cache_modes": [], "card": [], "cpu_layout": [], "decoders": [],
     "defaults": [], "drafting": [], "int8": [], "lossless": [], "lsp_overhead": [],
     "monitor_pays": [], "peer_llamacpp": [], "peer_step": [], "thread_choice": [],
-    "recorded_outputs": ["check", "{tmp}/recorded.json"],
+    "recorded_outputs": ["check", "{tmp}/recorded.json"], "code_versions": ["HEAD"],
     "gpu_suite": ["--device", "cpu", "--results", "{tmp}"],
 }
 
