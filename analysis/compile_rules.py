@@ -1,18 +1,8 @@
-"""What tree-sitter's Python grammar parses but Python's compiler rejects, in the argument
-and parameter lists around an insertion: a keyword argument repeated (``f(a=1, a=2)``), a
-positional argument after a keyword argument or ``**`` unpacking (``f(a=1, b)``), ``*``
-unpacking after ``**`` unpacking, a parameter name repeated (``def f(a, a)``), a
-parameter without a default after one with a default, before any ``*`` (``def f(a=1,
-b)``), a second ``*`` and anything after ``**kwargs``; and a ``from __future__ import``
-anywhere but at the file's start. Each is a SyntaxError before the code runs, so a draft
-that makes one can never be right: the syntax guard (syntax_errors.py) counts them as it
-counts ERROR nodes. On the model card's held-out lines the bundled model's best line was
-often a keyword argument the call already had (``streamwriter=StreamWriter,`` in a
-codec's ``CodecInfo(...)``), or ``from __future__ import annotations`` mid-file.
-
-Only the lists and imports that overlap the inserted bytes are read (the path from the root
-to them and what is inside them), each list's own items only: a check costs the size of
-the lists, not of the file.
+"""What tree-sitter's Python grammar parses but Python's compiler rejects, in the argument and
+parameter lists around an insertion (a keyword repeated, a positional after a keyword or ``**``,
+a parameter repeated or without a default after one with it, anything after ``**kwargs``) and a
+``from __future__`` import below other code. Each is a SyntaxError, so the guard counts it as an
+ERROR node (docs/decisions/syntax-guard.md); only the lists overlapping the insertion are read.
 """
 from __future__ import annotations
 
@@ -41,8 +31,7 @@ def rule_breaks(root, lo: int, hi: int) -> list[tuple[str, int]]:
 
 
 def _at_file_start(node) -> bool:
-    """Whether a ``from __future__ import`` is where Python allows it: in the module, after
-    nothing but comments, the docstring and other such imports."""
+    """Whether a ``from __future__`` import follows only comments, the docstring and its kind."""
     if node.parent is None or node.parent.type != "module":
         return False
     before, docstring = node.prev_named_sibling, False

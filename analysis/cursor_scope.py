@@ -1,8 +1,6 @@
-"""The scope at a cursor: enclosing class and method, names bound locally, local imports.
-
-Enclosing definitions are found by indentation (the lines above the cursor that indent
-less than it), which works while the code under the cursor is half-typed and the tree
-has not attached it to the function yet; the tree then gives each function's bindings.
+"""The scope at a cursor: enclosing class and method, local names and imports. Enclosing
+definitions are found by indentation, which works while the tree has not yet attached the
+half-typed code to its function.
 """
 from __future__ import annotations
 
@@ -63,8 +61,8 @@ class CursorScope:
 
 @dataclass
 class KeptHeaders:
-    """One document's last ``enclosing_headers``: the text it read, the start and level of
-    the cursor's line, and the headers. Owned by the document's owner's thread."""
+    """One document's last ``enclosing_headers`` and what it read; owned by its document's
+    thread."""
     text: str = ""
     line_start: int = -1
     level: int = -1
@@ -75,12 +73,8 @@ def enclosing_headers(text: str, offset: int, root=None, kept: KeptHeaders | Non
                       ) -> tuple[Header, ...]:
     """``def``/``class`` lines enclosing ``offset`` by indentation, outermost first.
 
-    They depend on the text above the cursor's line and that line's level only, so
-    ``kept`` (the document's last answer) is the answer again where those are the same:
-    a person typing along a line, each keystroke of which walked up to the class's
-    header again (0.1 to 0.4 ms in a long class). The tree (``root``) says whether a
-    less indented line above is inside a string; a line typed below does not change that
-    but where it closes a string left open above, whose lines then read as code."""
+    They depend only on the text above the cursor's line and its level, so ``kept`` is reused
+    while those stay (docs/decisions/keystroke-work.md); ``root`` tells lines inside strings."""
     line_start = text.rfind("\n", 0, offset) + 1
     prefix = text[line_start:offset]
     line_end = text.find("\n", offset)
@@ -125,9 +119,7 @@ def _headers_above(text: str, line_start: int, level: int, root) -> tuple[Header
 
 
 def _opening_line(text: str, start: int, row: int, line: str) -> tuple[int, int]:
-    """(offset, row) of the line that opened the brackets ``line`` (at ``start``) closes,
-    counting brackets back line by line; ``line``'s own where none is found within
-    ``MAX_BRACKET_LINES`` (a bracket inside a string may miscount)."""
+    """(offset, row) of the line opening the brackets ``line`` closes, else ``line``'s own."""
     depth, at, at_row = _net_closes(line), start, row
     for _ in range(MAX_BRACKET_LINES):
         if depth <= 0 or at == 0:
@@ -146,8 +138,7 @@ def _net_closes(line: str) -> int:
 
 def cursor_scope(symbols: FileSymbols, text: str, offset: int, root=None,
                  extractor=None, kept: KeptHeaders | None = None) -> CursorScope:
-    """The scope at ``offset``; ``root`` (the tree) and ``extractor`` add local bindings;
-    ``kept``: the document's last headers (``enclosing_headers``)."""
+    """The scope at ``offset``; ``root`` and ``extractor`` add local bindings."""
     headers = enclosing_headers(text, offset, root, kept)
     class_path, class_ref, self_name, cls_name = [], None, "", ""
     for i, h in enumerate(headers):

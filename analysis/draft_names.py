@@ -1,10 +1,6 @@
-"""Names a draft uses that cannot be right (the replay's ``undefined_names``): a free name
-read that is bound nowhere in the document, not imported, not a builtin and not defined
-anywhere in the workspace; or an attribute of a receiver the analysis resolves (``self``,
-a class, an imported module) that the receiver does not have.
-
-The document is analysed with the draft inserted, so names the draft itself binds (a
-loop variable, ``self.x = ...``) count as defined.
+"""Names a draft uses that cannot be right: a free read bound nowhere the document, workspace or
+builtins know, or an attribute a resolved receiver lacks. The document is analysed with the
+draft inserted, so names the draft binds count as defined.
 """
 from __future__ import annotations
 
@@ -117,11 +113,8 @@ class DraftNames:
 
 def readable_parts(symbols, bound, index: SymbolIndex, resolver: Resolver, words: bool = True
                    ) -> tuple[frozenset[str], frozenset[str]] | None:
-    """Names a free read may name, in two parts: those of the workspace (defined anywhere
-    in it, builtins, what star imports bring, and with ``words`` the keywords a token there
-    may also spell: the same from one keystroke to the next) and
-    the document's own (bound in it, any scope, or at its top level). None when a star
-    import makes any name possible."""
+    """Names a free read may name, as (the workspace's, builtins and star imports', stable across
+    keystrokes; the document's own); None when a star import allows any name."""
     stars = resolver.star_exports(symbols)
     if stars is None:
         return None
@@ -131,17 +124,13 @@ def readable_parts(symbols, bound, index: SymbolIndex, resolver: Resolver, words
 
 @functools.lru_cache(maxsize=8)
 def _shared_names(workspace: frozenset, stars: frozenset, words: bool) -> frozenset:
-    """The workspace's part of ``readable_parts``: one set while the workspace's names (the
-    same object while unchanged: ``SymbolIndex.workspace_names``) and the star imports'
-    are, so a keystroke does not copy every name of the workspace again."""
+    """The workspace's part of ``readable_parts``, cached so a keystroke does not copy it again."""
     return frozenset(_BUILTINS | workspace | stars | (_WORDS if words else frozenset()))
 
 
 def _draft_lexicon(root, text: str, offset: int, draft: str) -> tuple[int, list[bool]]:
-    """Scan the draft from the lexical state at the cursor: the index of the outermost
-    bracket still open at its end (0 when the cursor is inside brackets already,
-    ``len(draft)`` when all are closed), and per character whether it is code (not in a
-    string or a comment)."""
+    """(the index of the draft's outermost bracket left open, ``len(draft)`` if none; per
+    character whether it is code), scanned from the lexical state at the cursor."""
     start = scan_start(root, text, offset)
     state = ScanState().advance(text[start:offset])
     inside = bool(state.frames)

@@ -1,15 +1,6 @@
-"""The definitions a file imports from the workspace, as their declarations read.
-
-For every name the file imports from a workspace module (``from pkg.mod import f``,
-``from .mod import C``, ``import pkg.mod`` then ``pkg.mod.f``, a star import's names the
-file uses) the symbol index says which file defines it; the declaration is then read
-from that file: a function's signature, a class header with its members' headers and
-class-level assignments, a constant's assignment line. Re-exports are followed
-(``pkg/__init__.py`` importing from ``pkg.mod``). Standard-library and installed modules
-are not the workspace and give nothing.
-
-Each definition carries how far from the cursor the file uses it (in lines), so that a
-caller short of room keeps the nearest-used ones.
+"""The workspace definitions a file imports, as their declarations read (a signature, a class
+outline, a constant's line), re-exports followed; each with its distance from the cursor to the
+nearest use, so a caller short of room keeps the nearest. Other modules give nothing.
 """
 from __future__ import annotations
 
@@ -41,8 +32,8 @@ class Definition:
 
 
 class ImportedDefinitions:
-    """Finds the workspace definitions a file imports; ``open_text(path)`` is the text of
-    an open document (it wins over the disk), or None."""
+    """Finds the workspace definitions a file imports; ``open_text(path)``: an open document's
+    text (it wins over the disk), or None."""
 
     def __init__(self, index: SymbolIndex, open_text: Callable[[Path], str | None]):
         self.index = index
@@ -52,8 +43,7 @@ class ImportedDefinitions:
         self._line_names: dict[str, tuple[str, ...]] = {}       # line text -> names it uses
 
     def find(self, symbols: FileSymbols, text: str, line: int) -> list[Definition]:
-        """The definitions ``symbols`` (of ``text``) imports, each with its distance from
-        ``line`` (0-based); in the file's import order."""
+        """The definitions ``symbols`` imports, in import order, with distances from ``line``."""
         uses = self._uses(text)
         out = []
         for d in self._definitions(symbols, uses):
@@ -63,7 +53,7 @@ class ImportedDefinitions:
 
     # --------------------------------------------------------------- resolving
     def _definitions(self, symbols: FileSymbols, uses: dict[str, list[int]]) -> list[Definition]:
-        """Resolved once per set of imported names (typing seldom changes it)."""
+        """Resolved once per set of imported names, which typing seldom changes."""
         bindings = list(symbols.imports.items()) + [("*", b) for b in symbols.star_imports]
         targets = tuple((module, name, used, order) for order, (local, b) in enumerate(bindings)
                         for (module, name), used in self._targets(symbols, local, b, uses))
@@ -84,8 +74,7 @@ class ImportedDefinitions:
         return list(out.values())
 
     def _uses(self, text: str) -> dict[str, list[int]]:
-        """Lines where each name (and each prefix of a dotted ``a.b.c`` chain) is used
-        outside import statements; each line's names are found once per line text."""
+        """Lines where each name or dotted prefix is used outside imports, kept per line text."""
         out: dict[str, list[int]] = {}
         if len(self._line_names) > 50_000:
             self._line_names.clear()
@@ -153,8 +142,7 @@ class ImportedDefinitions:
         return Definition(Path(sym.path).resolve(), used, line, text, order) if text else None
 
     def _file_lines(self, path: Path) -> list[str]:
-        """The lines of ``path``: an open document's text, else the file on disk (read
-        again only when its modification time changes)."""
+        """The lines of ``path``: an open document's, else the disk's, kept by mtime."""
         text = self.open_text(path)
         if text is not None:
             return text.split("\n")
@@ -174,8 +162,7 @@ class ImportedDefinitions:
 
 # ------------------------------------------------------------------- the text
 def _names(line: str) -> tuple[str, ...]:
-    """The names a line uses (a dotted chain ``a.b.c`` gives a, a.b and a.b.c); none on
-    an import statement's first line."""
+    """The names a line uses (``a.b.c`` gives a, a.b and a.b.c); none on an import line."""
     if _IMPORT_LINE.match(line):
         return ()
     out = []
@@ -214,8 +201,7 @@ def _signature(lines: list[str], start: int) -> str:
 
 
 def _class_outline(lines: list[str], start: int, end: int) -> str:
-    """The class header, then its direct members: method headers and class-level
-    assignments, as written."""
+    """The class header, then its method headers and class-level assignments, as written."""
     head = _signature(lines, start)
     body = lines[start + head.count("\n"):end + 1]
     indent = next((len(b) - len(b.lstrip()) for b in body if b.strip()

@@ -1,8 +1,5 @@
-"""Extract a Python file's definitions (FileSymbols) from its tree-sitter tree.
-
-Only statements are walked (module level, class bodies, and the blocks of compound
-statements under them), iteratively and to a bounded depth; expressions are left to
-tree-sitter queries, which run in C. Nothing here raises on broken or odd input.
+"""Extract a Python file's definitions (FileSymbols) from its tree-sitter tree: statements are
+walked to a bounded depth, expressions left to tree-sitter queries (in C). Never raises.
 """
 from __future__ import annotations
 
@@ -266,9 +263,8 @@ class PythonSymbolExtractor:
 
     def extract(self, root, module: str, path: str = "", is_package: bool = False,
                 all_names: bool = True) -> FileSymbols:
-        """The file's symbols. ``all_names`` False skips collecting every bound name (the
-        monitor does not need them; ``FileSymbols.all_names`` is then the module's names).
-        Top-level classes whose text did not change since the last call are reused."""
+        """The file's symbols; ``all_names`` False skips every-bound-name collection. Top-level
+        classes whose text is unchanged are reused."""
         ns = _Namespace()
         self._walk(root, ns, in_class=False, depth=0)
         ns.names |= self._module_captured("globals", self._globals, root)
@@ -288,12 +284,8 @@ class PythonSymbolExtractor:
         return self._captured(self._bindings, node)
 
     def _module_captured(self, name: str, query, root) -> set[str]:
-        """``_captured(query, root)`` for a file's root, a top-level statement at a time: a
-        statement whose text was seen before gives its names from the cache, so an edit
-        queries the statements it changed, not the file (each query of a 124 KB file was
-        2.4 ms of every keystroke). A statement with an error in its tree is queried each
-        time (its tree may hang on more than its text); the cache keeps the texts of
-        STATEMENT_CACHE_BYTES, least recently used first out."""
+        """``_captured(query, root)`` a top-level statement at a time, kept by text, so an edit
+        queries the statements it changed (docs/decisions/keystroke-work.md)."""
         names: set[str] = set()
         for child in root.children:
             names |= self._per_statement(name, child,
@@ -301,8 +293,8 @@ class PythonSymbolExtractor:
         return names
 
     def _per_statement(self, name: str, statement, compute):
-        """``compute(statement)``, kept by (``name``, the statement's text) unless its tree
-        has an error (LRU, STATEMENT_CACHE_BYTES of texts)."""
+        """``compute(statement)`` kept by (``name``, text), LRU; a statement with an error is
+        recomputed, since its tree may hang on more than its text."""
         if statement.has_error or statement.is_missing:
             return compute(statement)
         cache, key = self._statements, (name, statement.text)

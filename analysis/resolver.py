@@ -1,11 +1,6 @@
-"""Resolution over the symbol index: what a name or dotted chain stands for, and which
-names may follow it (``module.``, ``Class.``, ``instance.``) or be passed to it as
-keywords. Anything not known for certain resolves to None ("no constraint").
-
-A Resolver is short-lived (one per completion) and memoises within its lifetime;
-cycles (a class inheriting from itself, modules importing each other) and depth are
-guarded, so resolution always terminates. What a call accepts (``keyword_arguments``)
-is read off what the Resolver finds, by the module-level functions below it.
+"""Resolution over the symbol index: what a name or dotted chain stands for, which names may
+follow it and which keywords a call to it takes; anything not known for certain is None.
+A Resolver lives for one completion and memoises; cycles and depth are guarded.
 """
 from __future__ import annotations
 
@@ -59,8 +54,7 @@ class Resolver:
         return frozenset(set(sym.names) | MODULE_DUNDERS | self.index.submodules(name) | stars)
 
     def star_exports(self, sym) -> set[str] | None:
-        """The names ``sym``'s star imports bring (modules this platform lacks bring none);
-        None when one of them may bring any name."""
+        """The names ``sym``'s star imports bring; None when one may bring any name."""
         names: set[str] = set()
         for star in sym.star_imports:
             target = absolute(sym, star.module, star.level)
@@ -169,8 +163,7 @@ class Resolver:
         return found
 
     def mro(self, ref: ClassRef) -> list[ClassRef] | None:
-        """The class and its resolvable ancestors (depth first), or None when a base is
-        unknown or the hierarchy is cyclic."""
+        """The class and its ancestors, depth first; None for an unknown base or a cycle."""
         return self._guarded(("mro", ref), lambda: self._mro(ref))
 
     def _mro(self, ref: ClassRef) -> list[ClassRef] | None:
@@ -245,8 +238,7 @@ class Resolver:
         return entity
 
     def _guarded(self, key, compute):
-        """``compute()`` unless ``key`` is already being computed (a cycle) or resolution
-        is too deep: then None."""
+        """``compute()``, or None in a cycle or beyond ``MAX_DEPTH``."""
         if key in self._active or len(self._active) > MAX_DEPTH:
             return None
         self._active.add(key)
@@ -262,16 +254,14 @@ def absolute(within: FileSymbols, module: str, level: int) -> str:
 
 
 def unavailable(index: SymbolIndex, module: str) -> bool:
-    """A standard-library module this platform does not have (``nt`` on Linux): an
-    import of it sits in a branch that does not run here."""
+    """A standard-library module this platform lacks (``nt`` on Linux): a dead branch's import."""
     return module.split(".")[0] in sys.stdlib_module_names and not index.has_module(module)
 
 
 # ------------------------------------------------------------------------ calls
 def called_function(resolver: Resolver, entity: Entity | None
                     ) -> tuple[FunctionSymbol, bool] | None:
-    """The function a call to ``entity`` runs (a class runs its ``__init__``) and
-    whether its first parameter is bound."""
+    """The function a call to ``entity`` runs (a class's ``__init__``) and whether it is bound."""
     if isinstance(entity, FunctionRef):
         if entity.module == "builtins":
             return None

@@ -1,12 +1,6 @@
-"""The workspace symbol index: what every indexed file defines, by module name.
-
-Sources: workspace files on disk (handed over by the ``Workspace``, whose subscriber
-this is: its walk, then its watcher), open documents (their in-editor symbols win over
-the disk), and the modules outside the workspace (the standard library, parsed lazily,
-on first use: ``LibrarySymbols``). Thread-safe: the Workspace writes (from the walking
-thread or watchdog's) while the Engine's worker reads; the index's lock guards the files
-and module names below, ``LibrarySymbols`` has its own, and parsing happens outside both
-(``PythonParsers``: one parser per thread).
+"""The symbol index: what every workspace file, open document (it wins over the disk) and
+library module (parsed lazily) defines, by module name. The Workspace writes from its threads
+while the Engine's worker reads; the index's lock guards its tables, parsing runs outside it.
 """
 from __future__ import annotations
 
@@ -37,8 +31,7 @@ class SymbolIndex:
         self._open: dict[Path, FileSymbols] = {}
         self._paths: dict[str, Path] = {}   # module name -> its file
         self._names: frozenset | None = None    # workspace_names, until a file changes
-        self._resolved: dict[str, Path] = {}    # a path as given -> resolved (a keystroke
-                                                # asks several times)
+        self._resolved: dict[str, Path] = {}    # a path as given -> resolved
 
     # ------------------------------------------- the workspace (a WorkspaceSubscriber)
     def wants(self, path: Path) -> bool:
@@ -81,9 +74,8 @@ class SymbolIndex:
 
     # ------------------------------------------------------------- documents
     def set_document(self, path: Path, symbols: FileSymbols) -> None:
-        """An open document's symbols (they win over the file on disk). The workspace's
-        names are gathered again only where the document's changed (an edit inside a
-        function body changes none of them): gathering them is a union over every file."""
+        """An open document's symbols, which win over the disk; ``workspace_names`` is rebuilt
+        only when the document's bound names changed."""
         path = self._resolve(path)
         with self._lock:
             old = self._open.get(path)
@@ -138,9 +130,8 @@ class SymbolIndex:
         return self.library.module(name)
 
     def has_module(self, name: str) -> bool:
-        """Whether ``name`` is a workspace, stdlib or stdlib C module (without parsing it).
-        A name the library looked up and found no module stays none, even when a
-        workspace file has taken it since."""
+        """Whether ``name`` is a workspace or stdlib module, without parsing it; a name the
+        library found missing stays missing."""
         seen = self.library.seen(name)
         if seen is not None:
             return seen

@@ -1,18 +1,8 @@
-"""Does inserting text add a tree-sitter ERROR or MISSING node to its enclosing statement
-(or, in Python, an argument or parameter list the compiler rejects: compile_rules.py)?
-
-Error nodes before and after the insertion are compared by kind and by where they
-start, mapped back to the document before the insertion (an old error that merely
-grows over the inserted text is the same error). Old errors do not count against the
-insertion: the document may be broken while someone types. The old tree is parsed once
-per (text) and each insertion is reparsed incrementally from it.
-
-One case is decided without the trees: text that stays inside the string literal the lexer
-is in at the insertion point (``stays_in_string``). The lexer then reads the same tokens,
-one string longer, so no error can be new; but where that string is still open (a
-docstring being typed, its closing quotes not there yet) the rest of the file is one
-long unterminated string, and tree-sitter's recovery from it moves with every byte, so
-comparing error nodes there reports the insertion's length, not its syntax.
+"""Does inserting text add a tree-sitter ERROR or MISSING node to its statement (or, in Python,
+a compile-rule break: compile_rules.py)? Errors are compared by kind and start, mapped back to
+the old document, so errors already there do not count. Text that stays inside an open string
+(``stays_in_string``) is decided without the trees: an unclosed string's recovery moves with
+every byte, so comparing error nodes there would measure the insertion's length.
 """
 from __future__ import annotations
 
@@ -71,12 +61,9 @@ def enclosing_statement(root, lo: int, hi: int):
 
 
 def stays_in_string(quote: str, insertion: str) -> bool:
-    """Whether ``insertion``, typed inside an open (not formatted) string literal whose
-    delimiter is ``quote``, leaves the lexer in that string with no other token changed:
-    no character of the delimiter (the other quote is text: a doctest's ``'a'`` in a
-    docstring) nor backslash, no line end unless the string is triple-quoted, and none of
-    the line breaks Python reads besides \n. (Braces are text in a string that is not
-    an f-string; ``quote`` is never an f-string's.)"""
+    """Whether ``insertion``, typed inside an open non-f-string delimited by ``quote``, leaves the
+    lexer in that string: no delimiter character, backslash, odd line break, or line end
+    unless triple-quoted."""
     if not quote or any(ch in insertion for ch in quote[0] + "\\\r\x0c\v"):
         return False
     return "\n" not in insertion or len(quote) == 3
@@ -84,14 +71,12 @@ def stays_in_string(quote: str, insertion: str) -> bool:
 
 @dataclass
 class InsertionChecker:
-    """Checks insertions into one text at one offset (the old tree parsed once, or
-    given: a copy, which the checks do not change)."""
+    """Checks insertions into one text at one offset; the old tree is parsed once (or given)."""
     parser: object
     text: str
     offset: int
     tree: object = None          # ``text``'s tree when the caller has one (not parsed again)
-    open_string: str = ""        # the delimiter of the (not formatted) string the lexer is
-                                 # inside at ``offset``, "" in code or when not known
+    open_string: str = ""        # the open plain string's delimiter at ``offset``, else ""
     compile_rules: bool = False  # Python's: compile_rules.py's breaks count as errors too
     _before: bytes = b""
     _tree: object = None
@@ -112,8 +97,7 @@ class InsertionChecker:
         new_root = self._reparse(insertion, after).root_node
         stmt = enclosing_statement(new_root, ins.start, ins.start + ins.size)
         lo, hi = stmt.start_byte, stmt.end_byte
-        # the statement may start or end inside the insertion: there, the old text has
-        # the insertion point
+        # a statement bound inside the insertion maps to the insertion point
         old_lo, old_hi = (ins.start if b is None else b for b in (ins.back(lo), ins.back(hi)))
         old = Counter(_key(n, n.start_byte) for n in error_nodes(self._tree.root_node,
                                                                   old_lo, old_hi))
@@ -125,8 +109,7 @@ class InsertionChecker:
         return bool(new - old)
 
     def old_breaks(self) -> list[tuple[str, int]]:
-        """The compile rules the old text breaks at the insertion point (kept: every check
-        of this checker asks the same)."""
+        """The compile rules the old text breaks at the insertion point, kept."""
         if self._breaks is None:
             self._breaks = rule_breaks(self._tree.root_node, self._start, self._start)
         return self._breaks
