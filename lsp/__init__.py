@@ -1,2 +1,1 @@
-"""The language server: the protocol, the message loop, module-level handlers, the model
-worker and the conversion between LSP and the completion engine."""
+"""The language server: protocol, message loop, handlers, model worker and LSP conversions."""

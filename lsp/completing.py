@@ -1,8 +1,6 @@
-"""One completion request, from the handler's call to its answer: debounced by the typing
-cadence (automatic triggers), run as a job on the model worker with a cancel token that a
-newer request, an edit, a close or ``$/cancelRequest`` sets, counted, and followed by the
-Engine's after-answer work (``Engine.settle``). Event loop only: the counters, the cadence
-and the last answer's figures are the server's (lsp/language_server.py)."""
+"""One completion request, on the event loop: debounced by the typing cadence when automatic,
+then run on the model worker with a cancel token that a newer request, an edit, a close or
+``$/cancelRequest`` sets."""
 from __future__ import annotations
 
 import asyncio
@@ -45,8 +43,7 @@ async def complete(ls: InklingServer, uri: str, position: Position,
 
 
 def _overtaken(ls: InklingServer, uri: str, token: CancelToken) -> None:
-    """A request that something newer overtook: an empty answer when a newer request
-    for the document took its place, ContentModified when the document changed."""
+    """An overtaken request: empty if superseded, ContentModified if the document changed."""
     ls.stats.cancelled += 1
     if token.reason in ("edited", "closed"):
         raise JsonRpcContentModified(f"{uri} was {token.reason} after this request; "
@@ -56,9 +53,8 @@ def _overtaken(ls: InklingServer, uri: str, token: CancelToken) -> None:
 
 async def _run(ls: InklingServer, uri: str, position: Position, invoked: bool,
                token: CancelToken) -> Completion | None:
-    """The Engine's completion on the model worker. Stopped by its token: overtaken. A
-    DocumentError: overtaken if the token was set first, else -32602 naming it. A model
-    fault: no answer, and a popup."""
+    """The Engine's completion on the worker: a DocumentError is -32602 unless the token was set
+    first; a model fault answers nothing and shows a popup."""
     ls.status("busy", "completing")
     try:
         result = await ls.worker.run(ls.engine.complete, uri, position, None,
@@ -83,8 +79,7 @@ async def _run(ls: InklingServer, uri: str, position: Position, invoked: bool,
 
 
 def _answered(ls: InklingServer, result: Completion) -> None:
-    """Count the answer, keep its figures (``inkling/lastCompletion``, the status' latency)
-    and queue the Engine's after-answer work behind it."""
+    """Count the answer, keep its metrics and queue ``Engine.settle`` behind it."""
     ls.stats.answered += 1
     ls.last_completion = convert.completion_metrics(result)
     ls.stats.latencies_ms.append(result.latency_ms)
@@ -94,8 +89,7 @@ def _answered(ls: InklingServer, result: Completion) -> None:
 
 
 def _settled(ls: InklingServer, future: asyncio.Future) -> None:
-    """The work a completion left for after its answer is done; a failure there is
-    logged (the next completion runs what is left)."""
+    """Log a failure of the after-answer work (the next completion runs what is left)."""
     if not future.cancelled() and future.exception() is not None:
         ls.log(f"learning from the last completion failed: {future.exception()}",
                lsp.MessageType.Warning)

@@ -1,6 +1,5 @@
-"""The idle refresh: after ``cache.idle_refresh_ms`` of quiet (no edit, no completion), the
-Engine's idle policy (``Engine.idle``: recompute stale cache entries) as a job on the model
-worker. One timer, restarted by every edit and completion; event loop only."""
+"""After ``cache.idle_refresh_ms`` of quiet, ``Engine.idle`` as a job on the model worker
+(docs/decisions/pie-cache.md): one event-loop timer, restarted by every edit and completion."""
 from __future__ import annotations
 
 import asyncio
@@ -22,8 +21,7 @@ class IdleRefresh:
         self._timer: asyncio.TimerHandle | None = None
 
     def schedule(self) -> None:
-        """Start the quiet over: the refresh runs ``cache.idle_refresh_ms`` from now (not
-        at all while it is 0 or no model is loaded)."""
+        """Restart the quiet; no refresh while ``idle_refresh_ms`` is 0 or no model is loaded."""
         self.cancel()
         delay_ms = self._engine.options.cache.idle_refresh_ms
         if delay_ms and self._engine.model_loaded:

@@ -1,12 +1,7 @@
 """The pygls server of `inkling serve`: its state and the messages it sends.
 
-Threads: the Engine's state belongs to the model worker (lsp/model_worker.py: every call
-into the Engine is a job there, run in the order the messages arrived). Everything here
-belongs to the event loop, which never waits on the model: the counters, the typing
-cadence, the last answer's figures, the per-document cancel tokens, the idle timer and the
-popups' memory. The one thing the loop reads of the Engine is ``engine.options``, a value
-replaced whole by ``configure``.
-"""
+The Engine belongs to the model worker (lsp/model_worker.py); everything here belongs to the
+event loop, which never waits on the model and reads only ``engine.options``, replaced whole."""
 from __future__ import annotations
 
 import asyncio
@@ -50,7 +45,6 @@ class InklingServer(LanguageServer):
         self.notices = Notices(lambda message: self.window_show_message(
             lsp.ShowMessageParams(type=lsp.MessageType.Error, message=message)))
 
-    # ------------------------------------------------------------- messages
     def status(self, state: str, message: str = "", progress: int | None = None) -> None:
         self.state = state
         self.protocol.notify(STATUS, {"state": state, "message": message, "progress": progress,
@@ -73,7 +67,6 @@ class InklingServer(LanguageServer):
         """pygls' own error reports: one log line (no popup; requests are answered)."""
         log.error("%s", error)
 
-    # -------------------------------------------------------------- lifecycle
     def start_io(self, stdin=None, stdout=None) -> None:
         run_stdio(self, stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
 
@@ -81,9 +74,8 @@ class InklingServer(LanguageServer):
         run_tcp(self, host, port)
 
     async def shutdown_engine(self) -> None:
-        """The shutdown request: cancel every job, let the Engine stop its watchers on its
-        own thread (waiting at most 2 s for the forward in progress), then close the
-        worker to new work."""
+        """Cancel every job, let the Engine stop its watchers on its thread (waiting a bounded
+        time for the forward in progress), then close the worker."""
         self.worker.cancel_all()
         self.idle.cancel()
         try:
@@ -93,12 +85,10 @@ class InklingServer(LanguageServer):
         self.worker.shutdown()
 
     def exit_now(self, code: int) -> None:
-        """The exit notification: end the process at once (a forward in progress is not
-        waited for), with ``code``."""
+        """End the process at once with ``code``, not waiting for a forward in progress."""
         self.worker.cancel_all()
         flush_and_exit(code)
 
-    # ---------------------------------------------------------- Engine calls
     async def configure(self, settings) -> None:
         """Apply settings (on the worker, behind the work already queued)."""
         if not settings:
@@ -112,8 +102,7 @@ class InklingServer(LanguageServer):
             self.show_once(f"inkling: invalid setting, keeping the previous value: {exc}")
 
     def submit(self, what: str, fn, *args) -> None:
-        """Run an Engine call for a notification (no answer to wait for); a refusal
-        (DocumentError) is one log line naming the culprit."""
+        """Run an Engine call for a notification; a DocumentError is one log line."""
         self.worker.run(fn, *args).add_done_callback(lambda f: self._submitted(what, f))
 
     def _submitted(self, what: str, future: asyncio.Future) -> None:

@@ -1,11 +1,6 @@
-"""An Engine stand-in that drives `inkling serve` over stdio with a real LSP client, so
-`inkling replay --via-lsp` measures what the protocol adds.
-
-The client runs on its own event loop thread; each method sends the LSP message the
-Engine call corresponds to and waits for the answer. A client-side mirror of every
-document gives the replay the text it needs for its metrics; `check` events compare
-the server's own copy (`inkling/document`).
-"""
+"""An Engine stand-in that drives `inkling serve` through a real LSP client on its own event
+loop thread, so `inkling replay --via-lsp` measures what the protocol adds; it mirrors each
+document for the replay's metrics."""
 from __future__ import annotations
 
 import asyncio
@@ -58,7 +53,6 @@ class LspEngine:
             self.messages.append(params.message)
         self._call(self._start(root_uri))
 
-    # ------------------------------------------------------------------ plumbing
     def _call(self, coro):
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(self.timeout_s)
 
@@ -86,7 +80,6 @@ class LspEngine:
         finally:
             self._loop.call_soon_threadsafe(self._loop.stop)
 
-    # ----------------------------------------------------------- Engine's calls
     def document(self, uri: str) -> Document:
         try:
             return self._docs[uri]
@@ -133,8 +126,7 @@ class LspEngine:
                                             text_document=lsp.TextDocumentIdentifier(uri=uri)))
 
     def settle(self) -> None:
-        """Nothing to run here: the server runs a completion's after-answer work
-        (``Engine.settle``) on its own model worker once the answer is sent."""
+        """Nothing to do: the server runs ``Engine.settle`` itself after each answer."""
 
     def complete(self, uri: str, position: Position, k: int | None = None,
                  trigger: Trigger = Trigger.AUTOMATIC) -> Completion:
@@ -172,8 +164,7 @@ class LspEngine:
                           guard=GuardCut(m.guardCut, m.guardEmptied))
 
     def accept(self, draft_id: str) -> Draft:
-        """The person took a draft: the command the inline item carries, as an editor runs
-        it (``workspace/executeCommand`` inkling.accept; the server's Engine.accept)."""
+        """Take a draft by running its inline item's command, as an editor does."""
         params = lsp.ExecuteCommandParams(command=ACCEPT_COMMAND, arguments=[draft_id])
         try:
             self._call(self.client.workspace_execute_command_async(params))
@@ -187,9 +178,7 @@ class LspEngine:
 
     @workspace_folders.setter
     def workspace_folders(self, folders: list[str]) -> None:
-        """The editor's folders are now ``folders``: ``workspace/didChangeWorkspaceFolders``
-        (the server drops the files of a folder removed and walks one added, as the
-        in-process Engine's setter does)."""
+        """Send ``workspace/didChangeWorkspaceFolders`` for the folders added and removed."""
         old, new = self._folders, list(folders)
         event = lsp.WorkspaceFoldersChangeEvent(
             added=[lsp.WorkspaceFolder(uri=u, name="replay") for u in new if u not in old],
@@ -199,9 +188,7 @@ class LspEngine:
                                         lsp.DidChangeWorkspaceFoldersParams(event=event))
 
     def workspace_file_changed(self, path: str) -> None:
-        """A file changed on disk: ``workspace/didChangeWatchedFiles``, as an editor that
-        watches files sends it (the server indexes it at once, not when its own watcher
-        sees it)."""
+        """Send ``workspace/didChangeWatchedFiles`` for ``path``, as a watching editor does."""
         params = lsp.DidChangeWatchedFilesParams(changes=[lsp.FileEvent(
             uri=Path(path).resolve().as_uri(), type=lsp.FileChangeType.Changed)])
         self._loop.call_soon_threadsafe(self.client.workspace_did_change_watched_files, params)
@@ -218,8 +205,8 @@ class LspEngine:
 
 
 def _drafts(texts: list[str], items) -> list[Draft]:
-    """The drafts of ``inkling/lastCompletion`` (every one, best first) with the ids their
-    inline items' accept commands carry (an empty draft has no item, so no id to accept)."""
+    """The drafts of ``inkling/lastCompletion``, best first, with their inline items' accept
+    ids (an empty draft has no item)."""
     if isinstance(items, lsp.InlineCompletionList):
         items = items.items
     items = list(items or [])

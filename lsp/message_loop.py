@@ -1,10 +1,5 @@
-"""The transport loop: LSP base-protocol frames in, message bodies to the protocol.
-
-pygls' own loop logs a traceback and answers nothing when a body is not JSON; this one
-hands every body to ``InklingProtocol.handle_body``, which answers it. A frame with no
-usable ``Content-Length`` is skipped up to the next blank line (the stream is never
-wedged by one bad header); the loop ends when the client closes the stream.
-"""
+"""The transport loop: LSP base-protocol frames in, every body to ``handle_body``, which answers
+it; a frame with no usable ``Content-Length`` is skipped to the next blank line."""
 from __future__ import annotations
 
 import asyncio
@@ -20,8 +15,7 @@ MAX_BODY = 64 << 20          # bytes: a longer frame is refused (no document is 
 
 
 async def read_messages(reader, protocol, stop: threading.Event) -> None:
-    """``reader`` has ``readline()`` and ``readexactly(n)`` awaitables (pygls'
-    StdinAsyncReader, or an asyncio StreamReader for TCP)."""
+    """Read frames until the stream closes; ``reader`` has ``readline`` and ``readexactly``."""
     length: int | None = None
     while not stop.is_set():
         header = await reader.readline()
@@ -64,8 +58,7 @@ def run_stdio(server, stdin, stdout) -> None:
 
 
 def run_tcp(server, host: str, port: int) -> None:
-    """Serve the first client that connects to ``host:port``, until it disconnects or
-    sends exit (as over stdio)."""
+    """Serve the first client on ``host:port`` until it disconnects or sends exit."""
     server._stop_event = stop = threading.Event()
 
     async def main() -> None:

@@ -1,6 +1,5 @@
-"""Loading the model and preparing what completions search besides the document, as jobs
-on the model worker with $/progress and ``inkling/status``; a failure is shown once and
-the server keeps serving."""
+"""Loading the model and preparing drafting as jobs on the model worker, with progress and
+status; a failure is shown once and the server keeps serving."""
 from __future__ import annotations
 
 import gc
@@ -14,8 +13,7 @@ from inkling.lsp.server_stats import forward_in_use
 
 
 async def load_model(ls: InklingServer) -> None:
-    """Load the model (``Engine.load_model``), then prepare drafting; status "ready" once
-    both are done, "error" when the model cannot load."""
+    """Load the model, then prepare drafting: status "ready", or "error" if it cannot load."""
     progress = WorkDoneProgress(ls, "load", "loading")
     await progress.begin("inkling: loading model")
     ls.status("loading", "loading model", 0)
@@ -31,18 +29,15 @@ async def load_model(ls: InklingServer) -> None:
     ls.log(f"model {runtime.path} loaded on {runtime.device} ({runtime.dtype}), "
            f"{used['kind']} forward" + (f" ({used['note']})" if used["note"] else ""))
     await prepare_drafting(ls)
-    # the model, the datastores and the workspace's indexes live as long as the server:
-    # out of the collector's oldest generation, whose sweeps over them (a few hundred
-    # thousand objects) otherwise pause a completion now and then
+    # long-lived objects out of the collector's sweeps (docs/decisions/keystroke-work.md)
     gc.freeze()
     ls.status("ready", f"model {runtime.path.name} ready: "
               f"{ls.engine.options.mechanisms_text()}")
 
 
 async def prepare_drafting(ls: InklingServer) -> None:
-    """What completions search besides the document (the workspace, indexed and watched;
-    the datastores), built once by ``Engine.prepare``; a step that fails is shown once,
-    the others still run."""
+    """Build what completions search besides the document (``Engine.prepare``); a step that
+    fails is shown once and the others still run."""
     progress = WorkDoneProgress(ls, "prepare", "indexing")
     await progress.begin("inkling: indexing")
     try:

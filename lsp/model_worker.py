@@ -1,9 +1,5 @@
-"""The one worker thread that owns the Engine, and cancellation tokens for its jobs.
-
-Every call into the Engine (documents opened, changed and closed, completions, settings,
-indexing) is a job on this thread, run in the order the client's messages arrived, so
-document state has one owner and an edit is never applied while a completion reads the
-same document. The event loop only submits jobs and awaits them."""
+"""The one worker thread that owns the Engine, and cancellation tokens for its jobs: every
+Engine call runs there in message order, so an edit never lands while a completion reads."""
 from __future__ import annotations
 
 import asyncio
@@ -12,9 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 
 class CancelToken:
-    """Set once, from any thread; ``reason`` says why: "cancelled" ($/cancelRequest or
-    shutdown), "superseded" (a newer request for the document), "edited" or "closed"
-    (the document changed under the request)."""
+    """Set once, from any thread; ``reason``: "cancelled", "superseded", "edited" or "closed"."""
 
     def __init__(self):
         self._event = threading.Event()
@@ -41,8 +35,7 @@ class ModelWorker:
         return asyncio.wrap_future(self._pool.submit(fn, *args, **kwargs))
 
     def run_after(self, fn, done) -> None:
-        """Queue ``fn`` behind the work already queued, ``done(future)`` called when it
-        ends; nothing once the worker is shut down (the server is exiting)."""
+        """Queue ``fn``, calling ``done(future)`` when it ends; nothing after shutdown."""
         if not self._closed:
             self.run(fn).add_done_callback(done)
 

@@ -1,6 +1,5 @@
-"""Popups (`window/showMessage`) for what a user must act on, each distinct message at
-most once a minute, so that a fault repeated by every keystroke is one popup, not a storm.
-Every message still goes to the log (`window/logMessage`)."""
+"""Popups for what a user must act on, each distinct message at most once an interval, so a
+fault every keystroke repeats is one popup; every message still goes to the log."""
 from __future__ import annotations
 
 import time

@@ -1,6 +1,5 @@
-"""``$/progress`` for one job on the model worker (when the client supports it): begun and
-ended on the event loop, reported from the worker thread. Every report also sends
-``inkling/status`` (the job's state, its stage and percentage), with or without $/progress."""
+"""``$/progress`` for one job on the model worker, begun and ended on the event loop, reported
+from the worker; every report also sends ``inkling/status``."""
 from __future__ import annotations
 
 import asyncio
@@ -13,8 +12,7 @@ from inkling.lsp.language_server import InklingServer
 
 class WorkDoneProgress:
     def __init__(self, ls: InklingServer, kind: str, state: str):
-        """``kind`` names the token (``inkling-<kind>-<8 hex>``); ``state`` is the status
-        each report sends."""
+        """``kind`` names the token; ``state`` is the status each report sends."""
         self._ls = ls
         self._loop = asyncio.get_running_loop()
         self._token = f"inkling-{kind}-{uuid.uuid4().hex[:8]}"
@@ -22,8 +20,7 @@ class WorkDoneProgress:
         self._enabled = False
 
     async def begin(self, title: str) -> None:
-        """Create the token with the client and begin; a client without the capability,
-        or one that refuses the token (logged), gets the status notifications only."""
+        """Create the token and begin; a client without it gets the status notifications only."""
         caps = self._ls.client_capabilities.window
         if not (caps and caps.work_done_progress):
             return

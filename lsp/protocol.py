@@ -1,17 +1,9 @@
-"""The JSON-RPC edge of `inkling serve`: pygls' LSP protocol, made to answer every request
-exactly once and to keep the log quiet for what a client can be expected to send.
+"""The JSON-RPC edge of `inkling serve`: pygls' LSP protocol, answering every request once.
 
-- A body that is not JSON gets a Parse error (-32700) with ``id: null``; a JSON value that
-  is not a JSON-RPC 2.0 message an Invalid Request (-32600), with its id when it has a
-  usable one, else ``id: null`` (the JSON-RPC spec's answers).
-- A request whose params fail to structure gets Invalid Params (-32602) naming the field;
-  a notification that fails is refused whole (nothing applied) and named in one
-  ``window/logMessage`` line. ``params`` may be left out where a method has none.
-- A handler's expected error (a ``JsonRpcException``: bad params, content modified, a
-  cancel) is answered and logged as one line; only a real fault gets a traceback.
-- Requests after ``shutdown`` get Invalid Request; ``exit`` ends the process at once,
-  with 0 after ``shutdown`` and 1 without (the LSP spec).
-"""
+Not JSON: Parse error (-32700); not a JSON-RPC 2.0 message: Invalid Request (-32600); params
+that fail to structure: Invalid Params (-32602) naming the field, and a notification refused
+whole, named in one ``window/logMessage``. Expected errors log one line, faults a traceback.
+After ``shutdown`` requests get Invalid Request; ``exit`` ends with 0 after it, else 1."""
 from __future__ import annotations
 
 import json
@@ -50,17 +42,12 @@ def _usable_id(value: Any) -> bool:
 
 
 class InklingProtocol(LanguageServerProtocol):
-    """pygls' LSP protocol with a strict, answering edge (see the module's notes).
+    """pygls' LSP protocol with a strict, answering edge. Document changes reach the handler
+    untouched: pygls' own copy would clamp a bad position in the params, so the Engine keeps
+    the documents and refuses such a change."""
 
-    Document changes reach the server's handler untouched: pygls keeps its own copy of
-    each document and, while updating it, clamps an out-of-range change position in the
-    request's own params, so the Engine would apply an edit the client never sent. The
-    Engine keeps the documents (and refuses such a change with a message)."""
-
-    # ---------------------------------------------------------------- reading
     def handle_body(self, body: bytes) -> None:
-        """One message body from the transport: parsed, structured and dispatched, or
-        answered with the JSON-RPC error that says why not."""
+        """Parse, structure and dispatch one body, or answer the JSON-RPC error saying why not."""
         try:
             message = json.loads(body, object_hook=self.structure_message)
         except (ValueError, RecursionError) as exc:   # JSONDecodeError, UnicodeDecodeError
@@ -78,8 +65,7 @@ class InklingProtocol(LanguageServerProtocol):
         self.handle_message(message)
 
     def structure_message(self, data: dict[str, Any]):
-        """json's object hook: every object, innermost first; only the message itself (the
-        object with "jsonrpc") is structured. Never raises: a failure is a BadMessage."""
+        """json's object hook: structures the object with "jsonrpc"; a failure is a BadMessage."""
         if "jsonrpc" not in data:
             return data
         msg_id, method = data.get("id"), data.get("method")
@@ -124,7 +110,6 @@ class InklingProtocol(LanguageServerProtocol):
         self.notify(lsp.WINDOW_LOG_MESSAGE,
                     lsp.LogMessageParams(type=lsp.MessageType.Warning, message=text))
 
-    # ------------------------------------------------------------- dispatching
     def handle_message(self, message) -> None:
         method = getattr(message, "method", None)
         is_request = hasattr(message, "id") and method is not None
@@ -140,8 +125,7 @@ class InklingProtocol(LanguageServerProtocol):
         super().handle_message(message)
 
     def _handle_cancel_notification(self, msg_id) -> None:
-        """$/cancelRequest: cancels the request if it is still running; one for a request
-        already answered is normal (the answer and the cancel crossed)."""
+        """$/cancelRequest: cancel the request if it still runs (else the answer crossed it)."""
         future = self._request_futures.pop(msg_id, None)
         if future is not None:
             future.cancel()
@@ -175,7 +159,6 @@ class InklingProtocol(LanguageServerProtocol):
         self._server.report_fault(f"inkling: internal error in {where}: "
                                   f"{type(exc).__name__}: {exc} (see the server's log)")
 
-    # -------------------------------------------------------------- lifecycle
     @lsp_method(lsp.EXIT)
     def lsp_exit(self, *args) -> None:
         """Ends the process now: 0 after shutdown, 1 without (the LSP spec)."""
@@ -188,8 +171,7 @@ class InklingProtocol(LanguageServerProtocol):
 
 
 def flush_and_exit(code: int) -> None:
-    """End the process at once (no thread is waited for: a forward in progress, the
-    stdin reader, file watchers), after flushing what was written."""
+    """Flush the streams and end the process at once, waiting for no thread."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()

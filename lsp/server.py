@@ -1,16 +1,9 @@
 """`inkling serve`: a thin pygls adapter over one Engine, as module-level handlers.
 
-Each handler reads its params, submits the Engine call as a job to the model worker (the
-Engine's one owner: every call into it runs there, in the order the messages arrived), and
-converts the result (lsp/convert.py). ``build_server`` registers them all on a new
-InklingServer (lsp/language_server.py: the state, which thread owns what). Completions are
-scheduled in lsp/completing.py, the model loaded in lsp/model_loading.py.
-
-Every request is answered once: a result, -32602 naming a bad field or position, -32800
-after ``$/cancelRequest``, -32801 (ContentModified) when the document was edited or closed
-while the request waited or ran, an empty result when a newer request for the same
-document superseded it, -32601 for an unknown method (lsp/protocol.py reads the messages).
-"""
+Each handler submits its Engine call as a job to the model worker, the Engine's one owner, in
+message order, and converts the result (lsp/convert.py). Every request is answered once: a
+result, -32602, -32800 after a cancel, -32801 when the document changed meanwhile, or empty when
+a newer request superseded it."""
 from __future__ import annotations
 
 import logging
@@ -56,8 +49,7 @@ def build_server(engine: Engine) -> InklingServer:
 
 def serve(engine: Engine, tcp_port: int | None = None, host: str = "127.0.0.1") -> None:
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
-        # pygls' own lines (an unknown notification, a cancel after the answer) are
-        # expected traffic: the protocol logs what matters, one line each
+        # pygls logs expected traffic; the protocol logs what matters
         logging.getLogger("pygls").setLevel(logging.ERROR)
     server = build_server(engine)
     if tcp_port is None:
@@ -71,7 +63,6 @@ def serve(engine: Engine, tcp_port: int | None = None, host: str = "127.0.0.1") 
     server.exit_now(0 if server.protocol._shutdown else 1)
 
 
-# ------------------------------------------------------------------ lifecycle
 @feature(lsp.INITIALIZE)
 async def initialize(ls: InklingServer, params: lsp.InitializeParams):
     await ls.configure(params.initialization_options)
@@ -100,7 +91,6 @@ async def did_change_configuration(ls: InklingServer, params: lsp.DidChangeConfi
         await prepare_drafting(ls)                     # builds only what is missing
 
 
-# ------------------------------------------------------------------ documents
 @feature(lsp.TEXT_DOCUMENT_DID_OPEN)
 def did_open(ls: InklingServer, params: lsp.DidOpenTextDocumentParams):
     d = params.text_document
@@ -136,7 +126,6 @@ def did_close(ls: InklingServer, params: lsp.DidCloseTextDocumentParams):
     ls.submit(f"didClose of {uri}", ls.engine.close, uri)
 
 
-# ----------------------------------------------------------------- completions
 @feature(lsp.TEXT_DOCUMENT_INLINE_COMPLETION, lsp.InlineCompletionOptions())
 async def inline_completion(ls: InklingServer, params: lsp.InlineCompletionParams):
     invoked = params.context.trigger_kind == lsp.InlineCompletionTriggerKind.Invoked
@@ -165,7 +154,6 @@ async def accept(ls: InklingServer, *args):
     return {"accepted": draft.id, "chars": len(draft.text)}
 
 
-# ------------------------------------------------------------ inkling's own
 @feature(STATS)
 async def stats(ls: InklingServer, params=None):
     return {**ls.stats.as_dict(), "state": ls.state,
@@ -177,8 +165,7 @@ async def stats(ls: InklingServer, params=None):
 
 @feature(lsp.WORKSPACE_DID_CHANGE_WATCHED_FILES)
 def did_change_watched_files(ls: InklingServer, params: lsp.DidChangeWatchedFilesParams):
-    """Files the client saw change on disk: indexed now (the server's own watcher
-    sees them too, later)."""
+    """Index files the client saw change on disk now (the server's watcher sees them later)."""
     for change in params.changes:
         path = uri_path(change.uri)
         if path is not None:
@@ -188,8 +175,7 @@ def did_change_watched_files(ls: InklingServer, params: lsp.DidChangeWatchedFile
 
 @feature(IDLE)
 async def idle(ls: InklingServer, params=None):
-    """The idle policy (``Engine.idle``) after ``quietMs`` of simulated quiet: what
-    ``inkling replay --via-lsp`` sends where its clock has the typist pause."""
+    """Run ``Engine.idle`` after ``quietMs`` of the replay clock's quiet (``--via-lsp``)."""
     return {"refreshed": await ls.worker.run(ls.engine.idle, _quiet_ms(params))}
 
 
@@ -214,7 +200,6 @@ async def shutdown(ls: InklingServer, params=None):
     await ls.shutdown_engine()
 
 
-# -------------------------------------------------------------------- helpers
 def _folders(ls: InklingServer, folders: list[str]) -> None:
     ls.submit("workspace folders", setattr, ls.engine, "workspace_folders", folders)
 

@@ -1,5 +1,4 @@
-"""Counters the server reports through the `inkling/stats` request, and what it says of
-the Engine's runtime: the forward, its threads, the drafting that runs."""
+"""The server's `inkling/stats` counters, and what it says of the forward, threads and drafting."""
 from __future__ import annotations
 
 from collections import deque
@@ -57,8 +56,8 @@ def threads_in_use(engine) -> dict | None:
 
 
 def drafting_in_use(engine) -> dict | None:
-    """The drafting completions run and why, with the forward costs timed at load for
-    ``completion.draft auto`` (``draft_mode.in_use``); None before the model loads."""
+    """The drafting that runs and why (``draft_mode.in_use``); None before the model loads.
+    See docs/decisions/drafting-by-device.md."""
     if not engine.model_loaded:
         return None
     return in_use(engine.options, engine.load_model(), engine.acceptance.prior)

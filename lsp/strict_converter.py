@@ -1,15 +1,9 @@
 """The cattrs converter the server reads messages with: lsprotocol's, made strict.
 
-lsprotocol's converter coerces what it is given: ``"text": null`` becomes the string
-``"None"``, ``"version": "4"`` the integer 4, a line of ``0.5`` the line 0. A message
-structured here is refused instead, whole, naming the field. Lone UTF-16 surrogates
-(legal in a JSON string, ``"\\ud800"``) cannot be encoded as UTF-8, so every string read
-has each one replaced with U+FFFD: one UTF-16 code unit for one, so the positions the
-client sends still address the same places in the text.
-
-Custom messages (``inkling/*``) keep their params as plain JSON values (dicts, lists),
-with the same surrogate replacement.
-"""
+lsprotocol's coerces (``"text": null`` to ``"None"``, ``"4"`` to 4); here such a message is
+refused whole, naming the field. Every string read, ``inkling/*`` params included, has each lone
+surrogate (not encodable as UTF-8) replaced with U+FFFD, one UTF-16 unit for one, so positions
+still address the same text."""
 from __future__ import annotations
 
 import re
@@ -106,8 +100,7 @@ def _format(exc: BaseException, type_) -> str:
 
 
 def describe(exc: BaseException) -> str:
-    """One line naming each bad field of a message that failed to structure, e.g.
-    ``params.position.line: expected an integer, got 0.5``."""
+    """One line naming each bad field, e.g. ``params.position.line: expected an integer``."""
     if isinstance(exc, ClassValidationError):
         lines = cattrs.transform_error(exc, path="$", format_exception=_format)
         parts = []

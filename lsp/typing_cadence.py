@@ -1,4 +1,5 @@
-"""Adaptive debounce: automatic triggers wait about as long as the user's typing interval."""
+"""Adaptive debounce: automatic triggers wait about as long as the user's typing interval
+(docs/decisions/typing-cadence.md)."""
 from __future__ import annotations
 
 import statistics
