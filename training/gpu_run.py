@@ -1,23 +1,10 @@
 """A training run within a wall-clock budget, made for a GPU lent for minutes.
 
-``python -m inkling.training.gpu_run --data packed --out OUT --minutes 9 --init
-models/inkling-tiny`` (or ``--scratch --shape x4``) trains on the packed rows
-(``packing.py``), and where ``--allow-list`` names installed packages, on their sources
-too (``site_packages.py``; tokenized there). bfloat16 autocast, fused AdamW, large
-batches; the learning rate warms up over ``WARMUP_STEPS``, holds, and decays to zero over
-the last ``--decay`` share of the minutes (warmup-stable-decay, timed by the clock, so
-the run ends annealed whatever the device's speed). Into ``OUT`` (what comes back from
-the device: at most 8 files of 16 MiB):
-
-- ``result.json``: the held-out losses of every evaluation set at the start and the end
-  (float32), tokens, steps, tokens/s, the device, the data;
-- ``loss_curve.csv`` (and ``loss_curve.png`` where matplotlib is installed);
-- ``model.tar.00`` ..: the model folder in the bundled model's layout (float16 safetensors
-  shards, config, tokenizer), as a tar cut into parts of ``PART_BYTES``
-  (``cat model.tar.* | tar x``).
-
-``scripts/gpu_train.sh`` runs it on the device; ``docs/training.md`` gives the command.
-"""
+Trains ``--init``'s weights or a ``--shape`` from scratch on the packed rows (``packing.py``) and
+any ``--allow-list`` packages, on a warmup-stable-decay schedule timed by the clock so the run
+ends annealed whatever the device's speed. ``OUT`` gets ``result.json`` (held-out losses at start
+and end), the loss curve, and the model folder as tar parts of ``PART_BYTES`` so it comes back
+from the device (``docs/training.md``)."""
 from __future__ import annotations
 
 import argparse
@@ -44,8 +31,8 @@ from inkling.training.training import _eval_loss, adamw, device_for, llama_confi
 
 SHAPES = {   # hidden, layers, heads, kv heads, intermediate
     "tiny": (64, 2, 4, 2, 172),          # the CPU check of the script
-    "bundled": (256, 6, 8, 2, 688),      # the shipped model's shape (6.25 M parameters)
-    "x4": (512, 8, 8, 2, 1152),          # 23.6 M: int8 in 24 MB
+    "bundled": (256, 6, 8, 2, 688),      # the shipped model's shape
+    "x4": (512, 8, 8, 2, 1152),
 }
 WARMUP_STEPS, PART_BYTES, MAX_PARTS = 100, 15 * 2**20, 4
 LOG_EVERY = 20
@@ -59,8 +46,7 @@ def model_config(shape: str, vocab: int, max_positions: int = 2048) -> LlamaConf
 
 
 def wsd_lr(peak: float, step: int, frac: float, decay: float) -> float:
-    """Warm-up over WARMUP_STEPS steps, the peak until ``1 - decay`` of the budget, then
-    a linear decay to zero at its end (``frac``: the share of the minutes spent)."""
+    """Warm-up, the peak until ``1 - decay`` of the budget, then linear to zero at ``frac`` 1."""
     warm = min(1.0, (step + 1) / WARMUP_STEPS)
     return peak * warm * min(1.0, max(0.0, (1.0 - frac) / decay))
 
@@ -94,8 +80,7 @@ def tokenizer_for(a) -> Tokenizer:
 
 
 def training_rows(a, tok: Tokenizer, seq: int) -> tuple[np.ndarray, dict]:
-    """uint16 rows [n, seq + 1]: the packed ones, and the allow-listed packages' (built
-    here with the recipe's samples); the data's report."""
+    """(uint16 rows [n, seq + 1] of the packed and allow-listed data, the data's report)."""
     rows = packing.read_rows(Path(a.data) / packing.ROWS_FILE)[:, :seq + 1]
     report = {"packed_rows": len(rows), "allow_list": None}
     names = _allow_names(a.allow_list)
@@ -141,8 +126,7 @@ class Curve:
             w.writeheader()
             w.writerows(self.rows)
         try:
-            # optional (the device's Python may lack it: the csv is the curve then), and the
-            # Agg backend is chosen before pyplot loads
+            # optional on the device (the csv is the curve then); Agg before pyplot loads
             import matplotlib  # lazy: matplotlib.pyplot is slow to import
             matplotlib.use("Agg")
             import matplotlib.pyplot as plt  # lazy: after the backend, as above
@@ -159,9 +143,7 @@ class Curve:
 
 
 def train_seconds(a, elapsed: float) -> float:
-    """The training's seconds: ``--minutes``, less where ``--total-minutes`` (the whole
-    command's wall time) would be passed: what is left after ``elapsed`` seconds of data
-    and evaluation, less ``--reserve`` seconds for the final evaluation and export."""
+    """``--minutes``, capped by what ``--total-minutes`` leaves after ``elapsed`` and ``--reserve``."""
     budget = a.minutes * 60
     if a.total_minutes:
         budget = min(budget, a.total_minutes * 60 - elapsed - a.reserve)
@@ -172,9 +154,8 @@ def train_seconds(a, elapsed: float) -> float:
 
 
 def train_loop(model, rows: np.ndarray, a, device) -> tuple[dict, Curve]:
-    """Steps until ``a.train_seconds`` of training have passed; returns the counts and curve.
-    Batches are drawn from a shuffled order of the rows, reshuffled each epoch."""
-    opt = adamw(model, a.lr, TrainOptions.weight_decay)       # the recipe's: 0.1
+    """Steps on reshuffled rows until ``a.train_seconds`` pass; returns the counts and curve."""
+    opt = adamw(model, a.lr, TrainOptions.weight_decay)       # the recipe's
     step_model = torch.compile(model) if a.compile else model
     amp = torch.autocast(device.type, dtype=torch.bfloat16, enabled=a.bf16)
     rng = np.random.default_rng(a.seed)

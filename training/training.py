@@ -1,31 +1,10 @@
 """`inkling train`: the recipe that reproduces the bundled model, resumable exactly.
 
-Corpus (the standard library and pinned third-party packages) -> byte-level BPE
-tokenizer (or the tokenizer of the model continued from) -> rows with fill-in-the-middle
-and repository-level samples -> a small Llama (RoPE, grouped-query attention, tied
-embeddings) trained with AdamW and a warm-up + cosine schedule over a step budget.
-
-The output folder (``--out``, default ``runs/inkling-tiny``, kept out of git) holds:
-
-- ``checkpoint.pt``: everything an exact resume needs (float32 weights, AdamW state,
-  the data position: epoch and row cursor, the schedule, the step and token counts,
-  torch/numpy/python RNG states), written atomically (temporary file, then rename)
-  every ``--checkpoint-minutes``, at a stop (SIGTERM or SIGINT finish the current step,
-  save and exit 0; ``--stop-at``, ``--max-minutes``) and at the end of the budget;
-- ``best/``: the export (float16 safetensors shards, config, tokenizer, summary, log and
-  curve) of the weights with the lowest validation score so far (:func:`_score`: the mean
-  of the held-out stdlib and held-out package losses), rewritten at each evaluation that
-  improves on it (and on the weights the run started from);
-- ``training_log.tsv``: the loss log of every run that led here (a continued model's log
-  is carried over), ``loss_curve.png``;
-- at the end of the budget, the final export itself (as the recipe always wrote).
-
-``inkling train --resume DIR`` continues exactly; ``--init-from DIR`` starts a new run from
-a model folder's weights, or from a run's checkpoint, stopped or finished (weights and
-AdamW moments: how a run goes on when its data changes, since a resume refuses changed
-data, or after its anneal);
-``--ship DIR`` copies ``DIR/best`` into the bundled model folder and rewrites its card.
-"""
+Corpus -> byte-level BPE tokenizer -> fill-in-the-middle and repository rows -> a small Llama
+trained with AdamW on a warm-up + cosine schedule. ``--out`` holds ``checkpoint.pt`` (all an exact
+resume needs, written atomically), ``best/`` (the export with the lowest :func:`_score`), the loss
+log and curve, and at the end of the budget the final export. ``--init-from`` starts a new run from
+a model folder or a run's checkpoint, since a resume refuses changed data."""
 from __future__ import annotations
 
 import contextlib
@@ -75,7 +54,7 @@ def llama_config(vocab: int, hidden: int, intermediate: int, layers: int, heads:
 
 
 def adamw(model, lr: float, weight_decay: float) -> torch.optim.AdamW:
-    """Fused AdamW (betas 0.9, 0.95), weight decay on the matrices only."""
+    """Fused AdamW, weight decay on the matrices only."""
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2]
     no_decay = [p for n, p in model.named_parameters() if p.dim() < 2]
     return torch.optim.AdamW([{"params": decay, "weight_decay": weight_decay},
@@ -84,9 +63,8 @@ def adamw(model, lr: float, weight_decay: float) -> torch.optim.AdamW:
 
 
 def native_bf16(device: torch.device) -> bool:
-    """Whether ``device`` computes in bfloat16 natively: CUDA, or a CPU with bfloat16
-    instructions (AVX512_BF16 or AMX; where it has none, oneDNN emulates them, slower
-    than float32)."""
+    """Whether ``device`` computes bfloat16 natively (CUDA, AVX512_BF16 or AMX); emulated
+    bfloat16 is slower than float32."""
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
     if device.type != "cpu":
@@ -99,9 +77,8 @@ def native_bf16(device: torch.device) -> bool:
 
 
 def autocast_for(amp: str, device: torch.device):
-    """The training forward's autocast: bfloat16 where ``amp`` asks for it ('bf16': an
-    error where the device has no native bfloat16) or allows it ('auto': where
-    ``native_bf16``), else none ('off', float32)."""
+    """The training forward's autocast for ``amp`` ('auto', 'bf16': an error without native
+    bfloat16, 'off': float32)."""
     if amp not in ("auto", "bf16", "off"):
         raise ValueError(f"--amp must be auto, bf16 or off, got {amp!r}")
     native = native_bf16(device)
@@ -138,9 +115,8 @@ def _loss(model, x: torch.Tensor) -> torch.Tensor:
 
 
 def optimizer_step(model, step_model, opt, x: torch.Tensor, lr: float, amp) -> torch.Tensor:
-    """One step of the recipe on batch ``x`` ([batch, seq + 1]) at learning rate ``lr``:
-    the loss under ``amp``, gradients clipped to norm 1, the update; the loss, undetached
-    from the device (no sync). ``step_model`` is ``model`` or its compiled form."""
+    """One clipped AdamW step on ``x`` [batch, seq + 1] at ``lr``; returns the loss on the
+    device (no sync). ``step_model`` is ``model`` or its compiled form."""
     for g in opt.param_groups:
         g["lr"] = lr
     with amp:
@@ -155,8 +131,7 @@ def optimizer_step(model, step_model, opt, x: torch.Tensor, lr: float, amp) -> t
 # ---------------------------------------------------------------------------- runs
 
 def _prior_run(path: str) -> dict:
-    """The summary of the run a continued training starts from (its tokenizer and weights):
-    a model folder written by ``inkling train``, or a run's folder (its checkpoint)."""
+    """The summary of the model folder or run folder ``--init-from`` names."""
     folder = Path(path)
     summary = folder / "train_summary.json"
     if _from_checkpoint(path):
@@ -176,18 +151,14 @@ def _prior_run(path: str) -> dict:
 
 
 def _run_kind(init_from: str) -> str:
-    """How a new run starts, as its summary records it: ``new`` (from scratch),
-    ``continued`` (a model's weights, AdamW moments from zero) or ``carried`` (a run's
-    checkpoint, stopped or finished: its weights and AdamW moments)."""
+    """``new``, ``continued`` (a model's weights, fresh AdamW) or ``carried`` (a checkpoint)."""
     if not init_from:
         return "new"
     return "carried" if _from_checkpoint(init_from) else "continued"
 
 
 def _from_checkpoint(path: str) -> bool:
-    """Whether ``--init-from`` takes a run's checkpoint: a run folder, stopped or finished
-    (a finished run's export holds the checkpoint's weights; its AdamW moments go on too).
-    A model folder (an export alone, the bundled model) has none."""
+    """Whether ``--init-from`` names a run folder with a checkpoint (a model folder has none)."""
     return (Path(path) / CHECKPOINT).is_file()
 
 
@@ -198,8 +169,7 @@ def _run_entry(prior: dict) -> dict:
 
 
 def _with_rates(runs: list[dict], prior: dict) -> list[dict]:
-    """Earlier runs' entries with their tokens/s where the summaries allow (the summary of
-    the older recipe kept only its last run's minutes and the minutes of all runs)."""
+    """Earlier runs' entries with their tokens/s where the summaries allow."""
     runs = [dict(r) for r in runs]
     if runs and prior and runs[-1].get("tokens_per_s") is None and prior.get("minutes"):
         runs[-1]["tokens_per_s"] = round(runs[-1]["tokens"] / (prior["minutes"] * 60))
@@ -232,16 +202,13 @@ def _atomic_save(obj, path: Path) -> None:
 
 
 def _score(val: float, val_pkg: float | None) -> float:
-    """What ``best/`` keeps the lowest of: the mean of the held-out stdlib loss and the
-    held-out package's (the stdlib loss alone where there is no held-out package). The
-    package counts as much as the stdlib: it is the third-party code users write, and a
-    run that only watched the stdlib kept weights 0.44 nats worse on it."""
+    """What ``best/`` keeps the lowest of: the mean of the held-out stdlib and package losses,
+    since the package is the third-party code users write."""
     return val if val_pkg is None else (val + val_pkg) / 2
 
 
 def _export(run: Run, summary: dict, dest: Path) -> None:
-    """A model folder (float16 shards, config, tokenizer, summary, log, curve) written
-    beside ``dest`` and renamed into place."""
+    """A model folder written beside ``dest`` and renamed into place."""
     o = run.o
     tmp = dest.with_name(dest.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
@@ -271,11 +238,8 @@ def _export(run: Run, summary: dict, dest: Path) -> None:
 
 
 class _Threads:
-    """torch's thread count: fixed (``--threads N``, 0 for every core), or ``--threads -1``:
-    every 100 steps, 10 steps run with the other count (1 or every core) and the faster
-    one is kept. On a CPU shared with other work one thread often beats two (two wait on
-    each other when either is preempted); on an idle one two win. On this model the count
-    does not change the arithmetic (the forward and backward agree bit for bit)."""
+    """torch's thread count: fixed (``--threads N``, 0: every core) or, with -1, probed now
+    and then against the other count, since on a shared CPU one thread can beat several."""
 
     PROBE_EVERY, PROBE_STEPS = 100, 10
 
@@ -336,7 +300,7 @@ class _Stop:
 
 
 def _options_for_resume(saved: dict, given: dict) -> TrainOptions:
-    saved = {"stdlib_repeat": 1, **saved}   # a run from before the option read stdlib once
+    saved = {"stdlib_repeat": 1, **saved}   # the default of checkpoints without the option
     o = TrainOptions(**{k: v for k, v in saved.items() if k in {f.name for f in fields(TrainOptions)}})
     for k in PER_INVOCATION:           # these say what one invocation does, not the run
         setattr(o, k, getattr(TrainOptions, k))
@@ -355,10 +319,7 @@ def _options_for_resume(saved: dict, given: dict) -> TrainOptions:
 
 @dataclass
 class Run:
-    """One invocation of the recipe: what it trains (the model, its compiled form and
-    autocast, AdamW, the data, the tokenizer), where it stands (``st``: step, tokens, data
-    position, validation losses, the runs before; the schedule; the loss log), and where
-    it writes (``out``)."""
+    """One invocation of the recipe: what it trains, where it stands (``st``), where it writes."""
     o: TrainOptions
     out: Path
     device: torch.device
@@ -395,7 +356,7 @@ class Run:
             "held_out_package": data.held_out_package,
             "copies_dropped": data.copies_dropped,
             "held_out_files": [f.relpath for f in data.held_out], "torch": torch.__version__,
-            # what continuing from these weights needs (`--init-from` starts a new run there)
+            # what `--init-from` these weights needs
             "data_position": {"epoch": st["epoch"], "cursor": st["cursor"],
                               "fingerprint": data.fingerprint, "seed": o.seed},
             "schedule": sched.state(), "step": st["step"],
@@ -438,8 +399,7 @@ def _given(o: TrainOptions) -> dict:
 
 
 def _resume(o: TrainOptions, given: dict) -> tuple[TrainOptions, dict]:
-    """A resume's options (the checkpoint's, with those ``given`` may change) and its
-    checkpoint."""
+    """A resume's options (the checkpoint's, updated by ``given``) and its checkpoint."""
     path = Path(o.resume) / CHECKPOINT
     if not path.is_file():
         raise FileNotFoundError(f"--resume {o.resume}: no {CHECKPOINT} there")
@@ -450,8 +410,7 @@ def _resume(o: TrainOptions, given: dict) -> tuple[TrainOptions, dict]:
 
 
 def _tokenizer(o: TrainOptions, source: dict | None) -> Tokenizer:
-    """The checkpoint's tokenizer (a resume, or ``--init-from`` a run), ``--init-from``'s
-    model folder's, or a new one trained on the standard-library training files."""
+    """The checkpoint's or ``--init-from``'s tokenizer, or a new one on the stdlib files."""
     if source:
         return Tokenizer.from_str(source["tokenizer"])
     if o.init_from:
@@ -462,8 +421,7 @@ def _tokenizer(o: TrainOptions, source: dict | None) -> Tokenizer:
 
 
 def _model(o: TrainOptions, source: dict | None, device: torch.device) -> LlamaForCausalLM:
-    """float32 weights on ``device``, in training mode: the checkpoint's, ``--init-from``'s
-    model folder's, or new ones of the options' shape."""
+    """float32 weights on ``device``, training mode: the checkpoint's, ``--init-from``'s or new."""
     hf_logging.disable_progress_bar()
     if source:
         model = LlamaForCausalLM(LlamaConfig.from_dict(source["config"]))
@@ -480,8 +438,7 @@ def _model(o: TrainOptions, source: dict | None, device: torch.device) -> LlamaF
 
 def _resumed_state(o: TrainOptions, ckpt: dict, data: Data,
                    out: Path) -> tuple[dict, Schedule, list[dict]]:
-    """Where a resumed run stands: its checkpoint's state, schedule and RNG states, and its
-    log up to the checkpoint's step; an error where the training data changed."""
+    """A resumed run's state, schedule and log; an error where the training data changed."""
     st = ckpt["state"]
     st["stopped"] = None                   # why the last invocation stopped, not this one
     if st["fingerprint"] != data.fingerprint:
@@ -493,7 +450,7 @@ def _resumed_state(o: TrainOptions, ckpt: dict, data: Data,
                 if not (r["run"] == st["run"] and r["step"] > st["step"])]
     log_rows = fill_missing_runs(log_rows, st["runs"])
     _set_rng_state(ckpt["rng"])
-    if "best_score" not in st:          # a checkpoint from before the score: its best row's
+    if "best_score" not in st:          # a checkpoint without the score: its best row's
         row = next((r for r in log_rows if r["run"] == st["run"]
                     and r["step"] == st["best_step"] and r.get("val_loss") is not None), None)
         st["best_score"] = _score(row["val_loss"], row.get("val_loss_pkg")) if row else None
@@ -501,8 +458,7 @@ def _resumed_state(o: TrainOptions, ckpt: dict, data: Data,
 
 
 def _new_state(o: TrainOptions, prior: dict, data: Data) -> tuple[dict, Schedule, list[dict]]:
-    """Where a new run starts: step 0, at the data position the model continued from
-    reached where the data is the same (else the next epoch), after the runs before it."""
+    """A new run's state: step 0, at the prior data position if the data is the same."""
     first_epoch, cursor = prior.get("epochs_total", prior.get("epochs_started", 0)), 0
     pos = prior.get("data_position") or {}
     if pos.get("fingerprint") == data.fingerprint:    # same data: go on where it stood
@@ -522,8 +478,7 @@ def _new_state(o: TrainOptions, prior: dict, data: Data) -> tuple[dict, Schedule
 
 
 def _set_budget(o: TrainOptions, st: dict, sched: Schedule) -> None:
-    """The step budget: ``--cooldown K`` anneals over the next K steps, a changed
-    ``--steps`` stretches the decay from here; ``o.steps`` becomes the total."""
+    """``--cooldown K`` anneals over the next K steps, a changed ``--steps`` stretches the decay."""
     if o.cooldown:
         sched.set_total(st["step"], st["step"] + o.cooldown)
     elif sched.total != o.steps:
@@ -532,8 +487,7 @@ def _set_budget(o: TrainOptions, st: dict, sched: Schedule) -> None:
 
 
 def _open_run(o: TrainOptions, ckpt: dict | None) -> Run:
-    """The run an invocation trains: from a resume's checkpoint, from ``--init-from`` (a
-    model folder, or a run's checkpoint: its weights and AdamW moments) or new."""
+    """The run an invocation trains: from a resume's checkpoint, ``--init-from``, or new."""
     prior = ckpt["prior"] if ckpt else (_prior_run(o.init_from) if o.init_from else {})
     out = Path(o.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -548,8 +502,8 @@ def _open_run(o: TrainOptions, ckpt: dict | None) -> Run:
     data = Data(o, tok)
     model = _model(o, source, device)
     opt = adamw(model, o.lr, o.weight_decay)
-    if source:          # AdamW's moments go on with the weights: a fresh start of them
-        opt.load_state_dict(source["optimizer"])        # throws the loss back up
+    if source:          # AdamW's moments go on with the weights, since fresh ones raise the loss
+        opt.load_state_dict(source["optimizer"])
     del source
     step_model = torch.compile(model) if o.compile else model
     amp = autocast_for(o.amp, device)
@@ -564,11 +518,8 @@ def _open_run(o: TrainOptions, ckpt: dict | None) -> Run:
 # ---------------------------------------------------------------------------- train
 
 def train(o: TrainOptions, given: dict | None = None) -> dict:
-    """Run (or resume) the recipe; returns the summary (also written to train_summary.json).
-
-    ``given``: the options named on the command line (a resume takes the others from the
-    checkpoint); without it, every option of ``o`` that differs from the default.
-    """
+    """Run (or resume) the recipe; returns the summary written to train_summary.json.
+    ``given``: the options named on the command line (default: those differing from defaults)."""
     if o.ship:
         return ship(o.ship)
     t_invoked = time.time()
@@ -618,10 +569,7 @@ def _evaluate_start(run: Run) -> None:
 
 
 def _train_steps(run: Run) -> None:
-    """Steps until the budget is spent or the invocation stops (a signal, ``--stop-at``,
-    ``--max-minutes``): each logged, evaluated every ``--eval-every`` steps (``best/``
-    rewritten where the score improves), a checkpoint every ``--checkpoint-minutes`` and
-    at the end."""
+    """Steps until the budget is spent or the invocation stops, with evaluations and checkpoints."""
     o, st = run.o, run.st
     t_seg = time.time()          # training time of this invocation, added to train_seconds
     base_seconds = st["train_seconds"]
@@ -663,9 +611,7 @@ def _stop_reason(o: TrainOptions, st: dict, stop: _Stop) -> str | None:
 
 
 def _step(run: Run, t_seg: float, base_seconds: float) -> tuple[float, float, int, int]:
-    """One optimizer step on the batch at the data position (the next epoch's first where
-    this epoch has no whole batch left); the position and counts move on. Returns the
-    loss, the learning rate, the tokens trained on and the rows of the epoch."""
+    """One optimizer step at the data position; returns (loss, lr, tokens, the epoch's rows)."""
     o, st = run.o, run.st
     t_step = time.perf_counter()
     rows = run.data.rows(st["epoch"])
@@ -687,8 +633,7 @@ def _step(run: Run, t_seg: float, base_seconds: float) -> tuple[float, float, in
 
 
 def _evaluate_due(run: Run, last: bool) -> tuple[float | None, float | None]:
-    """The validation losses where an evaluation is due (every ``--eval-every`` steps and
-    at the last), else (None, None)."""
+    """The validation losses where an evaluation is due, else (None, None)."""
     o, st = run.o, run.st
     if not (o.eval_every and (st["step"] % o.eval_every == 0 or last)):
         return None, None
@@ -735,8 +680,7 @@ class _Window:
 
 
 def _finish(run: Run) -> dict:
-    """The end of an invocation: at the end of the budget the final export (evaluated
-    where the last step was not), else the summary alone; the curve; the summary."""
+    """The end of an invocation: the final export once the budget is spent, summary and curve."""
     st, out = run.st, run.out
     done = st["step"] >= run.sched.total
     print(("budget done" if done else f"stopped ({st['stopped']})")
@@ -757,7 +701,7 @@ def _finish(run: Run) -> dict:
 
 
 def _profile(run: Run) -> dict:
-    """Time ``o.profile_steps`` training steps after two untimed ones (nothing is saved)."""
+    """Time ``o.profile_steps`` training steps after warm-up ones (nothing is saved)."""
     o, model, opt = run.o, run.model, run.opt
     rows = run.data.rows(run.st["epoch"])
     parts = {"data": [], "forward": [], "backward": [], "optimizer": []}
