@@ -1,6 +1,5 @@
-"""An open document as the analysis keeps it: its tree, its symbols and the names a free
-read may name (each extracted when first needed after a change), and the last lexical
-scan of the cursor's statement. Owned by the CodeAnalysis's caller's thread."""
+"""An open document as the analysis keeps it: tree, symbols, readable names and last scan,
+each made lazily. Owned by the CodeAnalysis's caller's thread."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -24,21 +23,15 @@ class OpenDocument:
     symbols: FileSymbols | None = None
     symbols_version: int = -1
     free_names: tuple | None = None         # what a free read may name (``readable_parts``)
-    free_version: int = -1                  # the tree version and the workspace's names
-    free_workspace: frozenset | None = None  # (an index change makes a new set) they are of
-    # the last monitor's lexical scan: (the text scanned, from where, the state after it);
-    # the next keystroke's scan in the same statement goes on from it
-    scanned: tuple[str, int, ScanState] | None = None
-    # the last enclosing def/class lines and what they were read from: the guard at the
-    # monitor's cursor, and the next keystroke on the same line, reuse them
+    free_version: int = -1                  # the tree version they are of
+    free_workspace: frozenset | None = None  # the workspace's names they are of
+    scanned: tuple[str, int, ScanState] | None = None   # (text, start, state) of the last scan
     kept_headers: KeptHeaders = field(default_factory=KeptHeaders)
 
 
 def scan_state(doc: OpenDocument, segment: str, start: int) -> ScanState:
-    """The scanner's state after ``segment`` (the text from ``start`` to the cursor),
-    going on from the last scan when it scanned a prefix of the segment from the
-    same place (the person typing on in a statement): the scanner is incremental,
-    so that is the state a whole scan gives."""
+    """The scanner's state after ``segment`` (``start`` to the cursor), continued from the last
+    scan where that scanned a prefix of it from ``start``."""
     last = doc.scanned
     if last is not None and last[1] == start and segment.startswith(last[0]):
         scan = last[2].advance(segment[len(last[0]):])
@@ -50,10 +43,8 @@ def scan_state(doc: OpenDocument, segment: str, start: int) -> ScanState:
 
 def readable_names(doc: OpenDocument, symbols: FileSymbols, index: SymbolIndex
                    ) -> tuple | None:
-    """The names a free read in ``doc`` may name, as (workspace's, document's); cached
-    per tree version and workspace index (files indexed later change it), and the
-    workspace's part is the same set while it is unchanged,
-    so its masks are kept from one keystroke to the next."""
+    """The names a free read in ``doc`` may name, as (workspace's, document's), cached per tree
+    version and workspace names; the workspace's part stays one object, so its masks are kept."""
     tree, workspace = doc.tree, index.workspace_names()
     if doc.free_version != tree.version or doc.free_workspace is not workspace:
         bound = index.parsers.extractor().bound_names(tree.root)

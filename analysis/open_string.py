@@ -1,9 +1,5 @@
-"""The string literal a cursor is inside, by a lexical scan of the statement so far.
-
-The tree cannot always say: a docstring still being typed, its closing quotes not there
-yet, leaves tree-sitter no string to see (the rest of the file is one unterminated
-string, recovered from somehow). The lexical scan from where the statement starts
-(``scan_start``) knows. The scanner is Python's; other languages get "" (not known).
+"""The string literal a cursor is inside, by a lexical scan of the statement so far: the tree
+cannot see a docstring whose closing quotes are not typed yet. Python only; others get "".
 """
 from __future__ import annotations
 
@@ -14,11 +10,7 @@ SCANNED_LANGUAGES = frozenset({"python"})
 
 
 def string_quote(scan: ScanState) -> str:
-    """The delimiter of the string ``scan`` ends inside, when it is a plain one (an
-    f-string's braces hold code, which the scanner does not follow): "" otherwise. Right
-    after one opening quote the string is open for any text that does not start with a
-    quote (which would make it empty or triple-quoted); after two it is an empty one,
-    closed."""
+    """The delimiter of the plain (not f-) string ``scan`` ends inside, else ""."""
     if scan.formatted:
         return ""
     if scan.pending:
@@ -27,9 +19,7 @@ def string_quote(scan: ScanState) -> str:
 
 
 def open_string_at(root, text: str, offset: int, language: str = "python") -> str:
-    """The delimiter of the plain string literal the lexer is inside at character
-    ``offset`` of ``text`` (``root``: its tree's root node), "" in code, in a comment, in
-    an f-string or for a language without a scanner."""
+    """The delimiter of the plain string open at character ``offset`` of ``text``, else ""."""
     if language not in SCANNED_LANGUAGES:
         return ""
     start = scan_start(root, text, offset)

@@ -1,9 +1,5 @@
-"""An incremental lexical scanner for Python text being generated: whether the end of
-the text is in code, a string or a comment; the current line; the open brackets with,
-for calls, the callee and the keyword arguments given so far.
-
-States are immutable (``advance`` returns a new one), so forking a decoding path costs
-nothing. The scanner is deliberately small: it tracks what triggers need, no more.
+"""An incremental lexical scanner for generated Python: code, string or comment; the current
+line; open brackets with a call's callee and keywords. States are immutable, so a fork is free.
 """
 from __future__ import annotations
 
@@ -26,11 +22,8 @@ _STRING_PREFIX = re.compile(r"(?<![\w])([rRbBuUfF]{1,2})$")
 
 
 def replace(state, **changes):
-    """``dataclasses.replace`` for the scanner's states (frozen dataclasses without slots,
-    ``__post_init__`` or init-only fields): a copy of the instance's fields with
-    ``changes``. ``dataclasses.replace`` runs the generated ``__init__``, whose frozen
-    field assignments made it a third of the monitor's time; this is a dict copy.
-    tests/analysis/test_python_scanner.py compares the two."""
+    """``dataclasses.replace`` for the frozen scanner states as a dict copy, skipping the
+    generated ``__init__``'s costly frozen assignments."""
     new = object.__new__(type(state))
     fields = new.__dict__
     fields.update(state.__dict__)
@@ -47,8 +40,7 @@ class Frame:
     keyword_seen: bool = False          # a keyword argument or ** was given
     arg: str = ""                       # the current argument's text so far (capped)
     import_from: str | None = None      # module of ``from m import (``
-    kind: str = "group"                 # call | params (def, class) | import | subscript |
-                                        # display ([ or {) | group (other parentheses)
+    kind: str = "group"                 # call | params | import | subscript | display | group
     commas: int = 0                     # commas at this bracket's top level so far
 
 
@@ -120,9 +112,8 @@ def _step(s: ScanState, ch: str) -> ScanState:
 
 
 def _resolve_pending(s: ScanState, ch: str) -> tuple[ScanState, bool]:
-    """Quote characters seen in code: a third opens a triple-quoted string; anything else
-    after one opens a one-line string, after two closes an empty one. Returns the state
-    and whether ``ch`` was used up."""
+    """(state, whether ``ch`` was used) after quotes seen in code: a third opens a triple
+    string; else one opens a one-line string and two close an empty one."""
     q = s.pending
     if ch == q[0]:
         if len(q) == 2:

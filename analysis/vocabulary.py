@@ -1,10 +1,6 @@
-"""A tokenizer's vocabulary as decoded strings, indexed for building monitor masks.
-
-Built once per tokenizer: every id is decoded alone (``Tokenizer.decode([id])``; a
-byte-level token that is a partial UTF-8 sequence decodes to U+FFFD and so never counts
-as identifier text). The indexes answer, for a string r: which tokens are exactly r
-(``exact``); which are whitespace then r (``lead_exact``); which are r followed by a
-character that ends an identifier (``ends_with``), with or without leading whitespace.
+"""A tokenizer's vocabulary as decoded strings, indexed for building monitor masks: for a string
+r, the tokens that are r (``exact``), blanks then r (``lead_exact``), or r then an identifier's
+end (``ends_with``). Each id is decoded alone; a partial UTF-8 token is never identifier text.
 """
 from __future__ import annotations
 
@@ -28,9 +24,7 @@ def ident_head(text: str) -> str:
 
 
 def ends_target(rest: str) -> bool:
-    """``rest`` (a token, or what follows the name a token starts with) may end an
-    assignment target (``x =``, ``x: int``, ``x, y =``): spaces or tabs, then ``=`` (not
-    ``==``), ``,`` or ``:``."""
+    """``rest`` may end an assignment target: blanks, then ``=`` (not ``==``), ``,`` or ``:``."""
     body = rest.lstrip(" \t")
     if not body:
         return False
