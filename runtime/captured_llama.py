@@ -1,32 +1,9 @@
 """The compact forward's decoding steps as CUDA graphs, over static buffers.
 
-On a GPU a step of a small model is bound by kernel launches and the Python between them,
-not by its weights: a one-row step of the bundled model is about 200 launches. A CUDA
-graph records them once and replays them in one call. A graph replays fixed addresses and
-fixed shapes, so :class:`CapturedLlama` runs a step of ``n`` rows as a step of its bucket's
-rows (:data:`BUCKETS`: 1, 4, 16, 64; the rows past ``n`` are padding) over inputs that
-keep their addresses:
-
-- the cache: :class:`CapturedBuffers` (``kv_buffers.py``'s layout, preallocated to its
-  capacity); a step writes its entries at ``slots`` (``length`` .. ``length + bucket``)
-  and attends over the whole capacity;
-- the rows' embeddings, the rotary tables' rows at the rows' positions (one table for
-  every position up to the capacity, from the model's own rotary module), the slots, and
-  the additive mask [1, 1, groups * bucket, capacity]: ``-inf`` (``finfo.min``) past the
-  cache and wherever the tree or the edit says so.
-
-Everything an edit does to the cache (PIE's re-rotation, gathers, holes, kept paths) is an
-in-place operation on the same buffers (``KVBuffers``), so the graphs stay valid; where the
-buffers grow (doubling, rarely), a store's graphs are dropped and captured again. A
-bucket's graph is captured on its second step in a store (the first runs eagerly and
-warms up), so a store used for one step (a branch's gathered cache) never pays a capture.
-Forwards of more than 64 rows (prompt chunks) run the compact forward over the same
-buffers.
-
-On the CPU nothing is captured: the same static step runs eagerly (the tests run it
-there against the compact forward and transformers'). ``model.forward auto`` runs this
-forward on a GPU; the CPU keeps the native one (``forward_choice.py``).
-"""
+A small model's GPU step is bound by its kernel launches, which a graph replays in one call. A
+graph needs fixed addresses and shapes, so a step of n rows runs padded to its bucket (BUCKETS)
+over inputs that keep their addresses, and every cache edit is in place on the same buffers. On
+the CPU the static step runs eagerly. Why: docs/decisions/forward-choice.md."""
 from __future__ import annotations
 
 import torch
@@ -40,9 +17,7 @@ BUCKETS = (1, 4, 16, 64)                 # rows of a captured step; more run the
 
 
 def refusal(model: torch.nn.Module) -> str | None:
-    """Why the captured steps cannot run ``model`` (beyond the compact forward's own
-    refusal), or None: rotary scaling whose frequencies change with the sequence's length
-    (one table of positions cannot hold them)."""
+    """Why the captured steps cannot run ``model`` (length-varying rotary frequencies), or None."""
     kind = rope_type(model.config)
     if kind in UNSUPPORTED_ROPE:
         return f"rotary scaling {kind!r}: {UNSUPPORTED_ROPE[kind]}"
@@ -55,8 +30,7 @@ def bucket_for(rows: int) -> int | None:
 
 
 class CapturedBuffers(KVBuffers):
-    """Key / value buffers the captured forward writes, with each bucket's static step
-    (its inputs, and on a GPU its graph) bound to their addresses."""
+    """KVBuffers with each bucket's static step (its inputs, on a GPU its graph) bound to them."""
 
     def __init__(self, layers: int, kv_heads: int, head_dim: int, dtype: torch.dtype,
                  device: torch.device, capacity: int = CAPACITY_STEP):
@@ -64,8 +38,7 @@ class CapturedBuffers(KVBuffers):
         self.steps: dict[int, StaticStep] = {}
 
     def step(self, forward: "CapturedLlama", rows: int) -> "StaticStep":
-        """The static step of ``rows`` (a bucket) over these buffers as they are now:
-        made again where the buffers moved (grew) since it was made."""
+        """The static step of ``rows`` over these buffers, made anew where the buffers grew."""
         if any(s.keys is not self.keys for s in self.steps.values()):
             self.steps = {}                    # the buffers grew: no step holds the old ones
         step = self.steps.get(rows)
@@ -75,8 +48,7 @@ class CapturedBuffers(KVBuffers):
 
 
 class StaticStep:
-    """One bucket's fixed-address inputs and output over one store's buffers, and its
-    CUDA graph once captured."""
+    """One bucket's fixed-address inputs and output over one store's buffers, and its CUDA graph."""
 
     def __init__(self, forward: "CapturedLlama", kv: KVBuffers, rows: int):
         dtype, device, cap = kv.keys.dtype, kv.keys.device, kv.capacity
@@ -93,9 +65,8 @@ class StaticStep:
         self.runs = 0
 
     def run(self) -> torch.Tensor:
-        """The step over the inputs as they are now: logits [rows, vocab] (static: read
-        them before the next run). Eager on its first run (the warm-up); on a GPU the
-        second captures the graph, and later ones replay it."""
+        """Logits [rows, vocab] (static: read before the next run). Eager on the first run;
+        on a GPU the second captures the graph (a store used once skips it), later ones replay."""
         self.runs += 1
         if self.graph is not None:
             self.graph.replay()
@@ -107,8 +78,7 @@ class StaticStep:
         return self.logits
 
     def _capture(self):
-        """The CUDA graph of this step (a warm-up on a side stream first, as PyTorch
-        asks: the capture itself runs nothing)."""
+        """The CUDA graph of this step, after a warm-up on a side stream as PyTorch asks."""
         side = torch.cuda.Stream()
         side.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(side):
@@ -121,11 +91,7 @@ class StaticStep:
 
 
 class CapturedLlama(CompactLlama):
-    """``forward(kv, embeds, positions, mask, keep)`` -> logits, as
-    :meth:`CompactLlama.forward`, with steps of up to 64 rows run as static steps (CUDA
-    graphs on a GPU). ``graphs`` False: the static steps run eagerly on a GPU too (the
-    benchmarks' comparison); ``step_fn`` is the step that runs or is captured (the
-    benchmarks put ``torch.compile``'s in its place)."""
+    """CompactLlama with steps of up to 64 rows run static (``graphs`` False: eager on GPUs too)."""
 
     name = "captured"
 
@@ -144,9 +110,7 @@ class CapturedLlama(CompactLlama):
     @torch.inference_mode()
     def forward(self, kv: KVBuffers, embeds: torch.Tensor, positions: torch.Tensor,
                 mask: torch.Tensor | None = None, keep: int = 0) -> torch.Tensor:
-        """embeds [1, n, hidden] after the ``kv.length`` cached entries at ``positions``
-        [1, n]; ``mask`` None (causal) or [1, 1, n, length + n] (additive float or bool)
-        -> logits [1, keep or n, vocab] (a copy); the new entries appended to ``kv``."""
+        """As :meth:`CompactLlama.forward`; the logits are a copy (the step's are static)."""
         n, past = embeds.shape[1], kv.length
         rows = bucket_for(n)
         if rows is None or not hasattr(kv, "step"):        # not a CapturedBuffers: no steps
@@ -160,8 +124,7 @@ class CapturedLlama(CompactLlama):
 
     def _load(self, step: StaticStep, x: torch.Tensor, positions: torch.Tensor,
               mask: torch.Tensor | None, past: int) -> None:
-        """Copy one forward's rows into ``step``'s inputs: x [n, hidden], positions [n].
-        Padding rows keep what they held (finite: earlier rows or zeros)."""
+        """Copy x [n, hidden] and positions [n] into ``step``'s inputs; padding rows stay finite."""
         n = x.shape[0]
         step.x[:n].copy_(x)
         self._rope_rows(positions, step.keys.shape[3], step, n)
@@ -169,10 +132,8 @@ class CapturedLlama(CompactLlama):
         self._mask(step, mask, n, past)
 
     def _mask(self, step: StaticStep, mask: torch.Tensor | None, n: int, past: int) -> None:
-        """``step.mask`` for this forward: each real row sees what ``mask`` says (None:
-        the cache and the rows up to itself), nothing past ``past + n``; padding row i
-        sees the cache and the rows up to itself (so it stays finite). A one-row causal
-        step after another moves one edge of the mask instead of writing it whole."""
+        """``step.mask``: real rows see what ``mask`` says (None: causal), padding rows causally;
+        a one-row causal step after another only moves one edge."""
         minus = torch.finfo(step.mask.dtype).min
         end = past + 1
         if mask is None and n == 1 and step.visible is not None:
@@ -196,18 +157,14 @@ class CapturedLlama(CompactLlama):
 
     def _rope_rows(self, positions: torch.Tensor, capacity: int, step: StaticStep,
                    n: int) -> None:
-        """The rotary tables' rows at ``positions`` [n] into ``step.cos`` / ``step.sin``'s
-        first ``n`` rows (sin's first half negated, as ``signed_rope`` gives it); the tables
-        cover every position up to the capacity, from the model's rotary module (row for
-        row what it computes)."""
+        """The rotary table's rows at ``positions`` [n] into ``step.cos`` / ``step.sin``."""
         table = self.rope_table                       # static: refusal() holds the rest
         table.ensure(capacity, positions.device)
         torch.index_select(table.cos, 0, positions, out=step.cos[0, 0, :n])     # [n, d]
         torch.index_select(table.sin, 0, positions, out=step.sin[0, 0, :n])
 
     def _arange(self, n: int, device: torch.device) -> torch.Tensor:
-        """0 .. n - 1 on ``device``: for a bucket's rows a slice of one kept tensor (no
-        launch a step)."""
+        """0 .. n - 1 on ``device``: for a bucket a slice of one kept tensor (no launch a step)."""
         if n > BUCKETS[-1]:
             return torch.arange(n, device=device)
         if self._rows is None or self._rows.device != device:
@@ -215,9 +172,7 @@ class CapturedLlama(CompactLlama):
         return self._rows[:n]
 
     def static_step(self, step: StaticStep) -> torch.Tensor:
-        """The forward of ``step.rows`` rows over ``step``'s inputs, every shape fixed:
-        logits [rows, vocab] (the model's dtype). The compact forward's arithmetic,
-        attention over the whole capacity under ``step.mask``."""
+        """The forward of ``step.rows`` rows over ``step``'s inputs, shapes fixed: [rows, vocab]."""
         x, rope, slots, mask = step.x, (step.cos, step.sin), step.slots, step.mask
         for i, layer in enumerate(self.layers):
             store = (step.keys[i], step.values[i])                        # [1, kv, cap, d]
@@ -228,8 +183,7 @@ class CapturedLlama(CompactLlama):
         return self.head(_rms(self.norm, x))                             # [rows, vocab]
 
     def _static_attention(self, layer, x: torch.Tensor, rope, store, where) -> torch.Tensor:
-        """x [b, hidden] -> the attention block's output [b, hidden]; the layer's new keys
-        and values written into ``store`` at ``slots`` [b]; ``mask`` [1, 1, g * b, cap]."""
+        """x [b, hidden] -> [b, hidden]; new keys / values into ``store`` at ``slots`` [b]."""
         (cos, sin), (slots, mask), b = rope, where, x.shape[0]
         q = layer.q(x).view(1, b, -1, self.head_dim).transpose(1, 2)      # [1, H, b, d]
         k = layer.k(x).view(1, b, -1, self.head_dim).transpose(1, 2)      # [1, kv, b, d]

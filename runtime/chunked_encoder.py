@@ -1,25 +1,10 @@
 """Tokenizing text line by line with the same ids as tokenizing it whole.
 
-A prompt window changes by a few characters between keystrokes, yet tokenizing it
-again costs about 1.3 ms per 2,000 characters, mostly in the pre-tokenizer's regex.
-BPE never merges across a pre-token boundary, and some boundaries are forced by the
-pre-tokenizer's pattern whatever the text around them. Cut at those, each piece
-tokenizes alone exactly as it does inside the whole text, so the ids of unchanged
-pieces are remembered and only the piece that changed is tokenized again.
-
-The boundaries used sit just before a line break:
-
-- GPT-2's byte-level pattern (``ByteLevel(use_regex=True)``, also after ``Digits``):
-  before ``\\n`` when the character before it is not whitespace. Every alternative
-  that matches a non-space character ends at a non-space character, and the text
-  after the cut is scanned from its first character either way (no look-behind).
-- The Llama 3 and Qwen2 patterns (a ``Split`` regex, then ``ByteLevel`` without
-  one): before ``\\n`` when the character before it is an ASCII letter or digit (their
-  punctuation alternative takes the line breaks that follow it).
-
-Any other tokenizer (a normaliser that could change text across a cut, SentencePiece's
-metaspace, an unknown pattern) is tokenized whole; ``rule`` says which applies.
-"""
+A prompt window changes little between keystrokes, and BPE never merges across a pre-token
+boundary; cut where the pattern forces one, each piece tokenizes alone as inside the whole, so
+unchanged pieces' ids are remembered. The cuts sit before ``\\n``: after a non-space for GPT-2's
+byte-level pattern, after an ASCII letter or digit for Llama 3's and Qwen2's (their punctuation
+takes the line breaks after it); any other tokenizer is tokenized whole (``split_rule``)."""
 from __future__ import annotations
 
 import json
@@ -31,19 +16,15 @@ LLAMA3_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{
 QWEN2_PATTERN = (r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
                  r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+")
 
-# cut points: zero-width, just before a line break
-_AFTER_NON_SPACE = re.compile(r"(?<=\S)(?=\n)")
-_AFTER_ALNUM = re.compile(r"(?<=[A-Za-z0-9])(?=\n)")   # ASCII: Python's and the tokenizer's
-                                                      # Unicode tables may differ
+_AFTER_NON_SPACE = re.compile(r"(?<=\S)(?=\n)")        # zero-width cuts before a line break
+_AFTER_ALNUM = re.compile(r"(?<=[A-Za-z0-9])(?=\n)")   # ASCII: Unicode tables may differ
 
-MEMO_CHARS = 4_000_000      # text remembered with its ids (lines, or whole windows for a
-                            # tokenizer cut nowhere); cleared when full
+MEMO_CHARS = 4_000_000      # text remembered with its ids; cleared when full
 SAFE_NORMALIZERS = {None, "NFC"}     # NFC never composes across a line break
 
 
 def split_rule(pre_tokenizer: dict | None, normalizer: dict | None) -> str:
-    """``"non-space"``, ``"alnum"`` or ``"whole"``: where ``text`` may be cut before a
-    line break for a tokenizer with these (JSON) pre-tokenizer and normaliser."""
+    """``"non-space"``, ``"alnum"`` or ``"whole"``: where a tokenizer with these parts may cut."""
     if (normalizer or {}).get("type") not in SAFE_NORMALIZERS or not pre_tokenizer:
         return "whole"
     steps = (pre_tokenizer["pretokenizers"] if pre_tokenizer.get("type") == "Sequence"
@@ -52,8 +33,7 @@ def split_rule(pre_tokenizer: dict | None, normalizer: dict | None) -> str:
     others = [s for s in steps if s.get("type") != "ByteLevel"]
     if len(byte_level) != 1 or byte_level[0].get("add_prefix_space"):
         return "whole"
-    if byte_level[0].get("use_regex", True):
-        # GPT-2's pattern; Digits only cuts around digits, which keeps these cuts
+    if byte_level[0].get("use_regex", True):          # GPT-2's pattern (Digits keeps its cuts)
         return "non-space" if all(s.get("type") == "Digits" for s in others) else "whole"
     if (len(others) == 1 and others[0].get("type") == "Split"
             and others[0].get("pattern", {}).get("Regex") in (LLAMA3_PATTERN, QWEN2_PATTERN)
@@ -67,8 +47,7 @@ def _state(component) -> dict | None:
 
 
 class ChunkedEncoder:
-    """``encode(text)``: the tokenizer's ids for ``text``, with the ids of the pieces
-    between safe cuts remembered. Plain dict operations only (safe across threads)."""
+    """``encode(text)``: the tokenizer's ids, pieces memoized (dict operations: thread-safe)."""
 
     def __init__(self, encode_one: Callable[[str], list[int]], rule: str):
         if rule not in ("non-space", "alnum", "whole"):

@@ -1,23 +1,9 @@
 """A compact forward for the Llama family over the weights transformers loaded.
 
-transformers' forward spends most of a one-row decoding step of a small model outside
-arithmetic: output objects, mask construction, cache classes that concatenate every
-layer's keys on every step, many small ops. This forward runs the same arithmetic,
-op for op in the same order, over the same modules' weights (after
-``cpu_layout``): embedding, RMSNorm in float32, rotary embeddings from the model's own
-rotary module, grouped-query attention by SDPA as transformers calls it (one row
-unmasked with ``enable_gqa``; masked rows with the query heads of a group packed as
-rows of their key/value head, as ``gqa_attention.py`` does), SiLU-gated MLP, the output
-layer on the kept rows only. Keys and values go into a preallocated
-:class:`~.kv_buffers.KVBuffers` in place. Its logits equal the reference's to float
-rounding (bit for bit on the CPU in the tests), so greedy decoding is token for token the
-same.
-
-Families: Llama (DeepSeek-Coder included), Mistral without a sliding window, Qwen2
-without sliding layers (q/k/v biases ride in the linear layers). Everything else
-(StarCoder2: LayerNorm, GELU, biases; sliding windows; other activations) stays on the
-reference forward: :func:`refusal` says why.
-"""
+transformers' forward spends most of a small model's one-row step outside arithmetic (output
+objects, masks, caches that concatenate); this one runs the same ops in the same order over the
+same weights, keys and values in a preallocated KVBuffers, so its logits are the reference's to
+float rounding. Llama, Mistral and Qwen2 without sliding windows; :func:`refusal` says why not."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -60,8 +46,7 @@ def refusal(model: torch.nn.Module) -> str | None:
 
 @dataclass(frozen=True)
 class _Layer:
-    """One decoder layer: its norms and its linear layers as functions [n, in] -> [n, out]
-    (the weights are the model's)."""
+    """One decoder layer: its norms and projections [n, in] -> [n, out] over the model's weights."""
     in_norm: torch.nn.Module
     q: Projection
     k: Projection
@@ -82,8 +67,7 @@ class _Layer:
 
 
 def _projection(linear: torch.nn.Module) -> Projection:
-    """``linear``'s forward on 2D rows, as one ``mm`` (and a bias add) where the CPU layout
-    holds the weight [in, out]: what ``x @ weight_t`` runs, without its reshapes."""
+    """``linear`` on 2-D rows: one ``mm`` (and a bias add) where its weight is held [in, out]."""
     if not isinstance(linear, InputMajorLinear):
         return linear.forward
     weight_t, bias = linear.weight_t, linear.bias
@@ -93,8 +77,7 @@ def _projection(linear: torch.nn.Module) -> Projection:
 
 
 class CompactLlama:
-    """``forward(kv, embeds, positions, mask, keep)`` -> logits; see the module note. A
-    ``Forward`` (``forwards.py``): its store is a :class:`KVBuffers`."""
+    """``forward(kv, embeds, positions, mask, keep)`` -> logits; a ``Forward`` over KVBuffers."""
 
     name = "compact"
 
@@ -134,9 +117,7 @@ class CompactLlama:
 
     def rope(self, embeds: torch.Tensor, positions: torch.Tensor
              ) -> tuple[torch.Tensor, torch.Tensor]:
-        """cos and sin' [n, d] at ``positions`` [1, n] (sin's first half negated, as
-        ``signed_rope`` gives it): looked up in the table where the rotary type is static, else
-        the model's rotary module's (``embeds``: its dtype)."""
+        """cos, sin' [n, d] at ``positions`` [1, n] (sin's first half negated), from the table."""
         if self.rope_table is not None and embeds.dtype == self.rope_table.dtype:
             return self.rope_table.rows(positions[0])
         cos, sin = signed_rope(*self.rotary(embeds, position_ids=positions))  # [1, 1, n, d]
@@ -145,10 +126,8 @@ class CompactLlama:
     @torch.inference_mode()
     def forward(self, kv: KVBuffers, embeds: torch.Tensor, positions: torch.Tensor,
                 mask: torch.Tensor | None = None, keep: int = 0) -> torch.Tensor:
-        """embeds [1, n, hidden] after the ``kv.length`` cached entries, at ``positions``
-        [1, n]; ``mask``: None (each row sees the cache and the rows up to itself) or an
-        additive float mask [1, 1, n, length + n]. Returns logits [1, keep or n, vocab]
-        (the model's dtype); the new entries are appended to ``kv``."""
+        """embeds [1, n, hidden] after ``kv.length`` entries at ``positions`` [1, n]; ``mask``
+        None (causal) or [1, 1, n, length + n] -> logits [1, keep or n, vocab]; ``kv`` extended."""
         n, past = embeds.shape[1], kv.length
         kv.reserve(n)
         cos, sin = self.rope(embeds, positions)                            # [n, d] each
@@ -167,9 +146,7 @@ class CompactLlama:
 
     def _attention_mask(self, mask: torch.Tensor | None, n: int, past: int,
                         device: torch.device) -> torch.Tensor | None:
-        """None where SDPA runs unmasked (one row, or a causal prompt on an empty cache),
-        else the mask for packed rows: [1, 1, groups * n, past + n] (row g * n + i is
-        query row i of a group's g-th head), as transformers builds it."""
+        """None where SDPA runs unmasked, else the packed rows' [1, 1, g * n, past + n] mask."""
         if mask is None and (n == 1 or past == 0):
             return None
         if mask is None:                                  # causal after the cache, as bool
@@ -182,8 +159,7 @@ class CompactLlama:
 
     def _attention(self, layer: _Layer, x: torch.Tensor, rope, attend, store,
                    past: int) -> torch.Tensor:
-        """x [n, hidden] -> the attention block's output [n, hidden]; writes the layer's
-        new keys and values into ``store`` (its [1, kv, cap, d] buffers) at ``past``."""
+        """x [n, hidden] -> [n, hidden]; writes the new keys / values into ``store`` at ``past``."""
         b, n = 1, x.shape[0]
         cos, sin = rope                                                    # [1, 1, n, d]
         q = layer.q(x).view(b, n, -1, self.head_dim).transpose(1, 2)      # [1, H, n, d]

@@ -1,24 +1,8 @@
-"""Linear layers laid out for small-batch inference on a CPU.
+"""Linear layers laid out for small-batch inference on a CPU (after ``model.eval()``).
 
-``nn.Linear`` computes ``x @ W.T`` with ``W`` stored [out, in]. During decoding ``x``
-has 1 to a few dozen rows, and the CPU BLAS then reads the weight in its transposed
-order: on the 2-core machine inkling is developed on, a forward of the bundled model
-takes about 20% longer than with the weight stored [in, out] and multiplied as
-``x @ Wt`` (``benchmarks/cpu_layout.py`` measures it). This module swaps each linear
-layer for :class:`InputMajorLinear`, which holds ``Wt`` contiguous; a tied output
-layer shares its storage with the input embedding (which becomes a strided view of
-it), so no weight is held twice. Only for inference, after ``model.eval()``.
-
-Large layers (at least ``PACK_MIN_WEIGHTS`` weights: the bundled model's output layer,
-every layer of a 1B model) go to :class:`PackedLinear` instead, whose weight oneDNN
-has reordered into its blocked layout for a few rows: the bundled model's output layer
-takes 0.17 ms for 1 row and 0.41 ms for 8 against 0.27 and 1.42 ms as ``x @ Wt``
-(MKL's GEMM for a few rows is far slower per row than its GEMV for one), a large part
-of what made verifying a draft tree or decoding k branches costly per row. Smaller layers stay
-``x @ Wt``: oneDNN's fixed cost per call (about 20 us) outweighs its gain there. A tied
-output layer is packed only while the copy costs at most ``TIED_PACK_MAX_BYTES`` (the
-embedding keeps its own rows).
-"""
+Layers hold their weight [in, out] and run ``x @ Wt`` (:class:`InputMajorLinear`; a tied output
+layer shares its storage with the embedding), those of at least PACK_MIN_WEIGHTS weights run in
+oneDNN's packed layout (:class:`PackedLinear`). Why: docs/decisions/int8-panels.md."""
 from __future__ import annotations
 
 import torch
@@ -49,8 +33,7 @@ class InputMajorLinear(torch.nn.Module):
 
 
 class PackedLinear(torch.nn.Module):
-    """``y = x @ weight.T (+ bias)`` with ``weight`` [out, in] held in oneDNN's packed
-    layout (an opaque tensor, not a parameter: inference only)."""
+    """``y = x @ weight.T (+ bias)``, ``weight`` in oneDNN's packed layout (inference only)."""
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None):
         super().__init__()
@@ -78,11 +61,8 @@ class PackedLinear(torch.nn.Module):
 
 
 def lay_out_for_cpu(model: torch.nn.Module, pack: bool = True) -> int:
-    """Replace the model's ``nn.Linear`` layers by :class:`PackedLinear` (large ones,
-    where ``pack``) or :class:`InputMajorLinear` in place; returns how many were replaced.
-    A tied output layer that is not packed keeps sharing its weight with the input
-    embedding. ``pack`` False: every layer [in, out], as the native layers read them
-    (model.forward native on a model whose layers would be packed)."""
+    """Swap ``nn.Linear`` layers in place for PackedLinear (large, if ``pack``) or InputMajorLinear;
+    returns how many. ``pack`` False: every layer [in, out], as the native layers read them."""
     emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     tied = None
     if isinstance(emb, torch.nn.Embedding):
@@ -98,8 +78,7 @@ def lay_out_for_cpu(model: torch.nn.Module, pack: bool = True) -> int:
                 swapped += 1
                 continue
             weight_t = child.weight.detach().t().contiguous()            # [in, out]
-            if is_tied:
-                # the embedding reads rows of [vocab, hidden]: a view of the same storage
+            if is_tied:                                                   # a view: [vocab, hidden]
                 emb.weight = torch.nn.Parameter(weight_t.t(), requires_grad=False)
             setattr(parent, name, InputMajorLinear(weight_t, child.bias))
             swapped += 1

@@ -1,13 +1,8 @@
 """Which forward a runtime runs, and the forwards it makes on demand.
 
-``model.forward`` asks for one of :data:`FORWARDS`; ``auto`` is the fastest that runs
-here: on a GPU the captured forward (``captured_llama.py``), on the CPU the native one
-(``native_llama.py``) where its module is built, else the compact one
-(``compact_llama.py``), else transformers' own (``reference``). :class:`ForwardChoice`
-makes that decision once and owns what it made: the native forward (or why it cannot
-run), the captured forward, and why auto is not native (``note``). ``forward`` hands a
-cache the chosen one as a ``Forward`` (``forwards.py``); nothing after asks a store's type.
-"""
+``auto`` is the fastest that runs here: captured on a GPU, else native where its module is built,
+else compact, else transformers' (docs/decisions/forward-choice.md). :class:`ForwardChoice`
+decides once and hands a cache a ``Forward``; nothing after asks a store's type."""
 from __future__ import annotations
 
 import threading
@@ -19,41 +14,26 @@ from inkling.runtime.forwards import FORWARDS, Forward
 from inkling.runtime.native_llama import NativeLlama, NativeUnavailable
 from inkling.runtime.reference_forward import ReferenceForward
 
-# why model.forward auto runs the captured forward on a GPU (inkling/stats shows it)
 CAPTURED_NOTE = ("on a GPU: the compact forward's steps of up to 64 rows replayed as CUDA "
                  "graphs (a step there is bound by its launches; the native layers are CPU "
                  "code)")
 
 
 class ForwardChoice:
-    """The forward choice of one runtime (``runtime``: its model, device, compact forward
-    and path, read as they are now: a model swapped in after loading has no compact twin).
-
-    ``native`` holds the native forward, made at load by the loader for model.forward
-    auto or native, else on first request (compiling the extension takes about 30 s once
-    per machine, in the background for auto: see ``_unbuilt``; loading it 0.1 s), or the
-    reason it cannot run; under ``_lock``."""
+    """The forward choice of one runtime (its model, device and compact forward, read as they are
+    now). ``native`` (under ``_lock``): the native forward, made on first request, or why not."""
 
     def __init__(self, runtime):
         self.runtime = runtime
         self.native: NativeLlama | str | None = None
         self._lock = threading.Lock()
-        # why auto is not native ("" where it is; set once, by whichever thread asks
-        # first: the same value from any); _pending: because the module was not built yet
-        self._auto_refusal: str | None = None
-        self._pending = False
-        # the compact forward's steps as CUDA graphs, made on first request: what
-        # model.forward auto runs on a GPU
+        self._auto_refusal: str | None = None   # why auto is not native; set once, by any thread
+        self._pending = False                   # not native because the module was not built yet
         self._captured: CapturedLlama | None = None
         self._reference: ReferenceForward | None = None
 
     def kind(self, forward: str = "auto") -> str:
-        """``native``, ``compact``, ``captured`` or ``reference``: which forward a cache
-        asking for ``forward`` (auto | native | compact | captured | reference) runs.
-        ``auto`` is the fastest that runs here: on a GPU captured (``note`` says why),
-        on the CPU native, else compact (``note`` says why not native; the loader logs
-        it), else transformers' own. Asking for ``native`` or ``compact`` on a model
-        without one is an error naming the reason."""
+        """Which forward a cache asking for ``forward`` runs; ModelError where it cannot run."""
         if forward not in FORWARDS:
             raise ValueError(f"model.forward must be one of {', '.join(FORWARDS)}, "
                              f"got {forward!r}")
@@ -73,8 +53,7 @@ class ForwardChoice:
         return "compact" if usable and forward != "reference" else "reference"
 
     def note(self) -> str:
-        """Why ``model.forward auto`` does not run the native forward here ("" when it
-        does, or has not been asked yet)."""
+        """Why auto does not run the native forward here ("" when it does, or was not asked yet)."""
         rt = self.runtime
         if not self._usable():
             return f"no compact forward: {rt.compact_refusal or 'the model was replaced'}"
@@ -88,13 +67,11 @@ class ForwardChoice:
         return isinstance(self.native, str)
 
     def build_pending(self) -> bool:
-        """Whether auto runs the compact forward because the native module was not built
-        when it was chosen (a build then runs in the background, for the next start)."""
+        """Whether auto runs compact because the native module was not built yet (it builds now)."""
         return self._pending
 
     def native_forward(self) -> NativeLlama:
-        """The native forward over the model (built on the first call); raises
-        ModelError naming why it cannot run here (a GPU, float16, a failed build)."""
+        """The native forward (built on first call); ModelError naming why it cannot run here."""
         native = self._try_native()
         if native is None:
             raise ModelError(f"model {self.runtime.path}: {self.native}; "
@@ -130,17 +107,14 @@ class ForwardChoice:
         return captured_llama.refusal(self.runtime.model)
 
     def _auto_native(self) -> NativeLlama | None:
-        """The native forward when model.forward auto chooses it, or None with the reason
-        in ``note``. Chosen once: the forward stays for the life of the runtime."""
+        """The native forward if auto chooses it, else None (``note`` says why); decided once."""
         if self._auto_refusal is None:
             self._auto_refusal = native_llama.refusal(self.runtime.model, auto=True) or \
                 self._unbuilt()
         return None if self._auto_refusal else self._try_native()
 
     def _unbuilt(self) -> str:
-        """"" where the native module is loaded or built (auto then loads it); else why
-        not: not built yet (a build started in the background; auto does not wait for a
-        compile), or the failure of the last build (kept as ``native``)."""
+        """"" where the native module is built, else why not (a pending build, the last failure)."""
         try:
             native_llama.load_extension(wait=False)
         except native_llama.NativePending as exc:

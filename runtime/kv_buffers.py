@@ -1,20 +1,8 @@
-"""Preallocated keys and values of one document, for the compact forward.
+"""Preallocated keys and values of one document, ``[layers, 1, kv_heads, capacity, head_dim]``.
 
-Every layer's keys and values live in one tensor each, ``[layers, 1, kv_heads,
-capacity, head_dim]``; the first ``length`` positions are the cache. A forward writes
-its new entries after them in place (no concatenation per step), and the edit-consistent
-cache's operations are index operations over all layers at once: a splice gathers the
-kept runs into their new order (keys re-rotated in place), holes are filled by an
-``index_copy_``, keeping a draft tree's accepted path is an ``index_select`` of a few
-positions. Capacity grows by doubling, in steps of :data:`CAPACITY_STEP`, so a
-document reallocates a handful of times in its life.
-
-``layers`` and ``get_seq_length()`` read like transformers' ``DynamicCache`` (views,
-for inspection and tests); the compact forward (``compact_llama.py``) is the only
-writer, or the native one (``native_llama.py``) of its subclass ``NativeBuffers``: a
-store and everything made from it (``empty_like``, ``select``) keep their type, which
-says which forward runs them.
-"""
+The first ``length`` positions are the cache: a forward writes after them in place, an edit is an
+index operation over all layers at once, and capacity doubles in steps of CAPACITY_STEP. A store
+and what is made from it keep their type, which says which forward writes them."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -48,7 +36,6 @@ class KVBuffers:
         kv_heads = getattr(config, "num_key_value_heads", None) or heads
         return cls(config.num_hidden_layers, kv_heads, head_dim, dtype, device, capacity)
 
-    # ------------------------------------------------------------ reading
     @property
     def capacity(self) -> int:
         return self.keys.shape[3]
@@ -70,7 +57,6 @@ class KVBuffers:
         return type(self)(layers, kv_heads, head_dim, self.keys.dtype, self.keys.device,
                           self.length)
 
-    # ------------------------------------------------------------ writing
     def reserve(self, extra: int) -> None:
         """Room for ``extra`` entries after ``length`` (doubling, so rarely)."""
         need = self.length + extra
@@ -87,11 +73,8 @@ class KVBuffers:
         self.length = min(self.length, max(0, n))
 
     def gather(self, index: torch.Tensor, holes: torch.Tensor, start: int = 0) -> None:
-        """The cache becomes the old entries at ``index`` [m] (one per new position),
-        with zeros at ``holes`` (positions new tokens will fill). The first ``start``
-        entries stay where they are (``index[:start]`` is ``0 .. start - 1``): only the
-        rest is copied, so typing near the end of a long cache moves a few entries, not
-        all of them."""
+        """The cache becomes the old entries at ``index`` [m], zeros at ``holes``; the first
+        ``start`` stay in place (``index[:start]`` is ``0 .. start - 1``): the rest is copied."""
         self.reserve(max(0, len(index) - self.length))
         for t in (self.keys, self.values):                    # [L, 1, kv, cap, d]
             t[..., start:len(index), :] = t.index_select(3, index[start:])
@@ -104,8 +87,7 @@ class KVBuffers:
         keys.copy_(rotate(keys, delta))
 
     def fill_holes(self, holes: torch.Tensor, n: int) -> None:
-        """Entries appended after the first ``n`` move into ``holes`` [m]; the cache
-        keeps ``n``."""
+        """Entries appended after the first ``n`` move into ``holes`` [m]; ``n`` are kept."""
         m = self.length - n
         for t in (self.keys, self.values):
             t.index_copy_(3, holes, t[..., n:n + m, :].clone())

@@ -1,30 +1,10 @@
-"""The native layers (``native/llama_step.cpp``) built once per machine, by a build that
-cannot hang a start.
+"""The native layers (``native/llama_step.cpp``) built once per machine, never hanging a start.
 
-- **One compiler command of our own** (not torch's ``cpp_extension.load``, whose ninja
-  build directory holds a ``lock`` file that a killed build leaves behind: every later
-  load then waits on it forever). The command is torch's for a CPU extension (its headers,
-  its libraries), with the CPU flags of :func:`cpu_flags`.
-- **Where**: ``<cache root>/<key>/inkling_llama_step.so``; the cache root is
-  ``$INKLING_NATIVE_CACHE``, else ``$XDG_CACHE_HOME/inkling/native`` or
-  ``~/.cache/inkling/native``; the key names the torch version, the Python, the CPU flags
-  and a hash of the source and the whole command, so that any change builds anew.
-- **The lock**: ``build.lock`` in that folder (``native_lock.py``): the kernel's
-  ``flock``, released however its process ends, so a lock whose process is gone is never
-  waited on; the next builder takes it over.
-- **No half-written module**: the compiler writes a temporary name in the folder, renamed
-  into place when it succeeded (the rename is atomic: a module that exists is whole).
-- **A time limit**: the compile is stopped after :func:`time_limit` seconds of wall
-  time (its process group killed), and each of the compiler's processes is limited to as
-  many CPU seconds (``ulimit -t``), so that a compile whose builder was killed ends too.
-- **A failure is remembered** (``failed.txt``, its reason): ``model.forward auto`` then
-  does not start the build again at every start; a build in the foreground
-  (``inkling build-native``, ``model.forward native``) tries again.
-
-``python -m inkling.runtime.native_build`` is the background builder that model.forward
-auto starts (:func:`start_background`) when the module is not built: a separate process
-in its own session, so that neither a Ctrl-C nor a killed server stops it half-way.
-"""
+One compiler command of our own (cpp_extension's ninja lock outlives a killed build), keyed by
+torch, Python, CPU flags and a hash of source and command; under a flock that dies with its holder
+(``native_lock.py``); into a temporary name renamed into place; stopped at a time limit; a failure
+kept in ``failed.txt`` so auto does not retry it at every start. This module's ``__main__`` is
+the background builder (:func:`start_background`)."""
 from __future__ import annotations
 
 import argparse
@@ -54,13 +34,9 @@ EXTENSION = "inkling_llama_step"
 SOURCE = Path(__file__).with_name("native") / "llama_step.cpp"
 CACHE_ENV = "INKLING_NATIVE_CACHE"             # the cache root (tests: a tmp folder)
 LIMIT_ENV = "INKLING_NATIVE_BUILD_TIMEOUT"      # the compile's time limit, seconds
-TIME_LIMIT_S = 600.0                           # 22 to 27 CPU s here (native_build.txt)
+TIME_LIMIT_S = 600.0                           # far past a normal compile
 WAIT_GRACE_S = 30.0                            # past a live builder's own limit, then give up
-# AVX2, FMA and F16C (nearly every x86-64 CPU since 2013): the kernel's vectors and its
-# float16 panels. Not -march=native: its one-row step measured the same within noise
-# (0.39 ms against 0.39 to 0.43 on an AVX-512 CPU, benchmarks/results/native_build.txt),
-# and the build would depend on the compiler's model of the CPU it runs on
-X86_FEATURES = ("avx2", "fma", "f16c")
+X86_FEATURES = ("avx2", "fma", "f16c")         # portable: docs/decisions/forward-choice.md
 
 Progress = Callable[[str], None]               # a line saying where the build is
 
@@ -71,8 +47,7 @@ class BuildFailed(RuntimeError):
 
 @dataclass(frozen=True)
 class Plan:
-    """One build: the compiler command (less its output), the CPU flags in it, the
-    folder of its module and lock, and its time limit (seconds)."""
+    """One build: the compiler command (less its output), its CPU flags, folder and time limit."""
     command: tuple[str, ...]
     flags: tuple[str, ...]
     folder: Path
@@ -96,10 +71,7 @@ class Plan:
 
 
 def plan(source: Path = SOURCE, flags: tuple[str, ...] | None = None) -> Plan:
-    """The build of ``source`` on this machine: the one place its settings are read
-    (the compiler from ``$CXX``, else ``c++``; the CPU flags, from the CPU's features
-    unless given (benchmarks/native_flags.py compares some); the cache root; the time
-    limit)."""
+    """The build of ``source`` here ($CXX, else c++; the CPU's own flags unless ``flags``)."""
     flags = cpu_flags(cpu_features()) if flags is None else tuple(flags)
     command = (*shlex.split(os.environ.get("CXX") or "c++"), *_compile_args(source, flags))
     digest = hashlib.sha256(source.read_bytes() + "\0".join(command).encode()).hexdigest()
@@ -129,8 +101,7 @@ def time_limit() -> float:
 
 
 def cpu_features() -> set[str]:
-    """The CPU's instruction-set features, lower case (Linux: /proc/cpuinfo's flags;
-    macOS: sysctl's); empty where neither says."""
+    """The CPU's instruction-set features, lower case (/proc/cpuinfo, or macOS's sysctl)."""
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("flags"):
@@ -145,8 +116,7 @@ def cpu_features() -> set[str]:
 
 
 def cpu_flags(features: set[str]) -> tuple[str, ...]:
-    """The compiler's CPU flags for ``features``: -mavx2 -mfma -mf16c where the CPU has
-    all three, else none (the compiler's default target: plain loops, float32 panels)."""
+    """-mavx2 -mfma -mf16c (the kernel's vectors, float16 panels) where the CPU has all three."""
     if all(f in features for f in X86_FEATURES):
         return tuple(f"-m{f}" for f in X86_FEATURES)
     return ()
@@ -158,9 +128,7 @@ def _flags_name(flags: tuple[str, ...]) -> str:
 
 
 def _compile_args(source: Path, flags: tuple[str, ...]) -> list[str]:
-    """Torch's compile and link arguments for a CPU extension of ``source`` (as
-    ``cpp_extension.load`` gives them), in one command, and OpenMP's where torch runs its
-    threads on it (``parallel_flags``)."""
+    """Torch's compile and link arguments for a CPU extension of ``source``, in one command."""
     root = Path(torch.__file__).parent
     abi = int(getattr(torch._C, "_GLIBCXX_USE_CXX11_ABI", True))
     return [f"-DTORCH_EXTENSION_NAME={EXTENSION}", "-DTORCH_API_INCLUDE_EXTENSION_H",
@@ -175,18 +143,12 @@ def _compile_args(source: Path, flags: tuple[str, ...]) -> list[str]:
 
 
 def parallel_flags() -> tuple[str, ...]:
-    """``-fopenmp`` where torch's threads are OpenMP's (Linux wheels): ``at::parallel_for``
-    is a template in torch's headers whose OpenMP region is compiled into this module, and
-    without the flag it runs the whole range on the calling thread (the projections and
-    the attention then ignored ``torch.set_num_threads``). The module then needs
-    ``libgomp.so.1``, which torch has already loaded: one OpenMP runtime, torch's thread
-    count. Elsewhere (macOS's clang has no -fopenmp) the ranges run on one thread."""
+    """``-fopenmp`` where torch's threads are OpenMP's (Linux): ``at::parallel_for`` is compiled
+    into this module, and without the flag it runs on the calling thread whatever torch's count."""
     if sys.platform.startswith("linux") and torch.backends.openmp.is_available():
         return ("-fopenmp",)
     return ()
 
-
-# ------------------------------------------------------------------------ building
 
 def failure(p: Plan) -> str | None:
     """Why the last build of ``p`` failed, or None (built, or never failed)."""
@@ -197,10 +159,7 @@ def failure(p: Plan) -> str | None:
 
 
 def build(p: Plan, progress: Progress | None = None) -> Path:
-    """The module of ``p``, compiled now where it is not built (the foreground): under
-    its lock, waiting for a live builder at most its time limit and WAIT_GRACE_S more.
-    ``progress`` hears where the build is about once a second. Raises BuildFailed (and
-    remembers why in ``failed.txt``)."""
+    """The module of ``p``, compiled under its lock if unbuilt; BuildFailed (kept in failed.txt)."""
     if p.module.is_file():
         return p.module
     fd = _wait_for_lock(p, progress)
@@ -217,8 +176,7 @@ def build(p: Plan, progress: Progress | None = None) -> Path:
 
 
 def _wait_for_lock(p: Plan, progress: Progress | None) -> int:
-    """The lock of ``p``, once no live builder holds it; BuildFailed past the holder's
-    time limit and WAIT_GRACE_S."""
+    """The lock of ``p`` once no live builder holds it; BuildFailed past limit + WAIT_GRACE_S."""
     start = time.monotonic()
     while (fd := native_lock.take(p.lock)) is None:
         who = native_lock.holder(p.lock) or {}
@@ -234,18 +192,15 @@ def _wait_for_lock(p: Plan, progress: Progress | None) -> int:
 
 
 def _compile(p: Plan, progress: Progress | None) -> None:
-    """Run the compiler into a temporary name, renamed to the module when it succeeded;
-    stopped at the time limit; its output kept in ``build.log``. Raises BuildFailed."""
+    """Compile into a temporary name, renamed into place; output in ``build.log``; BuildFailed."""
     _clear_leftovers(p)
     tmp = p.folder / f".{EXTENSION}.{os.getpid()}.tmp.so"
     out = p.folder / f".build.{os.getpid()}.log"
-    # ulimit -t: each compiler process ends after as many CPU seconds, even where this
-    # process is killed; a session of its own: the whole group killed at the limit
-    script = f'ulimit -t {math.ceil(p.limit_s)}; exec "$@"'
+    script = f'ulimit -t {math.ceil(p.limit_s)}; exec "$@"'    # outlives a killed builder
     with open(out, "wb") as sink:
         proc = subprocess.Popen(["/bin/sh", "-c", script, "sh", *p.command, "-o", str(tmp)],
                                 stdin=subprocess.DEVNULL, stdout=sink, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                start_new_session=True)        # its group killed at the limit
     code = None
     try:
         code = _wait(proc, p, progress)
@@ -303,11 +258,8 @@ def _first_error(log_path: Path) -> str:
     return (error or (lines[-1] if lines else "no output"))[:300]
 
 
-# ------------------------------------------------------------ background and loading
-
 def start_background(p: Plan, source: Path = SOURCE) -> str:
-    """Start building ``p`` in a separate process (its own session: a Ctrl-C or a killed
-    server does not stop it) unless a live process builds it now; says which."""
+    """Start a builder in its own session (a Ctrl-C spares it) unless one runs; says which."""
     who = native_lock.holder(p.lock)
     if who is not None:
         return f"a build is running ({native_lock.describe(who)})"
@@ -323,8 +275,7 @@ _STARTED: list[subprocess.Popen] = []   # the builders this process started (rea
 
 
 def load_module(path: Path):
-    """The compiled module at ``path``, imported (torch, imported at the top, comes
-    first: the module links to it)."""
+    """Import the compiled module at ``path`` (it links to torch, imported first)."""
     spec = importlib.util.spec_from_file_location(EXTENSION, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -332,8 +283,7 @@ def load_module(path: Path):
 
 
 def main(argv: list[str] | None = None) -> int:
-    """The background builder: build (or find built) the module, print where or why
-    not; exit status 0 or 1."""
+    """The background builder: build or find the module, print where or why not; exit 0 or 1."""
     parser = argparse.ArgumentParser(prog="python -m inkling.runtime.native_build")
     parser.add_argument("--source", default=str(SOURCE), help="the C++ source to build")
     args = parser.parse_args(argv)

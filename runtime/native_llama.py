@@ -1,33 +1,8 @@
 """The compact forward with its decoder layers in one C++ call (``native/llama_step.cpp``).
 
-A one-row step of the bundled model through :class:`~.compact_llama.CompactLlama` is
-about 200 torch ops; 1.26 of its 3.68 ms are spent outside the weight products and
-attention (``benchmarks/forward_bound.py``), and torch's GEMV streams the small weights at
-half the rate a plain read reaches. :class:`NativeLlama` runs the layers of a forward of
-up to :data:`MAX_ROWS` rows as one call of plain loops over the same weights (the
-model's own, [in, out] as ``cpu_layout`` holds them, copied into panels) and the same
-preallocated key / value buffers; the rotary tables stay in torch. From
-:data:`ATTEND_MANY_ROWS` rows attention runs as two batched GEMMs a layer (each cached
-key read once for all rows); forwards of more than :data:`MAX_ROWS` rows (long prompt
-chunks) run the compact forward, where MKL's GEMM for the projections pays.
-
-A one-row step streams every weight once and does little else: its time is the time to
-read them. Where every weight is a float16 value (the bundled model ships float16 shards,
-loaded as float32) the panels hold float16, read with the CPU's conversion instruction:
-half the bytes, the same float32 products and sums, bit for bit. The output layer runs on
-the same kernel (its float16 panels: as fast as oneDNN's GEMM from 8 rows, faster below).
-On this 2-core CPU a one-row step of the bundled model went from 0.86 to 0.38 ms (600
-cached tokens; ``benchmarks/decode_step.py``).
-
-Float32 on the CPU only, Llama-family layers without biases (``refusal`` says why not).
-The extension is compiled once per machine (``native_build.py``: about 30 s, under a lock
-that a killed build never leaves held, with a time limit). :func:`load_extension` waits
-for it (model.forward native, ``inkling build-native``); ``load_extension(wait=False)``
-(model.forward auto) does not: where the module is not built it starts the build in the
-background and raises :class:`NativePending`, and the compact forward serves that
-process. It raises :class:`NativeUnavailable` naming what failed, and the model loader
-then keeps the compact forward, saying so.
-"""
+Forwards of up to MAX_ROWS rows run the layers as plain loops over panels copied from the
+[in, out] weights and write the same KV buffers; longer ones run the compact forward. Why:
+docs/decisions/forward-choice.md; the panels' precision: docs/decisions/int8-panels.md."""
 from __future__ import annotations
 
 import logging
@@ -42,23 +17,21 @@ from inkling.runtime.model_size import SMALL_MODEL_PARAMS
 
 log = logging.getLogger(__name__)
 
-MAX_ROWS = 64                       # more rows run the compact forward (MKL's GEMM; benchmarks/decode_step.py)
-ATTEND_MANY_ROWS = 16               # from this many rows attention runs as two GEMMs a layer
+MAX_ROWS = 64                       # more rows run the compact forward, where MKL's GEMM pays
+ATTEND_MANY_ROWS = 16               # from here attention is two GEMMs a layer (each key read once)
 SOURCE = native_build.SOURCE
 
 
 class NativeUnavailable(RuntimeError):
-    """The native layers cannot run here (no compiler, a failed build, a model outside
-    what they cover)."""
+    """The native layers cannot run here (no compiler, a failed build, a model outside them)."""
 
 
 class NativePending(NativeUnavailable):
-    """The native layers are not built yet, and model.forward auto does not wait: a
-    build runs in the background; the compact forward serves this process."""
+    """Not built yet, and auto does not wait: a build runs in the background meanwhile."""
 
 
 class _Extension:
-    """The compiled module, loaded once per process (``native_build.py`` builds it)."""
+    """The compiled module, loaded once per process under a lock."""
 
     def __init__(self):
         self._lock = threading.Lock()
@@ -66,8 +39,7 @@ class _Extension:
         self._error: str | None = None
 
     def get(self, wait: bool = True):
-        """The module; ``wait``: build it now where it is not built (else NativePending,
-        with a build started in the background)."""
+        """The module (``wait``: build it now, else NativePending); raises NativeUnavailable."""
         with self._lock:
             if self._module is None and self._error is None:
                 if not wait:
@@ -82,8 +54,7 @@ class _Extension:
 
 
 def _first_lines(exc: Exception) -> str:
-    """The failure in a line: its first, and the compiler's first error where it has one
-    (where the message starts with the command line)."""
+    """The failure in a line: its first, and the compiler's first ``error:`` line if any."""
     lines = str(exc).strip().splitlines()
     said = f"{type(exc).__name__}: {lines[0] if lines else ''}"
     error = next((line.strip() for line in lines if "error:" in line), None)
@@ -91,15 +62,12 @@ def _first_lines(exc: Exception) -> str:
 
 
 def _build():
-    """Build the module now where it is not built (or wait for the build running), and
-    load it."""
+    """Build the module where it is not built (or wait for the running build), and load it."""
     return native_build.load_module(native_build.build(native_build.plan(SOURCE)))
 
 
 def _refuse_unbuilt() -> None:
-    """Nothing where the module is built; else NativeUnavailable with the last build's
-    failure (or why none can start: a cache folder it cannot write, no flock), or
-    NativePending with a build started in the background."""
+    """Return where the module is built; else raise NativeUnavailable or NativePending."""
     try:
         p = native_build.plan(SOURCE)
         if p.module.is_file():
@@ -117,8 +85,7 @@ def _refuse_unbuilt() -> None:
 
 
 def built() -> bool:
-    """Whether the module is loaded here or built on this machine (loading it is then
-    quick)."""
+    """Whether the module is loaded here or built on this machine."""
     return EXTENSION_BUILD._module is not None or native_build.plan(SOURCE).module.is_file()
 
 
@@ -126,16 +93,13 @@ EXTENSION_BUILD = _Extension()
 
 
 def load_extension(wait: bool = True):
-    """The compiled extension; ``wait``: built now where it is not (the foreground);
-    else NativePending where it is not built. Raises NativeUnavailable."""
+    """The compiled extension (``wait``: built now); NativeUnavailable, NativePending."""
     return EXTENSION_BUILD.get(wait)
 
 
 def refusal(model: torch.nn.Module, auto: bool = False) -> str | None:
-    """Why the native layers cannot run ``model`` (beyond the compact forward's own
-    refusal), or None. ``auto``: also why model.forward auto does not choose them: a model
-    of SMALL_MODEL_PARAMS or more, whose forward is bound by its weight products (MKL's then)
-    rather than by per-op overhead, and whose panels would double a large memory."""
+    """Why the native layers cannot run ``model``, or None; ``auto``: also a model of
+    SMALL_MODEL_PARAMS or more (bound by its weight products, and panels double its memory)."""
     if auto:
         size = sum(p.numel() for p in model.parameters())
         if size >= SMALL_MODEL_PARAMS:
@@ -160,12 +124,11 @@ def refusal(model: torch.nn.Module, auto: bool = False) -> str | None:
 
 
 class NativeBuffers(KVBuffers):
-    """Key / value buffers the native layers write (the same layout)."""
+    """Key / value buffers the native layers write (KVBuffers' layout)."""
 
 
 class NativeLlama(CompactLlama):
-    """:class:`CompactLlama` whose forwards of at most MAX_ROWS rows run the decoder
-    layers in C++; the same signature and results (to float rounding)."""
+    """CompactLlama whose forwards of at most MAX_ROWS rows run the layers in C++."""
 
     name = "native"
 
@@ -181,18 +144,8 @@ class NativeLlama(CompactLlama):
         self.repack()
 
     def repack(self) -> None:
-        """Copy the model's weights into the panels the kernel reads: once at load, and
-        again by whoever changes the weights in place afterwards (the panels are copies).
-
-        The projections as panels of 16 columns (llama_step.cpp: pack_panels): the layers'
-        weights twice in memory (auto runs native for models under SMALL_MODEL_PARAMS only:
-        refusal(..., auto=True)). Where every weight is a float16 value (the bundled
-        model's float16 shards, loaded as float32) and the CPU converts float16 in one
-        instruction, the panels hold float16: half the bytes a product reads, the same
-        products and sums (``half_panels``). Where the model was loaded from int8 weights
-        (``int8_weights.py``), those weights' panels are int8 with a scale per column: a
-        quarter of the bytes. The output layer, when it has no bias, gets panels too: its
-        logits by the same kernel."""
+        """Copy the weights into the kernel's panels (copies: call again after changing weights in
+        place): float16 where every weight is a float16 value, int8 where the model holds int8."""
         weights: list[torch.Tensor] = []
         names: list[str] = []          # each weight's name in the model (its int8 values')
         for i, block in enumerate(self.model.model.layers):
@@ -217,9 +170,7 @@ class NativeLlama(CompactLlama):
         self.head_panels = None if head is None else self._panels(head, int8.get(head_name))
 
     def _panels(self, w: torch.Tensor, int8) -> torch.Tensor:
-        """w [in, out] as the kernel's panels: int8 ones where the model holds its int8
-        values and scales (int8 [out, in], scale [out]: ``runtime/int8_weights.py``), else
-        float16 or float32 (``self.half``)."""
+        """w [in, out] as panels: int8 from (int8 [out, in], scale [out]), else float16 / 32."""
         if int8 is not None:
             q, scale = int8
             return self.extension.pack_int8_panels(q.t().contiguous(), scale.contiguous())
@@ -230,8 +181,7 @@ class NativeLlama(CompactLlama):
 
     @staticmethod
     def runs_native(rows: int, dtype: torch.dtype) -> bool:
-        """Whether a forward of ``rows`` rows runs the native layers (whose sums never
-        depend on the thread count), not the compact forward."""
+        """Whether ``rows`` rows run the native layers (sums that no thread count changes)."""
         return rows <= MAX_ROWS and dtype == torch.float32
 
     def picks_threads(self, rows: int) -> bool:
@@ -240,9 +190,7 @@ class NativeLlama(CompactLlama):
     @torch.inference_mode()
     def forward(self, kv: KVBuffers, embeds: torch.Tensor, positions: torch.Tensor,
                 mask: torch.Tensor | None = None, keep: int = 0) -> torch.Tensor:
-        """As :meth:`CompactLlama.forward`: embeds [1, n, hidden], positions [1, n],
-        mask None or [1, 1, n, length + n] (additive float or bool) -> logits
-        [1, keep or n, vocab]."""
+        """As :meth:`CompactLlama.forward`: the same shapes and results to float rounding."""
         n, past = embeds.shape[1], kv.length
         if not self.runs_native(n, embeds.dtype):
             return super().forward(kv, embeds, positions, mask, keep)
@@ -260,8 +208,7 @@ class NativeLlama(CompactLlama):
 
 
 def _head_weight(model: torch.nn.Module) -> torch.Tensor | None:
-    """The output layer's weight as [hidden, vocab] (a transposed copy where it is held
-    [vocab, hidden]), or None where it has a bias (it then stays torch's)."""
+    """The output layer's weight [hidden, vocab] (a copy if held transposed); None with a bias."""
     head = model.lm_head
     if getattr(head, "bias", None) is not None:
         return None
@@ -271,9 +218,7 @@ def _head_weight(model: torch.nn.Module) -> torch.Tensor | None:
 
 
 def half_panels(extension, weights: list[torch.Tensor | None]) -> bool:
-    """Whether the panels of ``weights`` (the 2-D ones; None skipped) can be float16: every
-    weight a float16 value (so a product reads exactly what the float32 panels hold) and
-    the CPU converting float16 in one instruction (``fast_half``)."""
+    """Whether ``weights``' 2-D panels can be float16: each a float16 value, and ``fast_half``."""
     if not extension.fast_half():
         return False
     for w in weights:
@@ -285,8 +230,7 @@ def half_panels(extension, weights: list[torch.Tensor | None]) -> bool:
 
 
 def _additive(mask: torch.Tensor | None, empty: torch.Tensor) -> torch.Tensor:
-    """mask [1, 1, n, L] (bool: True where a row may attend; or additive float) ->
-    additive float32 [n, L], or ``empty`` for the causal default."""
+    """mask [1, 1, n, L] (bool: True attends; or additive) -> float32 [n, L]; None -> ``empty``."""
     if mask is None:
         return empty
     m = mask[0, 0]

@@ -1,37 +1,9 @@
 """How many CPU threads a forward runs on: measured, where the choice cannot change a bit.
 
-A small model's one-row step is bound by reading its weights (the bundled model's 25 MB
-come from memory at every token). On an idle second core a second thread reads half of
-them: the bundled model's median completion took 22 ms instead of 29 on this 2-core
-machine. But where another process holds that core every step waits for it: the same
-completions took 55 ms on two threads against 28 on one beside a busy process of the same
-priority (a process at nice 19, such as the model's own training, yields the core and
-costs little). Neither count is right for a person's machine, whose load comes and goes,
-so with ``model.threads`` 0 a small model's native forward measures both on its one-row
-steps (the most frequent forward, and the one a busy core slows most):
-
-- each count runs ``WARMUP`` one-row forwards first; then the count whose recent ones (the
-  median of the last ``WINDOW``) were faster runs every native forward, and the other one
-  one-row forward now and then, so that a change of load is seen: at most one in
-  ``EXPLORE_EVERY``, and only while what its turns cost beyond the faster count's (by the
-  medians) stays within ``EXPLORE_SHARE`` of the one-row forwards' time (two threads
-  beside a busy process cost 4 to 10 times one thread's: they are then tried about once
-  in a hundred forwards); a turn clearly faster than the other count's median
-  (``PROMISING``) is tried again at once, so a core freed is taken within a few forwards;
-- a forward of several rows (a draft tree, a prompt chunk) runs on the count the one-row
-  steps chose: on an idle core two threads were as fast or faster at every row count
-  measured (2 to 64 rows: 0.67 to 1.01 of one thread's time), and beside a busy process
-  slower at every one, so a choice per row count bought nothing but more switches and
-  more turns of the slower count;
-- only forwards of the native layers (``NativeLlama.runs_native``) are chosen for: their
-  sums never depend on the thread count (``llama_step.cpp``), so the choice changes only
-  time, never a token. Every other forward (a long prompt's chunk through MKL's GEMM,
-  which sums by thread count; the compact and reference forwards) runs on ``base``.
-
-With ``model.threads`` N (or a large model, all cores, or a GPU) there is one count and
-nothing is measured. The choice is the runtime's; its counters are kept under a lock, as
-completions of several engines may share one runtime.
-"""
+With ``model.threads`` 0 both counts are timed on the one-row native steps (a second thread helps
+on an idle core, hurts beside a busy one): the faster runs, the slower is tried now and then, and
+forwards of more rows follow. Only native forwards are chosen for (their sums do not depend on
+the count); counters are under a lock. Why: docs/decisions/thread-choice.md."""
 from __future__ import annotations
 
 import contextlib
@@ -42,17 +14,14 @@ from collections import deque
 import torch
 
 WARMUP = 3                             # one-row forwards a count runs before comparing
-WINDOW = 9                             # recent one-row forwards per count compared: a
-                                       # burst of load of a few forwards moves no median
-PROMISING = 0.85                       # a turn this much faster than the other count's
-                                       # median is tried again at once
+WINDOW = 9                             # recent one-row forwards per count (a burst moves no median)
+PROMISING = 0.85                       # a turn under this share of the best median: again at once
 EXPLORE_EVERY = 16                     # at most one forward in this many runs the slower count
 EXPLORE_SHARE = 0.03                   # what those turns may cost, of the one-row forwards'
 
 
 class ThreadChoice:
-    """``pick(rows)`` before a forward that may be chosen for, ``record`` after it;
-    ``fixed()`` for every other forward (``use`` sets torch's count)."""
+    """``pick(rows)`` before a chosen-for forward, ``record`` after; ``fixed()`` for any other."""
 
     def __init__(self, base: int, most: int = 0):
         self.base = base                                   # threads of unchosen forwards
@@ -98,8 +67,7 @@ class ThreadChoice:
             return best
 
     def record(self, rows: int, threads: int, ms: float) -> None:
-        """A chosen-for forward of ``rows`` rows took ``ms`` on ``threads`` (one-row
-        forwards are compared)."""
+        """A chosen-for forward of ``rows`` rows took ``ms`` on ``threads`` (one-row ones count)."""
         if not self.adaptive or rows != 1:
             return
         with self._lock:
@@ -122,9 +90,7 @@ class ThreadChoice:
             self._pinned = before
 
     def report(self) -> dict:
-        """For ``inkling/stats`` and the replay's config: the counts compared (one when
-        fixed), the count the native forwards run on, and each count's recent median
-        ms for a one-row forward (once measured)."""
+        """For ``inkling/stats``: the counts compared, the one in use, their one-row median ms."""
         with self._lock:
             ms = {str(t): round(statistics.median(r), 3) for t, r in self._ms.items() if r}
             return {"counts": list(self.counts), "adaptive": self.adaptive,
