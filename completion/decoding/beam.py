@@ -1,29 +1,6 @@
 """Beam search: the likeliest whole lines instead of the likeliest next tokens.
-
-Greedy decoding takes the likeliest token at each step, and a small model's likeliest
-first token often leads to a less likely line than its second: on the model card's
-held-out lines (run-8 weights, `inkling evaluate --fim-order spm`) the removed line was
-likelier as a whole than greedy's wrong line at 79 of the 415 lines greedy missed. Beam
-search keeps the ``width`` likeliest partial drafts (hypotheses) a step and ends with
-the best finished ones, ranked by log-probability over length ** ``LENGTH_PENALTY``
-(0: the sum, which favours short lines; 1: the mean a token, which favours long ones;
-0.5 measured best, benchmarks/README.md).
-
-All live hypotheses advance in one forward pass a step, as the branches decoder's do:
-each one's newest token is a node that sees the prompt and its own ancestors only, at
-the position it would have in a sequence of its own (``cache.extend_masked``); the
-nodes of hypotheses dropped later stay in the cache, unseen by the others, until the
-decoder truncates the cache back to the prompt. A hypothesis ends where a draft ends
-(a stop rule, end of text, the token budget); each step's candidates are every live
-hypothesis' ``width`` likeliest tokens under its own monitor state (the analysis
-monitor, the blank-line rule, token healing). The search ends when no live hypothesis,
-at its length, ranks above the best finished one (as transformers' beam search does
-without early stopping), or when none is left. A finished draft that would be shown
-empty (it repeats the line after the cursor: three quotes before a docstring's end, or the
-syntax guard cuts it at its start) does not count as finished, and the search goes on
-(the others where no other finished): the bundled model's best line was such a one at 40
-of the 462 card lines, where greedy's was at 23.
-"""
+Hypotheses advance in one forward a step as a tree over the prompt cache; a draft that would be
+shown empty does not count as finished (docs/decisions/invoked-decoder.md)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -36,7 +13,7 @@ from inkling.completion.decoding.rereading import reread
 from inkling.completion.decoding.seams import Monitor
 from inkling.completion.decoding.steps import Cancelled, Decoded, advance, finish, masked, stopped
 
-LENGTH_PENALTY = 0.5
+LENGTH_PENALTY = 0.5            # 0 ranks by the sum (short lines win), 1 by the mean a token
 
 
 @dataclass
@@ -58,9 +35,7 @@ def ranked(logprob: float, tokens: int) -> float:
 
 def candidates(hyps: list[Hypothesis], rows: torch.Tensor, width: int
                ) -> list[tuple[float, int, int, float]]:
-    """(sum log-probability, hypothesis index, token, its log-probability) of each live
-    hypothesis' ``width`` likeliest allowed tokens, likeliest sums first.
-    rows: [len(hyps), vocab], each hypothesis' next-token logits."""
+    """(sum logprob, hypothesis, token, logprob) of each one's ``width`` best tokens, best first."""
     out = []
     for h, (hyp, logits) in enumerate(zip(hyps, rows)):
         logp = torch.log_softmax(masked(logits, hyp.monitor).float(), -1)      # [vocab]
@@ -73,9 +48,7 @@ def candidates(hyps: list[Hypothesis], rows: torch.Tensor, width: int
 
 
 def beam_decode(r: DecodeRequest) -> tuple[list[Decoded], int]:
-    """The best finished drafts of a beam search of ``max(r.k, r.width)`` hypotheses
-    (best first by ``ranked``, as ``Decoded.score``) and the forward passes it took; the
-    cache is left holding the prompt."""
+    """The best finished drafts of a ``max(r.k, r.width)`` beam (``score`` order) and its passes."""
     width = max(r.k, r.width)
     shared = len(r.cache.ids)
     hyps = [Hypothesis([], [], r.monitor)]
@@ -119,8 +92,7 @@ def beam_decode(r: DecodeRequest) -> tuple[list[Decoded], int]:
 
 
 def beam_decode_reread(r: DecodeRequest) -> tuple[list[Decoded], int]:
-    """``beam_decode``'s drafts, its best distinct ``r.rereads`` reread in place
-    (``rereading.reread``) where the request has a ``reread`` and a count."""
+    """``beam_decode``'s drafts, its best distinct ``r.rereads`` reread in place where asked."""
     outs, forwards = beam_decode(r)
     if r.reread is not None and r.rereads:
         outs = reread(rank_drafts(outs)[:r.rereads], r.reread, r.presentation,
@@ -129,16 +101,13 @@ def beam_decode_reread(r: DecodeRequest) -> tuple[list[Decoded], int]:
 
 
 def shown_empty(text: str, r: DecodeRequest) -> bool:
-    """Whether a draft's ``text`` would be shown empty (``r.presentation``): it repeats the
-    line after the cursor, or the syntax guard cuts it at its start."""
+    """Whether a draft's ``text`` would be shown empty by ``r.presentation``."""
     p = r.presentation
     return p is not None and bool(text.strip()) and not p.shown_text(text).strip()
 
 
 def _step(r: DecodeRequest, shared: int, live: list[Hypothesis]) -> torch.Tensor:
-    """One forward pass for every live hypothesis: its newest token, seeing the prompt's
-    first ``shared`` entries and its own earlier tokens only. Returns each one's
-    next-token logits, [len(live), vocab]; each hypothesis' ``cached`` gains its entry."""
+    """One forward of every live hypothesis' newest token; its logits [len(live), vocab]."""
     start = len(r.cache.ids)
     tokens, positions, visible = [], [], []
     for i, h in enumerate(live):

@@ -1,30 +1,6 @@
-"""A suggestion at a blank line begins with text.
-
-At a cursor on a line that holds nothing but indentation, an empty suggestion shows
-nothing, yet it is often what the model likes best there: it ends the line at once (a
-line break or the end of text first), as if the line were meant to stay blank. The
-bundled model did so at 13% of the held-out standard-library lines it was asked to write
-(`inkling evaluate`). ``BlankLine`` takes those tokens away until the suggestion holds
-something other than whitespace: the tokens whose text breaks the line before any other
-character, and the tokens that end the text. The suggestion is then the model's best
-line, as a user who asked for a completion there expects.
-
-Where the line holds indentation (the editor put the cursor there), whitespace-only
-tokens are taken away too, so the suggestion begins with text at that indentation: the
-model otherwise ran on in spaces to its token budget (the line end being masked) or wrote
-the line 4 columns deeper than the cursor. On the model card's held-out lines (each
-completed at its own indentation, run-8 weights, `inkling evaluate --fim-order spm`) that
-gave 47 exact lines of 462 instead of 40, and 25 of 444 on toolz instead of 14. At column
-0 the suggestion may still indent (a blank line whose indentation the editor trimmed).
-Healed text counts as written (``Healing`` asks ``refuses`` of the text a token adds past
-it: ``\n\n`` for a healed ``\n`` would end the line blank).
-
-It has the interface of an analysis monitor state (``mask``, ``advance_token``,
-``advance``, ``forced_text``) and wraps the real monitor (if any), which sees every token
-too; once text has come it hands over to that monitor (None without one), so decoding
-after it masks nothing it need not. Token healing's ``Healing`` wraps it in turn: the
-healed text (the line break and indentation taken off the prompt) comes first, then this.
-"""
+"""A suggestion at a blank line begins with text (docs/decisions/blank-lines.md).
+``BlankLine`` masks line ends, end of text and at an indented line whitespace-only tokens until
+text comes, then hands over to the monitor state it wraps (None without one)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -35,9 +11,7 @@ from inkling.completion.decoding.seams import Monitor
 
 
 class LineEnds:
-    """bool [vocab]: the tokens that would leave a blank suggestion empty (computed once per
-    model): a line break before any other character, the stop tokens, the special
-    tokens (no text) and the ids past the tokenizer's (a padded vocabulary)."""
+    """bool [vocab] masks of the tokens a blank suggestion may not start with (once per model)."""
 
     def __init__(self, texts: list[str], vocab_size: int, stop_ids):
         ends = torch.zeros(max(vocab_size, len(texts)), dtype=torch.bool)
@@ -98,9 +72,7 @@ class BlankLine:
         return ("blank-line", self.indented)
 
     def refuses(self, text: str) -> bool:
-        """Whether the rule takes ``text`` (a token's part past healed text) as it takes
-        whole tokens: a line break before any other character, or at an indented line
-        whitespace alone."""
+        """Whether the rule refuses ``text``, the part of a token past healed text."""
         return text.lstrip(" \t").startswith(("\n", "\r")) or \
             (self.indented and bool(text) and not text.strip())
 

@@ -1,30 +1,6 @@
-"""k drafts for about the cost of one: branches decoded together, and the sequential
-baseline that decodes the same branches one after another.
-
-The k branches start where the model is first unsure: while only one token is sensible
-(``first_tokens``: likelier than ``MIN_FIRST_PROB``) greedy's own tokens are taken once,
-in one row a step, for every branch (``lead_in``): after ``return os.`` the model is sure
-of ``path`` and ``.``, and the drafts branch at ``join`` / ``abspath`` / ``dirname``
-(branching at the first token would give one draft, however many were asked for). From
-there the k branches take the k most likely tokens and continue greedily (the
-alternatives no further than the first, the lead: no more lines, and no more tokens but
-``r.floor``, an alternative cut short by that ending at its last whole word; with
-``r.temperature`` the alternatives' later tokens are sampled instead). All
-live branches advance in one forward pass per step: each branch's newest token is a
-node that sees the shared prompt and its own branch only (a batched tree over the
-prompt cache), at the position it would have in a sequence of its own. So branch i is
-exactly the greedy continuation of the lead-in and the i-th token after it: a name the
-monitor forces is fed as greedy decoding feeds it, a row whose top two logits are a near-tie is
-re-decided in greedy's own shape (``speculative.NEAR_TIE``), an alternative held to
-the lead's extent ends where ``sequential_decode`` ends it (tokens and log-probability
-too, so both rank alike), and every multi-draft decoder leaves the cache holding the
-prompt only, so the next completion starts from the same cache whichever one ran.
-
-With a drafter (``suffix`` or ``prompt-lookup``), each branch also carries its own
-draft tree in the same forward pass and keeps what greedy decoding would have chosen
-along it (as in speculative decoding), so a branch that copies text moves several
-tokens per pass.
-"""
+"""Branch decoding: k drafts as one tree over the prompt cache, for about the cost of one.
+Each branch is the greedy continuation of one of the k likeliest tokens after ``lead_in``, as
+``sequential_decode`` decodes them one by one (docs/decisions/branches-decoding.md)."""
 from __future__ import annotations
 
 import time
@@ -64,8 +40,7 @@ class Branch:
 
 
 def first_tokens(logits: torch.Tensor, k: int) -> list[tuple[int, float]]:
-    """The k most likely first tokens with their log-probabilities, sensible ones only.
-    logits: [vocab]."""
+    """The k likeliest first tokens of ``logits`` [vocab], (token, logprob), sensible ones only."""
     logp = torch.log_softmax(logits.float(), -1)                        # [vocab]
     top = torch.topk(logp, min(k, logp.shape[-1]))
     return [(int(t), float(lp)) for lp, t in zip(top.values, top.indices)
@@ -87,13 +62,8 @@ class LeadIn:
 
 
 def lead_in(r: DecodeRequest) -> LeadIn:
-    """Greedy's steps, one row a forward (``cache.extend``, as greedy feeds them, so the
-    lead draft stays greedy's), while the masked logits give exactly one sensible token:
-    there branching would give one draft. It stops before a token that would end the
-    draft (end of text, a stop rule, the budget: the branches end it as they would),
-    before a name the monitor forces (the branches feed it whole, as greedy does), and
-    where no token or several are sensible. The tokens stay in ``r.cache`` after the
-    prompt; the decoder truncates them with the branches'."""
+    """Greedy's steps, one row a forward, while exactly one token is sensible (branching there would
+    give one draft), up to a token that ends the draft or a forced name; they stay cached."""
     ids: list[int] = []
     lps: list[float] = []
     logits, monitor, forwards = r.logits, r.monitor, 0                 # logits: [vocab]
@@ -126,10 +96,7 @@ def check_branch(r: DecodeRequest, b: Branch, forwards: int) -> None:
 
 
 def follow_lead(r: DecodeRequest, b: Branch, forwards: int) -> None:
-    """Hold branch ``b`` to ``r.stop`` (capped to the lead's lines) and ``r.budget``
-    tokens, done or not, as if it had been decoded under them from its start (as
-    ``sequential_decode`` decodes it): it ends at its first token where they end it,
-    with the tokens and log-probability it had there."""
+    """Hold ``b`` to the lead-capped ``r`` as if decoded under it from the start (as sequential)."""
     if len(b.lps) != len(b.ids):            # no per-token log-probabilities: text only
         if b.done is None:
             check_branch(r, b, forwards)
@@ -150,9 +117,7 @@ def follow_lead(r: DecodeRequest, b: Branch, forwards: int) -> None:
 
 
 def branch_decode(r: DecodeRequest) -> tuple[list[Decoded], int]:
-    """Decode ``r.k`` branches together, from the ``lead_in``; returns their results and
-    the forward passes used. ``r.drafter`` / ``r.context``: draft trees per branch
-    (``r.context``: the ids before the cursor, which a branch's ids continue)."""
+    """``r.k`` branches decoded together from the ``lead_in``; returns them and the passes used."""
     shared = len(r.cache.ids)
     lead = lead_in(r)
     cached = list(range(shared, shared + len(lead.ids)))           # the lead-in's entries
@@ -173,29 +138,15 @@ def branch_decode(r: DecodeRequest) -> tuple[list[Decoded], int]:
 
 
 def sample_alternatives(r: DecodeRequest, branches: list[Branch]) -> None:
-    """Every branch but the first (the lead) samples its later tokens at ``r.temperature``
-    (none does at 0)."""
+    """Every branch but the lead samples its later tokens at ``r.temperature``."""
     for b in branches[1:]:
         b.temperature = r.temperature
 
 
 def advance_branches(r: DecodeRequest, shared: int, branches: list[Branch], forwards: int = 0
                      ) -> int:
-    """Greedy steps for every live branch, one forward pass per step, until all are done.
-
-    A live branch's tokens are all in the cache (at ``b.cached``) but its last one,
-    which is fed in the next step with the branch's draft tree after it (``r.drafter``,
-    or none without one). The first ``shared`` cache entries (the prompt) are seen by
-    every branch; ``forwards``: the passes already taken (a lead-in's).
-
-    The first branch leads: once it is done, the others end within as many lines as
-    it has (``StopRule.capped``) and within as many tokens as it took
-    (``lead_budget``, but not under ``r.floor`` tokens; one cut short there ends at its
-    last whole word), so the alternatives cost no more passes than the lead: an
-    alternative that ran on through a block, or on along a longer line, would set the
-    step count of all k. From then on the live branches decode under ``r`` narrowed to
-    that extent.
-    """
+    """Step every live branch, one forward pass a step, until all are done; returns the passes.
+    Once the lead is done the others end within its lines and tokens (not under ``r.floor``)."""
     led, max_new_tokens = False, r.budget
     while True:
         if not led and branches and branches[0].done is not None:
@@ -228,23 +179,14 @@ def advance_branches(r: DecodeRequest, shared: int, branches: list[Branch], forw
 
 
 def past_lead(alternative: Decoded, lps: list[float], extent: int) -> None:
-    """An alternative that a length floor let run past the lead's ``extent`` tokens is
-    ranked by its log-probability a token over those first ``extent`` tokens (``lps``:
-    each of its tokens'), as it would be ranked without the floor: the easy rest of a
-    line would raise it above the lead."""
+    """Rank an alternative run past the lead's ``extent`` tokens by its first ``extent`` ones."""
     if len(alternative.token_ids) > extent and len(lps) >= extent > 0:
         alternative.score = sum(lps[:extent]) / extent
 
 
 def measure_step(meter, steps: list[Verification], began: float, search: float | None,
                  taken: int) -> None:
-    """Record a drafting branches step in ``meter`` (an AcceptanceMeter) as
-    ``speculative_decode`` records its own: the step's time by the rows of its forward
-    (``began``: its start; the drafters' ``search`` ms apart, None where none searched)
-    with the tokens the branches ``taken`` in it. So where drafting costs more a token
-    than plain steps it idles here too (a step of k branches yields about k tokens: its
-    plain and drafted steps compare alike, and the meter's averages mix them with one
-    branch's where both decoders run)."""
+    """Record a drafting branches step in ``meter`` as ``speculative_decode`` records its own."""
     ms = (time.perf_counter() - began) * 1000 - (search or 0.0)
     rows = sum(len(step.chain) + len(step.tree) for step in steps)
     meter.cost.record(rows, ms, max(1, taken), search)
@@ -252,10 +194,7 @@ def measure_step(meter, steps: list[Verification], began: float, search: float |
 
 def _step_forward(r: DecodeRequest, shared: int, live: list[Branch]
                   ) -> tuple[list[Verification], float | None]:
-    """One forward pass for every live branch: its newest token, then the rest of a
-    name its monitor forces (as greedy decoding feeds them), then its draft tree after
-    them, each seeing the prompt and its own branch only; each branch's part of it, and
-    the ms the drafters' searches took (None: none searched)."""
+    """One forward for every live branch (token, forced name, draft tree); parts and search ms."""
     cache = r.cache
     start = len(cache.ids)
     tokens, positions, visible, rows = [], [], [], []
@@ -290,9 +229,7 @@ def _step_forward(r: DecodeRequest, shared: int, live: list[Branch]
 
 
 def lead_budget(lead: Decoded, max_new_tokens: int, floor: int = 0) -> int:
-    """How many tokens the alternatives may have once the lead draft is done: as many as
-    the lead decoded (steps taken, its end-of-text included), none fewer than one, nor
-    than ``floor`` (a length floor); the whole budget when the lead is empty."""
+    """The alternatives' budget once the lead is done: its steps, at least ``floor`` (if any)."""
     if not lead.token_ids:
         return max_new_tokens
     took = len(lead.token_ids) + (lead.stopped_by == "end-of-text")
@@ -300,15 +237,13 @@ def lead_budget(lead: Decoded, max_new_tokens: int, floor: int = 0) -> int:
 
 
 def cut_to_lead(alternative: Decoded, budget: int, max_new_tokens: int) -> None:
-    """An alternative that ran out of the lead's (smaller) token budget ends at its
-    last whole word and says so (``lead-extent``)."""
+    """An alternative out of the lead's smaller budget ends at its last whole word."""
     if alternative.stopped_by == MAX_TOKENS and budget < max_new_tokens:
         alternative.text, alternative.stopped_by = at_word_end(alternative.text), LEAD_EXTENT
 
 
 def at_word_end(text: str) -> str:
-    """``text`` without a trailing identifier run that may be cut short (an alternative
-    that reached the lead's length mid-line); kept whole when it is one word."""
+    """``text`` less a trailing identifier that may be cut short (whole when it is one word)."""
     end = len(text)
     while end and (text[end - 1].isalnum() or text[end - 1] == "_"):
         end -= 1
@@ -317,17 +252,8 @@ def at_word_end(text: str) -> str:
 
 def _take(r: DecodeRequest, shared: int, b: Branch, step: Verification, forwards: int
           ) -> bool:
-    """Advance branch ``b`` by its forced ``step.chain`` (its newest token first, already
-    in ``b.ids``) and by what greedy decoding keeps of its verified ``step.tree``.
-    step.out: [len(chain) + len(tree), vocab], the chain's rows first; ``step.start``:
-    the cache index of the chain's first token; the first ``shared`` entries are the
-    prompt. ``r.stop`` and ``r.budget`` end the branch.
-
-    A walked row whose top two logits are closer than ``NEAR_TIE`` is re-decided as
-    greedy decoding computes it (the branch's own sequence in a cache of its own, the
-    row's token run alone; see ``speculative``), and the walk ends there. A sampled
-    branch (``b.temperature``, no tree) draws its next token instead (``next_token``).
-    Returns whether a row was re-decided (a forward more)."""
+    """Advance ``b`` by ``step.chain`` and what greedy keeps of ``step.tree``; returns whether a
+    near-tie row was re-decided alone (one forward more; ``speculative.NEAR_TIE``)."""
     chain, tree, root_entry = step.chain, step.tree, step.start
     c = len(chain)
     b.cached.append(root_entry)
@@ -371,9 +297,7 @@ def _take(r: DecodeRequest, shared: int, b: Branch, step: Verification, forwards
 
 
 def next_token(logits: torch.Tensor, temperature: float, generator: torch.Generator) -> int:
-    """The next token from (masked) ``logits`` [vocab]: the most likely at temperature 0,
-    else drawn from softmax(logits / temperature); where the monitor masked every token,
-    the one greedy decoding takes."""
+    """The argmax of ``logits`` [vocab] at temperature 0 (or when all are masked), else a sample."""
     if not temperature or not bool(torch.isfinite(logits).any()):
         return int(torch.argmax(logits))
     probs = torch.softmax(logits.float() / temperature, -1)                   # [vocab]
@@ -381,9 +305,7 @@ def next_token(logits: torch.Tensor, temperature: float, generator: torch.Genera
 
 
 def sequential_decode(r: DecodeRequest) -> tuple[list[Decoded], int]:
-    """The same branches, one after another (the cost baseline), with the same drafting:
-    after the same ``lead_in``, each is ``greedy_decode`` (``speculative_decode`` with a
-    drafter) of its first token, its text and budget counted from the lead-in's start."""
+    """The same branches one after another, each greedy (or speculative) from its first token."""
     shared = len(r.cache.ids)
     lead = lead_in(r)
     base, n = len(r.cache.ids), len(lead.ids)

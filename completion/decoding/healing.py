@@ -1,18 +1,6 @@
-"""Token healing at the cursor.
-
-The prompt is tokenized up to the cursor, so its last token is often one the model
-rarely saw there: after an indentation of four spaces the training text had "   "
-and " if", never "    " then "if". The last token before the cursor is therefore
-taken back out of the prompt, and decoding is constrained until it has re-emitted
-that text (in whatever tokens the model prefers); the suggestion is what comes after.
-
-``Healing`` has the interface of an analysis monitor state (``mask`` and
-``advance_token``), wraps the real monitor (if any) and hands over to it once the
-healed text is covered (a token that covers it and goes on is held to the blank-line
-rule where that rule is inside: ``\n\n`` for a healed ``\n`` would end a blank line
-before anything is written): advancing past the healed text gives the inner state itself
-(None without a monitor), so decoding after it masks nothing it need not.
-"""
+"""Token healing: the prompt's last token is given back and decoding must re-emit its text.
+A prompt cut at the cursor often ends in a token the model rarely saw there; ``Healing`` masks to
+tokens covering the healed text, then hands over to the state it wraps (None without one)."""
 from __future__ import annotations
 
 import bisect
@@ -24,10 +12,7 @@ from inkling.completion.decoding.seams import Monitor
 
 
 class TokenTexts:
-    """Each token id's text alone (computed once per tokenizer), and masks of the ids
-    consistent with a given remaining text. The ids are kept by text and in text order,
-    so a mask is found from the remaining text's prefixes and one sorted range rather
-    than by testing every token."""
+    """Each token id's text (once per tokenizer) and masks of the ids fitting a remaining text."""
 
     def __init__(self, tokenizer, vocab_size: int):
         n = tokenizer.get_vocab_size()
@@ -44,7 +29,7 @@ class TokenTexts:
         self._refusing: dict[tuple, torch.Tensor] = {}
 
     def mask(self, remaining: str) -> torch.Tensor:
-        """bool [vocab]: tokens that cover a prefix of ``remaining`` or all of it and more."""
+        """bool [vocab]: tokens covering a prefix of ``remaining`` or all of it and more."""
         found = self._masks.get(remaining)
         if found is None:
             ids = [i for k in range(1, len(remaining) + 1)          # prefixes of remaining
@@ -61,9 +46,7 @@ class TokenTexts:
         return found
 
     def mask_refusing(self, remaining: str, rule, refuses) -> torch.Tensor:
-        """``mask(remaining)`` less the tokens whose text past ``remaining`` a rule
-        ``refuses``; ``rule`` names what ``refuses`` depends on (kept per remaining text and
-        rule: testing every overhanging token took about a millisecond a step)."""
+        """``mask(remaining)`` less tokens whose overhang ``refuses`` (kept, as testing is slow)."""
         key = (remaining, rule)
         found = self._refusing.get(key)
         if found is None:
@@ -78,8 +61,7 @@ class TokenTexts:
         return found
 
     def overhanging(self, remaining: str) -> list[tuple[int, str]]:
-        """(id, the text past ``remaining``) of each token that covers all of
-        ``remaining`` and more (kept per remaining text, as the masks are)."""
+        """(id, the text past ``remaining``) of each token covering ``remaining`` and more."""
         found = self._overhangs.get(remaining)
         if found is None:
             lo = bisect.bisect_right(self._sorted_texts, remaining)   # past remaining itself
@@ -108,9 +90,7 @@ class Healing:
     inner: Monitor | None = None # the analysis monitor state, used after the healed text
 
     def mask(self, device=None):
-        """bool [vocab]: while healed text remains, the tokens that cover a prefix of it,
-        or all of it and more where the inner rule (``refuses``, the blank-line rule's)
-        takes the text past it; then the inner state's mask."""
+        """bool [vocab]: tokens covering the healed text; once covered, the inner state's."""
         if self.remaining:
             refuses = getattr(self.inner, "refuses", None)
             m = self.texts.mask(self.remaining) if refuses is None else \
@@ -125,8 +105,7 @@ class Healing:
         return self.inner.forced_text()
 
     def advance_token(self, token_id: int):
-        """The state after ``token_id``: a Healing while healed text remains, else the
-        inner monitor's state (None without one)."""
+        """The state after ``token_id``: a Healing while text remains, else the inner one."""
         text = self.texts.texts[token_id] if token_id < len(self.texts.texts) else ""
         if not self.remaining:
             return None if self.inner is None else self.inner.advance_token(token_id)

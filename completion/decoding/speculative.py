@@ -1,22 +1,6 @@
-"""Greedy decoding with draft trees verified in one forward pass (lossless for greedy).
-
-Each step: the root is the token the model just chose (not yet in the cache); a
-drafter proposes a tree after it; the root and the tree run through the model in one
-forward with a tree mask; the walk from the root follows the child whose token is
-the argmax, so exactly the tokens greedy decoding would choose are accepted, plus
-one bonus token; the cache keeps only the accepted path.
-
-Near-ties. A row of a tree's forward is the same arithmetic as the one-row forward
-greedy decoding runs, but not the same float32 sums: the matrix products and the
-attention of several rows take other kernels and other orders of summation, so a
-logit moves by up to about 2e-5 on the bundled model (``benchmarks/lossless.py
---noise``). Where the top two logits of a walked row are closer than ``NEAR_TIE`` that
-could change the argmax, so the row is re-decided in greedy's own shape
-(``PromptCache.rerun``: the row's token run again alone, or the prompt's new tokens
-without the draft for the prompt's last position) and the walk ends there. It is rare
-(0.07% of the decided tokens of 1,178 replayed completions), so it costs little, and
-it makes drafting choose what greedy chooses.
-"""
+"""Greedy decoding with draft trees verified in one forward pass, lossless against greedy.
+The walk keeps only greedy's argmax path; a row whose top two logits are nearer than ``NEAR_TIE``
+is re-decided in greedy's own shape (docs/decisions/lossless-drafting.md)."""
 from __future__ import annotations
 
 import time
@@ -32,23 +16,14 @@ from inkling.completion.decoding.seams import Meter, Monitor
 from inkling.completion.decoding.steps import (Cancelled, Decoded, advance, finish, forced_ids,
                                                masked, pick, settled, stopped)
 
-# the top-2 logit margin under which a drafted row is re-decided in greedy's shape, by
-# dtype. float32, measured on the CPU (benchmarks/README.md, "Lossless drafting"): a
-# tree's row against greedy's one-row forward over the same cache differs by at most
-# 2.1e-5 in a logit and 1.1e-5 in its top-2 margin (41,270 rows), 2.1e-5 between whole
-# replays; 1e-3 is 50 to 90 times that. The half-precision bounds are guesses, not
-# measured (no GPU was lent): their rounding is 2^13 to 2^16 times coarser; measure
-# them with benchmarks/lossless.py --noise on the device
+# top-2 logit margin under which a drafted row is re-decided, by dtype: float32's sized to its
+# measured noise (docs/decisions/lossless-drafting.md), half precision's unmeasured guesses
 NEAR_TIE = {torch.float32: 1e-3, torch.float64: 1e-3, torch.float16: 0.05,
             torch.bfloat16: 0.25}
 
 
 def accept(tree: DraftTree, logits: torch.Tensor) -> tuple[list[int], int]:
-    """Walk the verified tree. logits: [1 + n, vocab] (root first).
-
-    Returns the accepted node indices (into ``tree``) and the offset, in the forward's
-    rows, of the last accepted position (whose argmax is the next token).
-    """
+    """Walk the verified tree (logits [1 + n, vocab]): accepted nodes, last accepted row."""
     path, row, node = [], 0, -1
     kids = {}
     for i, p in enumerate(tree.parents):
@@ -64,38 +39,18 @@ def accept(tree: DraftTree, logits: torch.Tensor) -> tuple[list[int], int]:
 
 @dataclass
 class Verification:
-    """A verification forward: ``chain`` fed one after another (the token chosen last,
-    then the rest of a name the monitor forces, as greedy decoding feeds them; for the
-    prompt's forward, its last token), then ``tree`` after the chain's last token."""
+    """A verification forward: ``chain`` (token, forced name), then ``tree`` after its last."""
     chain: list[int]
     tree: DraftTree
     out: torch.Tensor          # [len(chain) + len(tree), vocab]
     start: int                 # the cache index of the chain's first token
-    ref: tuple[int, bool]      # (rows, last_only): the plain forward that computes the
-                               # chain's last row in greedy's own shape
-    states: list | None = None  # the monitor state at each row from the chain's last
-                                # (``allowed_tree``), when known before the forward
+    ref: tuple[int, bool]      # (rows, last_only): greedy's forward of the chain's last row
+    states: list | None = None  # monitor state per row from the chain's last, or None
 
 
 def speculative_decode(r: DecodeRequest) -> Decoded:
-    """Greedy decoding of ``r`` with ``r.drafter``'s trees verified along the way.
-
-    ``r.logits``: [vocab] at the prompt's last position; ``r.context``: the ids before
-    the cursor (what drafts continue); ``r.monitor``: the analysis state masking each
-    verified position along its own path, or None; ``r.meter``: records how many drafted
-    tokens each verification kept and what each step cost (from the drafter's answer to
-    the next drafter call: masks, forward, walk), or None.
-
-    ``r.first`` and ``r.first_logits`` ([len(first), vocab]): a draft tree after the
-    prompt that ran in the prompt's own forward pass (``PromptCache.sync`` with a draft),
-    its nodes in the cache after the prompt: it is accepted like any verified tree, so
-    the tokens it yields cost no decoding forward. ``r.first_rows``: how many of the
-    prompt's tokens that forward ran (``SyncResult.prefilled``), which a near-tie at the
-    prompt's last position re-runs without the draft (see ``NEAR_TIE``).
-
-    As in ``greedy_decode``, where the monitor allows only one name the rest of it is
-    taken as the tokenizer writes it, fed with the chosen token (the walk of a tree ends
-    at a node after which a name is forced)."""
+    """Greedy decoding of ``r`` with ``r.drafter``'s trees verified along the way; ``r.first``
+    ([len(first), vocab] ``r.first_logits``), a tree run with the prompt, is accepted as any."""
     cache, monitor, meter, budget = r.cache, r.monitor, r.meter, r.budget
     ids: list[int] = []
     lps: list[float] = []                                    # each token's log-probability
@@ -105,8 +60,7 @@ def speculative_decode(r: DecodeRequest) -> Decoded:
     at = len(cache.ids) - 1 - len(tree)                 # the cache row of the prompt's last
     step = Verification([cache.ids[at]], tree, out, at, (r.first_rows, True))
     prompt, bound, encode = at + 1, near_tie_bound(cache.runtime.dtype), cache.runtime.encode
-    began, rows, search = None, 0, None  # the step being timed: its start, forward's rows,
-                                         # the drafter's search before it (ms, None: none)
+    began, rows, search = None, 0, None  # the timed step: start, rows, search ms (or None)
     while True:
         try:
             taken, monitor, reran = _accepted(cache, step, monitor, meter, bound)
@@ -139,8 +93,7 @@ def speculative_decode(r: DecodeRequest) -> Decoded:
 
 def _verified(cache: PromptCache, chain: list[int], tree: DraftTree, states: list | None
               ) -> Verification:
-    """The verification forward of ``chain`` then ``tree`` after the chain's last token
-    (with no draft, the forward greedy decoding runs)."""
+    """The forward of ``chain`` then ``tree`` after it (without a tree, greedy's own forward)."""
     start, c = len(cache.ids), len(chain)
     if tree.tokens:
         parents = list(range(-1, c - 1)) + [c - 1 if p < 0 else c + p for p in tree.parents]
@@ -151,22 +104,15 @@ def _verified(cache: PromptCache, chain: list[int], tree: DraftTree, states: lis
 
 
 def near_tie_bound(dtype: torch.dtype) -> float:
-    """The top-2 logit margin under which a drafted row is re-decided (``NEAR_TIE``)."""
+    """The top-2 logit margin under which a drafted row of ``dtype`` is re-decided."""
     return NEAR_TIE.get(dtype, NEAR_TIE[torch.bfloat16])
 
 
 def _accepted(cache: PromptCache, step: Verification, monitor: Monitor | None,
               meter: Meter | None, bound: float
               ) -> tuple[list[tuple[int, float]], Monitor | None, bool]:
-    """Take the step's forced chain, walk its verified tree and keep what was taken in
-    the cache; returns the (token, log-probability) pairs taken (the chain's forced
-    tokens, the accepted path, then the next token), the monitor state before that
-    next token and whether a forward re-decided a row. ``monitor``: the state after the
-    chain's first token.
-
-    A walked row of a drafted forward whose top two logits are closer than ``bound`` is
-    re-decided in the shape greedy decoding computes it (``PromptCache.rerun``: one row,
-    or ``step.ref`` for the chain's last), and the walk ends there."""
+    """Take the step's chain and walked tree into the cache; returns (token, logprob) pairs, the
+    state before the last and whether a near-tie row under ``bound`` was re-decided."""
     c, tree, out = len(step.chain), step.tree, step.out
     taken = []
     for i, t in enumerate(step.chain[1:]):          # as greedy decoding takes them
@@ -192,17 +138,13 @@ def _accepted(cache: PromptCache, step: Verification, monitor: Monitor | None,
 
 @dataclass
 class Walk:
-    """The walk of a verified tree from its root: ``path`` the accepted node indices,
-    ``rows`` [len(path) + 1, vocab] the logits of each walked row as the monitor masks
-    them (the root's first), ``states`` the monitor state at each walked row."""
+    """A verified tree's walk: ``path``, masked ``rows`` [len(path) + 1, vocab], ``states``."""
     path: list[int]
     rows: torch.Tensor
     states: list
 
     def forced_at(self) -> int:
-        """How much of ``path`` comes before the first node after which the monitor
-        forces a name (that node's token is then the next token, and the name is fed
-        after it)."""
+        """How much of ``path`` precedes the first node after which the monitor forces a name."""
         for j in range(len(self.path)):
             st = self.states[j + 1]
             if st is not None and st.forced_text():
@@ -210,8 +152,7 @@ class Walk:
         return len(self.path)
 
     def logprobs(self, tree: DraftTree, n: int) -> list[tuple[int, float]]:
-        """(token, log-probability) of the first ``n`` accepted nodes, each from the row
-        of its parent (the walked row before it)."""
+        """(token, log-probability) of the first ``n`` accepted nodes, each from its parent row."""
         if n == 0:
             return []
         toks = [tree.tokens[node] for node in self.path[:n]]
@@ -220,10 +161,7 @@ class Walk:
 
 
 def walk(tree: DraftTree, out: torch.Tensor, root, states: list | None = None) -> Walk:
-    """Walk the verified ``tree`` (out: [1 + n, vocab], root first) the way greedy decoding
-    would go: from each walked row, masked by its monitor state, to the child whose token
-    is the row's argmax. Only walked rows are masked, and only their states advanced
-    (``states``, one per row, when the caller has them; else from ``root`` along the way)."""
+    """Walk ``tree`` (out: [1 + n, vocab], root first) as greedy would, rows masked on the way."""
     kids: dict[int, dict[int, int]] = {}
     for i, p in enumerate(tree.parents):
         kids.setdefault(p, {})[tree.tokens[i]] = i
@@ -242,21 +180,15 @@ def walk(tree: DraftTree, out: torch.Tensor, root, states: list | None = None) -
 
 
 def near_tie(out: torch.Tensor, rows: list[int] | None, bound: float) -> int | None:
-    """The index in ``rows`` of the first row of ``out`` ([n, vocab]) whose top two logits
-    are closer than ``bound``, or None; ``rows`` None: every row of ``out`` (no gather)."""
+    """The first of ``rows`` (None: all) of ``out`` [n, vocab] with top-2 margin under ``bound``."""
     top = torch.topk(out if rows is None else out[rows], 2, dim=-1).values   # [rows, 2]
     close = (top[:, 0] - top[:, 1]) < bound
     return int(close.nonzero()[0, 0]) if bool(close.any()) else None
 
 
 def allowed_tree(tree: DraftTree, monitor, fed: list[int]) -> tuple[DraftTree, list | None]:
-    """``tree`` less each node whose token the monitor masks where it comes (and the
-    nodes under it): no accepted path can hold one, since every row is masked by its
-    path's state, so it would only cost a row of the forward. ``monitor``: the state
-    before ``fed``, the tokens between it and the tree's root. Also returns the monitor
-    state at each row of the kept tree (the root's first), or None without a monitor.
-    A state may hand over to None on the way (token healing or the blank-line rule done,
-    no analysis monitor under it): from there nothing is masked."""
+    """``tree`` less the nodes the monitor masks (no accepted path holds one), and each kept row's
+    state (root first; None without a monitor)."""
     if monitor is None or not len(tree):
         return tree, None
     root = monitor

@@ -1,8 +1,5 @@
-"""Where a suggestion ends: one line by default, a whole block when the cursor opens
-an empty block (it ends at the dedent), before a degenerate loop (a short unit repeated
-over and over, as small models do when lost), and trimming of text that merely
-repeats what already follows the cursor.
-"""
+"""Where a suggestion ends: a line, or a whole block where the cursor opens an empty one; before a
+degenerate loop; less text that repeats what follows the cursor (docs/decisions/stop-rules.md)."""
 from __future__ import annotations
 
 import re
@@ -11,16 +8,13 @@ from dataclasses import dataclass, replace
 from inkling.analysis.indentation import indent_width
 
 BLOCK_OPENERS = (":", "{", "(", "[")
-# a unit of 2 to 16 characters repeated at least LOOP_REPEATS times at the end
-LOOP_REPEATS = 6
+LOOP_REPEATS = 6          # a unit of 2 to 16 characters repeated this often at the end
 _LOOP = re.compile(r"(.{2,16}?)\1{%d,}$" % (LOOP_REPEATS - 1), re.S)
 _LOOP_WINDOW = 16 * LOOP_REPEATS + 16
 
 
 def loop_start(text: str) -> int | None:
-    """Where a degenerate loop at the end of ``text`` begins (``.0.0.0.0.0.0``,
-    ``x = x = x = ...``), or None. Units of one repeated character (``======``,
-    indentation) are not loops."""
+    """Where a degenerate loop ends ``text`` (``.0.0.0.0.0.0``; not ``======``), or None."""
     base = max(0, len(text) - _LOOP_WINDOW)
     m = _LOOP.search(text, base)
     if m is None or len(set(m.group(1).strip())) < 2:
@@ -37,21 +31,15 @@ def _next_nonblank(text: str) -> str | None:
 
 @dataclass(frozen=True)
 class StopRule:
-    """``block``: the completion may span lines until a line dedents below ``indent``;
-    ``max_lines``: it ends after that many lines at most (alternative drafts follow the
-    lead draft's extent)."""
+    """``block``: lines until one dedents below ``indent``; ``max_lines``: a cap (the lead's)."""
     block: bool
     line_prefix: str          # the cursor line's text before the cursor
     indent: int = 0           # the block body's minimum indentation
     max_lines: int | None = None
 
     def cut(self, text: str, final: bool = False) -> int | None:
-        """Where ``text`` (the suggestion so far) must end, or None to go on decoding.
-
-        With ``final`` the text is complete (end of text or token budget): trailing
-        blank lines of a block are dropped. A degenerate loop ends the text where it
-        began.
-        """
+        """Where ``text`` must end, or None to go on; ``final``: it is complete (a block's trailing
+        blank lines dropped); a degenerate loop ends it where it began."""
         end = self._cut(text, final)
         if self.max_lines is not None:
             at = _nth_line_end(text, self.max_lines)
@@ -124,12 +112,7 @@ def stop_rule_for(line_prefix: str, prefix: str, line_suffix: str, suffix: str) 
 
 
 def trim_repeated_suffix(text: str, line_suffix: str, suffix: str) -> str:
-    """Drop what merely repeats the text after the cursor.
-
-    * the end of a one-line suggestion that overlaps the rest of the cursor line
-      (``foo(x))`` before ``)``) loses the overlap;
-    * a suggestion whose lines are the lines that already follow is dropped.
-    """
+    """``text`` less its overlap with the cursor line's rest; "" if it is the lines that follow."""
     tail = line_suffix.rstrip()
     if tail and "\n" not in text:
         for k in range(min(len(text), len(tail)), 0, -1):
@@ -146,13 +129,7 @@ def trim_repeated_suffix(text: str, line_suffix: str, suffix: str) -> str:
 
 
 def repeats_line_above(text: str, line_prefix: str, line_suffix: str, prefix: str) -> bool:
-    """Whether the cursor's line, with ``text``'s first line in place, is the non-blank line
-    above it over again, indentation and all (not a comment or ``...``). Code almost never
-    does that (50 of the 237,663 non-blank lines of the bundled model's training files,
-    31 of them a bare ``#``) and a lost small model often does (the bundled model's best
-    line was the line above at 12 of the 462 held-out lines of its card, none of them
-    right), so such a draft is not shown. A draft whose first line adds nothing (it starts
-    a new line) never repeats: the line is the user's."""
+    """Whether ``text`` makes the cursor's line the non-blank line above again (not a comment)."""
     first, _, rest = text.partition("\n")
     line = (line_prefix + first + ("" if rest else line_suffix)).rstrip()
     if not first.strip() or line.lstrip().startswith(("#", "//", "...")):

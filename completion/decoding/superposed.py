@@ -1,43 +1,6 @@
-"""Superposed decoding: k drafts from one sequence in the cache.
-
-Each step feeds one input, the probability-weighted sum of the k drafts' last-token
-embeddings; the one next-token distribution p is interpolated with each draft's n-gram
-distribution q (continuation counts after the draft's longest matches in inkling's
-suffix indexes: document, workspace, accepted completions, datastore), score =
-log(l * q + (1 - l) * p) where some source matches, else log p. Of the k x k
-candidates the best k distinct drafts are kept.
-
-The weight l was chosen on the 549 completions of ``benchmarks/decoders.py``
-(exact_line of the first draft / exact_line_any of three, greedy 4.7 / 4.7): the
-earlier score (1 - a) log p + a log(q / 2 + p / 2) with a = 0.5 gave 5.3 / 7.1,
-a = 0.75 6.6 / 8.6, a = 0.9 7.6 / 9.5, and the interpolation alone with l = 0.3 gave
-7.5 / 9.3, l = 0.5 8.0 / 10.6, l = 0.7 9.3 / 10.9. On this model the code around the
-cursor predicts the next few tokens better than the model does, so the first draft,
-ranked by the model's own log-probability afterwards, gains too. Mixing the first
-token as well changed nothing (9.3 / 10.8), so it stays the model's top k.
-
-Drafts stay coherent for about ten tokens, but on the CPU three superposed steps gave
-the same drafts' quality at less cost (the k x k scoring with n-gram lookups costs
-about 3 ms a step beside an 8 ms forward: latency p50 1.37 of greedy against 1.58 with
-ten steps; six steps with the earlier score at a = 0.75 gave the same exact_line and
-exact_line_any as three); after ``steps`` the superposed entries are dropped, the kept
-drafts are run exactly as branches over the shared prompt (which also rescores them
-with their true log-probabilities, so incoherent ones are filtered), and each
-continues greedily as a branch.
-
-Greedy's own draft is one more branch, and the lead (``_greedy_path``: its top first
-token, continued exactly). On the model card's 462 held-out standard-library lines,
-completed from the start of their indentation, the three mixed drafts alone gave the
-first draft 7.1% and one of three 8.0% against greedy's 8.7% (run-8 weights): of the 17
-lines greedy had right and the first draft wrong, greedy's line was among the drafts in
-2; the mixed steps steer all three off the model's best line (a neighbouring keyword
-argument, ``try:`` for ``else:``). With greedy's branch and the two best mixed ones:
-9.3% and 11.0% (``inkling evaluate --drafts 3``; on the held-out package 4.3% and 7.4%
-against 4.5% and 7.2%); mid-line (``benchmarks/decoders.py``) 10.2% and 14.2% against
-11.7% and 14.4%, as greedy's draft now often ranks first. Greedy's branch with all three
-mixed ones (a fourth row a step) gave the same at the line starts but 3.8% / 7.2% on the
-package, for p50 2.83 times greedy's against 2.58.
-"""
+"""Superposed decoding: k drafts from one sequence in the cache, mixed with n-gram counts.
+A step feeds the drafts' weighted last embeddings, scoring log(l * q + (1 - l) * p); then the
+drafts run exactly as branches, greedy's own first (docs/decisions/superposed-decoding.md)."""
 from __future__ import annotations
 
 import math
@@ -52,22 +15,20 @@ from inkling.completion.decoding.request import DecodeRequest
 from inkling.completion.decoding.seams import Monitor
 from inkling.completion.decoding.steps import Cancelled, Decoded, advance, finish, masked
 
-SUPERPOSED_STEPS = 3         # measured against 6 and 10: see the module's note
-NGRAM_MIX = 0.7             # l in l * q + (1 - l) * p: measured, see the module's note
+SUPERPOSED_STEPS = 3         # measured: docs/decisions/superposed-decoding.md
+NGRAM_MIX = 0.7             # l in l * q + (1 - l) * p, measured as the steps are
 INCOHERENT_NATS = 2.5       # drop drafts this far below the best per-token log-probability
 
 
 def ngram_logprobs(sources: dict, context: list[int], p: torch.Tensor,
                    mix: float = NGRAM_MIX) -> torch.Tensor:
-    """log(mix * q + (1 - mix) * p) [vocab] for the model's p [vocab]: q the next-token
-    counts after the context's longest matches in the ``sources``; log p where no
-    source has a match."""
+    """log(mix * q + (1 - mix) * p) [vocab], q: the ``sources``' counts after ``context``."""
     counts: dict[int, int] = {}
     for index in sources.values():
         lookup = getattr(index, "ngram_found", index.found)
         for tok, n in next_counts(lookup(context)).items():
             counts[tok] = counts.get(tok, 0) + n
-    if not counts:
+    if not counts:                                         # no source matches: log p
         return torch.log(p.clamp_min(1e-12))
     q = torch.zeros_like(p)                                              # [vocab]
     n = torch.tensor(list(counts.values()), dtype=p.dtype)
@@ -76,8 +37,7 @@ def ngram_logprobs(sources: dict, context: list[int], p: torch.Tensor,
 
 
 def _step_candidates(drafts, p: torch.Tensor, sources: dict, context: list[int], k: int):
-    """The best k (ids, score, monitor) extensions of the live drafts (ids, score,
-    monitor); p: [vocab], the superposed step's next-token distribution."""
+    """The best k distinct (ids, score, monitor) extensions of the live drafts; p: [vocab]."""
     cands = []
     for ids, score, mon in drafts:
         combined = masked(ngram_logprobs(sources, context + ids, p, NGRAM_MIX), mon)  # [vocab]
@@ -97,9 +57,8 @@ def _step_candidates(drafts, p: torch.Tensor, sources: dict, context: list[int],
 
 def superposed_decode(r: DecodeRequest, steps: int = SUPERPOSED_STEPS
                       ) -> tuple[list[Decoded], int]:
-    """``r.k`` drafts: ``steps`` superposed steps scored with ``r.sources``' n-gram counts
-    after ``r.context`` (the ids before the cursor), then each draft continued exactly
-    as a branch (no drafting). Returns the drafts and the forward passes they took."""
+    """``r.k`` drafts: ``steps`` mixed steps, then each continued exactly as a branch; returns
+    the drafts and the forward passes taken."""
     cache, k = r.cache, r.k
     emb = cache.runtime.input_embeddings()
     shared = len(cache.ids)
@@ -117,8 +76,7 @@ def superposed_decode(r: DecodeRequest, steps: int = SUPERPOSED_STEPS
         rows = emb.weight[torch.tensor([ids[-1] for ids, _, _ in live],
                                        device=emb.weight.device)]             # [k, hidden]
         mixed = (w[:, None].to(rows.device, rows.dtype) * rows).sum(0, keepdim=True)  # [1, h]
-        # [vocab], on the CPU with the n-gram counts it is mixed with (CUDA's included)
-        p = torch.softmax(cache.extend_embeds(mixed)[-1], -1).cpu()
+        p = torch.softmax(cache.extend_embeds(mixed)[-1], -1).cpu()   # [vocab], as q is
         forwards += 1
         live = _step_candidates(live, p, r.sources, r.context, k)
     cache.truncate(shared)                                   # drop the superposed entries
@@ -134,13 +92,7 @@ def superposed_decode(r: DecodeRequest, steps: int = SUPERPOSED_STEPS
 
 
 def _greedy_path(r: DecodeRequest, top: list, live: list, done: list) -> tuple[list, list]:
-    """Greedy's own draft as one more branch, the lead: its top first token, which the
-    branches continue exactly as greedy does (the mixed steps can steer all k drafts
-    off the model's best line: a neighbouring keyword argument, ``try:`` for ``else:``),
-    unless a draft is that token alone already (``top``: [(token, logprob)], the masked
-    prompt logits' best, or [] where none is sensible). Returns what to add to ``live`` and to
-    ``done``: ([(ids, score, monitor)], []), or ([], [(ids, why, monitor)]) where it ends
-    at once, or ([], [])."""
+    """Greedy's draft, the lead: what to add to ``live`` and ``done`` (nothing if it is there)."""
     if not top or any(ids == [top[0][0]] for ids, *_ in live + done):
         return [], []
     tok, lp = top[0]
@@ -149,8 +101,7 @@ def _greedy_path(r: DecodeRequest, top: list, live: list, done: list) -> tuple[l
 
 
 def _settle(r: DecodeRequest, live: list, done: list) -> list:
-    """Move drafts that ended (end of text, a stop rule, the budget) to ``done``; the
-    others, still live."""
+    """Move drafts that ended (end of text, a stop rule, the budget) to ``done``; keep the rest."""
     keep = []
     for ids, score, mon in live:
         text = r.decode([t for t in ids if t not in r.stop_ids])
@@ -164,9 +115,7 @@ def _settle(r: DecodeRequest, live: list, done: list) -> list:
 
 
 def _exact_branches(r: DecodeRequest, shared: int, live: list, done: list) -> list[Branch]:
-    """Run every draft's tokens but the last as disjoint paths over the prompt (its
-    ``shared`` cache entries) in one forward pass, scoring each draft with its true
-    log-probabilities (the first token's from ``r.logits``, [vocab])."""
+    """Every draft but its last token run over the prompt in one forward, truly rescored."""
     cache = r.cache
     drafts = [(ids, None, mon) for ids, _, mon in live] + list(done)
     tokens, positions, visible, owner = [], [], [], []
@@ -197,8 +146,7 @@ def _exact_branches(r: DecodeRequest, shared: int, live: list, done: list) -> li
 
 
 def _coherent(branches: list[Branch]) -> list[Branch]:
-    """Drop drafts far less likely per token than the best one (incoherent mixtures);
-    the rest best first."""
+    """The drafts within ``INCOHERENT_NATS`` a token of the best one, best first."""
     def per_token(b):
         return b.logprob / max(1, len(b.ids))
     if not branches:
