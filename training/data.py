@@ -42,7 +42,7 @@ class Data:
         self.stdlib_files, self.held_out = len(stdlib), corpus.held_out
         self.held_out_package = (f"{packages.HELD_OUT_PACKAGE[0]}=={packages.HELD_OUT_PACKAGE[1]}"
                                  if pkg_held else "")
-        # the stdlib validation rows are made exactly as the earlier recipe made them
+        # the stdlib validation rows keep one recipe so losses compare across runs
         self.val_rows = build_rows([f.text for f in corpus.held_out], tok, o.seq_len,
                                    o.seed + 999, o.fim_rate)[:o.eval_rows]
         self.val_rows_pkg = (build_training_rows(pkg_held, tok, o.seq_len, o.seed + 999,

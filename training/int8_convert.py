@@ -1,15 +1,9 @@
 """A model folder's weights as int8 with per-output-channel scales (``runtime/int8_weights.py``).
 
-``python -m inkling.training.int8_convert SRC DEST`` writes DEST: every projection of the
-decoder layers (``*_proj.weight``) and the embeddings (the tied output layer too) as int8
-with a float32 scale per output channel (``--float16-embeddings`` keeps the embeddings
-float16); the norms float16. On the bundled model int8 everywhere cost no measurable
-loss: held-out stdlib 2.9539 against 2.9536 nats, toolz 2.5890 against 2.5890
-(``benchmarks/int8_loss.py``; float16 embeddings: 2.9538, 2.5885). The other files of SRC are copied; ``inkling.json`` gets
-``"weights": "int8"`` and the list of what stayed float16. The runtime (``inkling serve
---model DEST``, ``model.path``) loads it: transformers' forward over the dequantized
-weights, the native forward on int8 panels.
-"""
+``python -m inkling.training.int8_convert SRC DEST`` writes every decoder projection and the
+embeddings as int8 with a float32 scale per output channel (``--float16-embeddings`` keeps those
+float16), the norms float16, and marks ``inkling.json``; int8 everywhere costs no measurable loss
+(docs/decisions/int8-panels.md)."""
 from __future__ import annotations
 
 import argparse
@@ -25,7 +19,7 @@ from inkling.runtime.int8_weights import (INT8_SUFFIX, MARKER, SCALE_SUFFIX, qua
 
 EMBEDDINGS = "model.embed_tokens.weight"
 SHARD_BYTES = 12_000_000           # no file over 15 MB
-# what belongs to the float weights (their card, figures and datastore: rebuilt for these)
+# what belongs to the float weights (card, evaluation, datastore): rebuilt for these
 NOT_COPIED = ("model.safetensors.index.json", "model_datastore.npz", "README.md",
               "evaluation.json")
 

@@ -1,15 +1,9 @@
-"""What more tokens would give, read off the loss log: a least-squares line of the held-out
-loss against the logarithm of the tokens seen over all runs, fitted to the last run's
-evaluations from its highest one on (a run that switches corpus or warms up again first
-climbs, then comes back down; the climb says nothing about more tokens), while its learning
-rate stays within ``STABLE_RATE`` of the run's highest (an anneal at the end of a budget
-drops the loss by more than tokens alone would; the card quotes what it added apart).
+"""What more tokens would give: a least-squares line of held-out loss against ln(tokens),
+fitted to the last run's evaluations from its highest loss on (a climb after a corpus switch or
+warm-up says nothing about tokens) while the rate stays within ``STABLE_RATE`` of its peak (an
+anneal gains more than tokens alone).
 
-    L(T) = a - b ln T         b: nats gained per e-fold of tokens (b ln 2 per doubling)
-
-It is an extrapolation at the run's constant learning rate: the cosine's anneal at the end
-of a budget usually gains more, a model this small flattens out sooner. The card quotes it
-as such."""
+    L(T) = a - b ln T         b: nats gained per e-fold of tokens"""
 from __future__ import annotations
 
 import csv
@@ -19,7 +13,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 MIN_POINTS = 4
-STABLE_RATE = 0.9         # an evaluation at a rate under 0.9 x the run's highest: anneal
+STABLE_RATE = 0.9         # a rate under this share of the run's highest: the anneal
 
 
 class Evaluation(NamedTuple):
@@ -56,8 +50,7 @@ class LossTrend:
         return self.a - self.b * math.log(tokens)
 
     def tokens_for(self, loss: float) -> float | None:
-        """Tokens over all runs at which the line reaches ``loss``; None when it does not
-        fall (b <= 0)."""
+        """Tokens over all runs at which the line reaches ``loss``; None when b <= 0."""
         if self.b <= 0:
             return None
         return math.exp((self.a - loss) / self.b)
@@ -77,8 +70,7 @@ def read_evaluations(log: Path, column: str) -> list[Evaluation]:
 
 
 def stable_phase(evaluations: list[Evaluation]) -> list[Evaluation]:
-    """The evaluations at the run's constant rate: those without a recorded rate, or at a
-    rate of at least ``STABLE_RATE`` of the highest recorded."""
+    """The evaluations without a rate or at ``STABLE_RATE`` of the highest rate or more."""
     rates = [e.lr for e in evaluations if e.lr is not None]
     if not rates:
         return evaluations
@@ -87,9 +79,8 @@ def stable_phase(evaluations: list[Evaluation]) -> list[Evaluation]:
 
 
 def fit_trend(evaluations: list[tuple], column: str) -> LossTrend | None:
-    """The line through the last run's evaluations at its constant rate from its highest
-    loss on; None with fewer than ``MIN_POINTS`` of them (or tokens that do not grow).
-    ``evaluations``: ``Evaluation``s, or (run, tokens, loss[, rate]) tuples."""
+    """The line through the last run's stable-rate evaluations from its highest loss on; None
+    under ``MIN_POINTS``. ``evaluations``: ``Evaluation``s or (run, tokens, loss[, rate])."""
     if not evaluations:
         return None
     evaluations = [Evaluation(*e) for e in evaluations]

@@ -1,5 +1,4 @@
-"""Write the model card (README.md in the model folder) from the training summary, the
-cumulative loss log and the measured next-line exact match (``evaluation.json``)."""
+"""Write the model card (README.md) from the training summary, loss log and ``evaluation.json``."""
 from __future__ import annotations
 
 import json
@@ -12,10 +11,7 @@ from inkling.training.loss_projection import trend
 
 PROJECTED_LOSS = 3.2          # the loss the card projects the tokens for
 
-# Training throughput, measured on the recipe's machine (2 shared cores, AVX2 + FMA, no
-# AVX-512/AMX, no GPU; torch 2.13 CPU) with the bundled model's shape, batch 4 x 1024, one
-# step = forward + backward + clipping + AdamW. Other sessions' work ran at the same time,
-# so each figure is the best of several interleaved steps (the median is 10-30% lower).
+# the card's training-throughput section, as measured (its text says where and how)
 THROUGHPUT = """| configuration | forward (ms) | backward (ms) | optimizer (ms) | tokens/s |
 |---|---|---|---|---|
 | the earlier recipe: 2 threads, AdamW `foreach` (its card: about 830 tokens/s on a quieter machine) | 1,820-3,773 | 3,698-8,553 | 41-2,627 | 274-737 |
@@ -205,7 +201,7 @@ def _early_runs_note(runs: list[dict]) -> str:
             "standard library alone, with the earlier recipe (a schedule over steps or minutes, "
             "whichever ran out first, and no checkpoints)")
 
-# Alternative drafts, measured on this model (benchmarks/alternatives.py; issue 28).
+# the card's alternative-drafts section, as measured on this model
 ALTERNATIVES = """Invoked completions show three drafts. The alternatives to the lead draft were often a
 fragment (`   if`, ` #`): they ended within the lead's lines **and tokens**, cut at their last
 whole word, so behind a short lead they stopped after a word or two. Three remedies were
@@ -288,8 +284,7 @@ to a second), which gives the table's 15.4% and 9.0%."""
 
 
 def write_model_card(model_dir: Path, evals: list[dict] | None, command: str) -> Path:
-    """The card; ``evals`` None takes the last measured ones (``evaluation.json``) if they
-    belong to these weights, else the card says they are not measured yet."""
+    """The card; ``evals`` None takes ``evaluation.json``'s where it measured these weights."""
     summary = json.loads((model_dir / "train_summary.json").read_text())
     cfg = json.loads((model_dir / "config.json").read_text())
     order = json.loads((model_dir / "inkling.json").read_text())["fim_order"]
@@ -307,9 +302,7 @@ def write_model_card(model_dir: Path, evals: list[dict] | None, command: str) ->
 
 def _measured(model_dir: Path, summary: dict, evals: list[dict] | None,
               command: str) -> tuple[list[dict] | None, str]:
-    """The next-line exact match the card reports, and its command: ``evals`` (saved to
-    ``evaluation.json`` with the weights they measured), else the saved ones where they
-    measured these weights."""
+    """(the card's next-line exact match, its command): ``evals``, saved, else the saved ones."""
     eval_path = model_dir / "evaluation.json"
     stamp = {"tokens_total": summary.get("tokens_total"), "step": summary.get("steps_done")}
     if evals is not None:
@@ -382,7 +375,7 @@ def _packages_text(summary: dict) -> str:
     pkgs = summary.get("packages") or []
     if not pkgs:
         return ""
-    # the filters of the recipe that made these weights (run 7 on): vendored folders, copies
+    # the filters of the recipe that recorded copies_dropped: vendored folders, copies
     vendored, copies = "", ""
     if "copies_dropped" in summary:
         dropped = summary["copies_dropped"]

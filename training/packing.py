@@ -1,23 +1,9 @@
 """The packed training data a GPU run reads: made here, carried to a machine with no network.
 
-``python -m inkling.training.packing --out packed`` builds one epoch of the recipe's rows
-(``samples.build_training_rows``: fill-in-the-middle and repository-level samples) over
-the training corpus (the standard library less its held-out files, and the pinned
-packages of ``packages.py`` from the wheel cache, less any file that copies a held-out
-one), tokenized with the bundled model's tokenizer, and writes into ``--out``:
-
-- ``train_rows.npy.xz``: the rows, uint16 [rows, seq_len + 1], xz-compressed;
-- ``held_out.npz``: the rows of each evaluation set's files (the held-out standard
-  library, toolz, each reporting-set package), uint16, compressed;
-- ``held_out_texts.json.xz``: the held-out files' texts, so that the machine that trains
-  drops any of its own files that copy one (``packages.drop_held_out_copies``);
-- ``tokenizer.json``: the tokenizer the rows are in;
-- ``manifest.json``: the packages and versions, token counts, sizes, the held-out sets,
-  the files dropped as copies, and the allow-list of installed packages a run may add.
-
-Everything together stays within ``MAX_BYTES`` (what travels to the device is 64 MiB in
-all): the rows are cut to fit, and the manifest says how many were kept.
-"""
+One epoch of the recipe's rows over the training corpus, in the bundled tokenizer, written as
+``ROWS_FILE`` (uint16 [rows, seq_len + 1]), each evaluation set's rows, the held-out texts (so the
+device drops its own copies of them), the tokenizer and a manifest; rows are cut to fit
+``MAX_BYTES``."""
 from __future__ import annotations
 
 import argparse
@@ -40,15 +26,13 @@ from inkling.training.site_packages import DEVICE_ALLOW_LIST
 
 ROWS_FILE, HELD_FILE, TEXTS_FILE, MANIFEST = (
     "train_rows.npy.xz", "held_out.npz", "held_out_texts.json.xz", "manifest.json")
-MAX_BYTES = 56 * 2**20        # the packed folder; the rest of the 64 MiB is the working tree
+MAX_BYTES = 56 * 2**20        # the packed folder; the working tree takes the rest of the carry
 SEQ_LEN, SEED, FIM_RATE, REPO_RATE, STDLIB_REPEAT = 1024, 1234, 0.5, 0.25, 2
 EVAL_ROWS = 160               # rows of each held-out set at most (seq_len + 1 ids each)
 
 
 def held_out_sets(tok: Tokenizer, seq_len: int = SEQ_LEN) -> dict[str, np.ndarray]:
-    """name -> uint16 rows [n, seq_len + 1] of each evaluation set's files: ``stdlib``
-    (made as ``data.Data`` makes its validation rows), then every held-out package
-    (by its name)."""
+    """name -> uint16 rows [n, seq_len + 1] of each evaluation set: ``stdlib``, then each package."""
     sets = {"stdlib": build_rows([f.text for f in load_corpus().held_out], tok, seq_len,
                                  SEED + 999, FIM_RATE)}
     for p in held_out_packages():
@@ -63,8 +47,7 @@ def held_out_texts() -> list[CorpusFile]:
 
 
 def training_files(max_files: int = 0) -> tuple[list[CorpusFile], list[str], list[str]]:
-    """(files, packages as name==version, why each dropped copy was dropped): the
-    corpus ``inkling train`` reads."""
+    """(files, packages as name==version, why each copy was dropped): ``inkling train``'s corpus."""
     stdlib = load_corpus().train
     pkg = load_package_files()
     if max_files:
@@ -95,8 +78,7 @@ def read_held_out_texts(folder: Path) -> list[CorpusFile]:
 
 
 def _fit(rows: np.ndarray, path: Path, budget: int) -> tuple[np.ndarray, int]:
-    """rows (cut to the budget where the whole do not fit: by the compressed bytes a row
-    measured) and the bytes written."""
+    """(rows cut to fit ``budget`` compressed, the bytes written)."""
     size = write_rows(rows, path)
     while size > budget:
         keep = int(len(rows) * budget / size * 0.97)

@@ -101,24 +101,12 @@ def build_rows(texts: list[str], tok: Tokenizer, seq_len: int, seed: int,
 
 
 # ---------------------------------------------------------------------------
-# Repository-level samples (the context format of the repository-context block)
-#
-# A share of the training chunks are written after other files of the same package,
-# in the Qwen2.5-Coder repository-level format (without its <|repo_name|> line):
-#
-#     <|file_sep|>{neighbour path}\n{neighbour text}      (1 to 4 neighbours)
-#     ...
-#     <|file_sep|>{target path}\n{target sample}
-#
-# where the target sample is the chunk as plain text followed by <|endoftext|>, or a
-# fill-in-the-middle sample (<|fim_prefix|>... in either order, as make_piece writes it).
-# Each <|file_sep|> is the special token; "{path}\n{text}" after it is tokenized as one
-# text. A neighbour is either its outline (the `class`/`def` header lines with their
-# indentation and the module-level UPPER_CASE constants, in file order) or a cut of 8 to
-# 40 consecutive lines; the neighbours the target file imports come first.
+# Repository-level samples, in the repository-context block's format (Qwen2.5-Coder's, no
+# <|repo_name|>): <|file_sep|>{path}\n{text} per neighbour (its outline or a cut of lines, the
+# files the target imports first), then <|file_sep|>{target path}\n{plain or FIM sample}.
 
 REPO_RATE = 0.25                 # share of the eligible chunks written as repository samples
-REPO_CONTEXT_CHARS = 1600        # neighbours' text at most (about 450 tokens)
+REPO_CONTEXT_CHARS = 1600        # neighbours' text at most
 REPO_TARGET_CHARS = 1800         # the target chunk is cut here; its rest is a plain sample
 _HEADER = re.compile(r"^\s*(?:async\s+def|def|class)\s+\w")
 _CONSTANT = re.compile(r"^[A-Z][A-Z0-9_]*\s*(?::[^=]+)?=")
@@ -126,8 +114,7 @@ _IMPORT = re.compile(r"^\s*(?:from\s+(\.*[\w.]*)\s+import\s+([\w, ]+)|import\s+(
 
 
 def outline(text: str, max_chars: int = 800) -> str:
-    """The file's signatures: class and def headers (whole, if they span lines) and
-    module-level constants, each line as written."""
+    """The file's outline: class and def headers (whole) and module-level constants."""
     out, size = [], 0
     lines = text.split("\n")
     i = 0
@@ -260,9 +247,8 @@ def _split_target(chunk: str) -> tuple[str, str]:
 
 def make_pieces(files: list[CorpusFile], seed: int, fim_rate: float = 0.5,
                 repo_rate: float = REPO_RATE, stdlib_repeat: int = 1) -> list[Piece]:
-    """One epoch's samples: every file's chunks in a shuffled order (a standard-library
-    file's ``stdlib_repeat`` times, each made into a sample of its own); a ``repo_rate``
-    share of the chunks of files with neighbours become repository-level samples."""
+    """One epoch's samples: every file's chunks shuffled (stdlib ones ``stdlib_repeat`` times),
+    a ``repo_rate`` share of those with neighbours as repository-level samples."""
     rng = random.Random(seed)
     index = RepoIndex.build(files) if repo_rate > 0 else None
     chunks = [(i, c) for i, f in enumerate(files) for c in chunk_file(f.text)

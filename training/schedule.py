@@ -1,14 +1,8 @@
 """The learning-rate schedule: linear warm-up, then cosine decay to a floor over the budget.
 
-The schedule is a function of the step alone (never of the wall clock), so that a run
-resumed from a checkpoint takes exactly the steps it would have taken uninterrupted.
-
-The budget may change while a run goes on (``inkling train --resume DIR --steps N`` to
-extend it, ``--cooldown K`` to end it K steps from now). The rate never jumps: a change
-at step ``s`` starts a new segment that decays, as a half cosine, from the rate in force
-at ``s`` to the floor at the new total. So extending a budget stretches the rest of the
-decay from where it stands (not from the peak), and a cooldown anneals from the current
-rate. During the warm-up a change only moves the end of the first segment.
+A function of the step alone, so a resumed run takes exactly the steps it would have taken. A
+budget change at step ``s`` (``--steps``, ``--cooldown``) starts a new half-cosine segment from
+the rate in force to the floor, so the rate never jumps.
 
     lr(s) = peak * (s + 1) / warmup                                   for s < warmup
     lr(s) = floor + (lr0 - floor) * (1 + cos(pi * (s - a) / (b - a))) / 2   for a <= s < b

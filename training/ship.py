@@ -1,11 +1,8 @@
 """`inkling train --ship DIR`: the best export of a training folder becomes the bundled model.
 
-``DIR`` is a checkpoint folder (its ``best/`` export is taken) or an export folder itself.
-The weights must fit the size limits and the tokenizer must be the bundled one (the
-runtime's shapes and the FIM tokens stay as they are). The model card is rewritten from
-the export's summary (next-line exact match is added by ``inkling evaluate --write-card``),
-and the model datastore, now stale, must be made again.
-"""
+``DIR`` is a run folder (its ``best/`` is taken) or an export. The weights must fit the size
+limits and the tokenizer be the bundled one; the card is rewritten, and the now stale model
+datastore must be made again."""
 from __future__ import annotations
 
 import json

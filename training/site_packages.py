@@ -1,15 +1,8 @@
 """Training code from the packages installed where the training runs, by an allow-list.
 
-A machine with no network (the GPU machine) has many Python packages installed; their
-sources are code to train on. Only the packages an explicit allow-list names are read
-(``read_installed``), each by its distribution's own file list (RECORD), with the rules
-``packages.read_wheel`` applies to a wheel: no tests, no vendored copies, no files over
-250 kB, no tables written as code, at most ``MAX_PACKAGE_CHARS`` a package.
-
-A held-out package (either evaluation set's) on the list is an error, a file under a
-held-out package's import name is an error, and any file that copies a held-out file is
-dropped (``drop_held_out_copies``, against the held-out texts packed with the data).
-"""
+The GPU machine has no network but many packages installed; only those the allow-list names are
+read, by their RECORD, with ``packages.read_wheel``'s rules. A held-out package or file is an
+error, and a copy of a held-out file is dropped."""
 from __future__ import annotations
 
 from importlib import metadata
@@ -20,9 +13,8 @@ from inkling.evaluation.packages import (MAX_PACKAGE_CHARS, _held_out, _looks_li
                        assert_not_held_out, drop_held_out_copies, is_test_path,
                        is_vendored_path)
 
-# What the GPU machine's image holds that is code worth reading and no training package of
-# packages.py already gives (a name missing there is reported, not an error). Never a
-# held-out package: toolz and humanize are installed there and stay out.
+# the GPU image's code worth reading that packages.py does not give (a missing name is
+# reported); never a held-out package
 DEVICE_ALLOW_LIST = (
     "accelerate", "botorch", "chex", "cloudpickle", "contourpy", "diffrax", "einops",
     "equinox", "etils", "flax", "formulaic", "gpytorch", "jax", "joblib", "lightning",
@@ -81,11 +73,8 @@ def _capped(files: list[CorpusFile], max_chars: int) -> list[CorpusFile]:
 def read_installed(names, held_out: list[CorpusFile], path: list[str] | None = None,
                    max_chars: int = MAX_PACKAGE_CHARS, total_chars: int = 0
                    ) -> tuple[list[CorpusFile], dict]:
-    """(files, report) of the allow-listed installed packages (``path``: the folders to
-    look in, default this interpreter's ``sys.path``), in the list's order until
-    ``total_chars`` are read (0: no limit): the report names each package's version and
-    file count, the names not installed, those left for the budget, and the copies
-    dropped."""
+    """(files, report) of the allow-listed packages found on ``path`` (default ``sys.path``),
+    in list order until ``total_chars`` (0: no limit)."""
     files: list[CorpusFile] = []
     report = {"packages": {}, "missing": [], "over_budget": [], "copies_dropped": []}
     for name in check_allow_list(names):

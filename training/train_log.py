@@ -30,8 +30,7 @@ def read_log(path: Path) -> list[dict]:
 
 
 def prior_log(folder: Path, prior: dict) -> list[dict]:
-    """The log of the model continued from, in the cumulative form (a one-run log of the
-    older recipe gets its run number and cumulative token count)."""
+    """The log of the model continued from, in the cumulative form."""
     rows = read_log(folder / "training_log.tsv")
     if rows and "run" not in rows[0]:
         run = max(1, len(prior.get("runs", [])))
@@ -44,8 +43,7 @@ def prior_log(folder: Path, prior: dict) -> list[dict]:
 
 
 def fill_missing_runs(log_rows: list[dict], runs: list[dict]) -> list[dict]:
-    """An end-of-run row (tokens and validation loss) for each earlier run whose steps the
-    log does not hold (the first run of the shipped model), so the curve shows every run."""
+    """An end-of-run row for each earlier run the log lacks, so the curve shows every run."""
     have = {r.get("run") for r in log_rows}
     rows, tokens = [], 0
     for i, r in enumerate(runs, 1):
@@ -74,8 +72,7 @@ def write_log(path: Path, rows: list[dict]) -> None:
 def plot_log(log_rows: list[dict], path: Path) -> None:
     """Each run's training loss (faint, and its mean over 50 steps) and the validation
     losses against the tokens seen over all runs."""
-    # matplotlib is the optional `train` extra (inkling train runs without it until it first
-    # plots: the first best/ export), and the Agg backend is chosen before pyplot loads
+    # matplotlib is the optional `train` extra; Agg is chosen before pyplot loads
     import matplotlib  # lazy: matplotlib.pyplot is slow to import
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # lazy: after the backend, as above
