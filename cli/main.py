@@ -1,11 +1,8 @@
-"""The `inkling` command line: `complete`, `serve`, `evaluate`, `train` and `build-native`
-here, `replay` in replay.py (its run in replay_run.py), `trace` in trace.py, `datastore` in
-datastore.py; what they share is in flags.py.
+"""The `inkling` command line: `complete`, `serve`, `evaluate`, `train` and `build-native` here,
+the other commands beside it, what they share in flags.py.
 
-The model, the server and the training recipe are imported by the command that runs
-them, not here: `inkling --help` and the trace commands do not pay for them (each such
-import says what it costs).
-"""
+The model, the server and the training recipe are imported by the command that runs them, so
+`inkling --help` and the trace commands do not pay for them."""
 from __future__ import annotations
 
 import argparse
@@ -99,8 +96,7 @@ def _cli_position(doc, line: int, col: int):
 
 
 def _options_from_args(args):
-    """The options `inkling complete`'s flags ask for: a flag not given (None) keeps the
-    options tree's default."""
+    """The options `inkling complete`'s flags ask for; a flag not given keeps its default."""
     completion = {key: value for key, value in (
         ("fim_order", args.fim_order), ("decoder", args.decoder), ("draft", args.draft),
         ("monitor", args.monitor), ("drafts", args.drafts)) if value is not None}

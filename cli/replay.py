@@ -56,8 +56,7 @@ def add_command(sub) -> None:
 
 
 def replay_options(args):
-    """The InklingOptions the flags ask for; a flag not given keeps the options tree's
-    default."""
+    """The InklingOptions the flags ask for; a flag not given keeps its default."""
     completion = {key: value for key, value in (
         ("decoder", args.decoder), ("draft", args.draft), ("monitor", args.monitor),
         ("drafts", args.drafts), ("automatic_drafts", args.drafts)) if value is not None}

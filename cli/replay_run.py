@@ -67,9 +67,8 @@ def _replayers(combos, via_lsp: bool):
 
 
 def replay_all(combos, traces, progress_file, via_lsp: bool = False):
-    """Replay every trace under every combination, interleaved event by event
-    (``replay_together``: machine noise hits all combinations alike), with a progress bar
-    over events; returns the runtime block and one result list per combination."""
+    """Replay every trace under every combination, interleaved by event (``replay_together``);
+    returns the runtime block and one result list per combination."""
     runtime, replayers = _replayers(combos, via_lsp)
     gc.freeze()               # the model and the datastores, as the server does once ready
     results: list[list] = [[] for _ in combos]
