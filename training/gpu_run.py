@@ -143,7 +143,7 @@ class Curve:
 
 
 def train_seconds(a, elapsed: float) -> float:
-    """``--minutes``, capped by what ``--total-minutes`` leaves after ``elapsed`` and ``--reserve``."""
+    """``--minutes``, capped by what ``--total-minutes`` leaves after ``elapsed`` and a reserve."""
     budget = a.minutes * 60
     if a.total_minutes:
         budget = min(budget, a.total_minutes * 60 - elapsed - a.reserve)

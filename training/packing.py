@@ -32,7 +32,7 @@ EVAL_ROWS = 160               # rows of each held-out set at most (seq_len + 1 i
 
 
 def held_out_sets(tok: Tokenizer, seq_len: int = SEQ_LEN) -> dict[str, np.ndarray]:
-    """name -> uint16 rows [n, seq_len + 1] of each evaluation set: ``stdlib``, then each package."""
+    """name -> uint16 rows [n, seq_len + 1] of each evaluation set: ``stdlib``, then packages."""
     sets = {"stdlib": build_rows([f.text for f in load_corpus().held_out], tok, seq_len,
                                  SEED + 999, FIM_RATE)}
     for p in held_out_packages():
