@@ -1,3 +1,1 @@
-"""Drafting: where the draft tokens a decoder verifies come from (suffix indexes over
-the document, workspace, accepted completions, datastores), the drafter that picks a tree,
-and the acceptance meter that sizes it."""
+"""Drafting: the sources of draft tokens, the drafter that picks a tree, the meter sizing it."""

@@ -1,18 +1,6 @@
-"""A retrieval datastore for drafting (REST: He et al., 2023): a large, fixed body of
-code indexed once, searched like the other suffix-index sources.
-
-A small model writes the n-grams of the code it was trained on, so that code drafts
-well wherever the document and the workspace have nothing: statement shapes, common
-calls, idioms. ``completion.datastore`` names it:
-
-- ``none``: no datastore;
-- ``corpus``: the standard-library files the bundled model is trained on (the training
-  recipe's split: its held-out files are left out, so benchmarks on them stay fair);
-- a folder: every text file under it, with the workspace indexer's rules and budgets.
-
-The corpus's token ids are cached on disk per tokenizer and file list, so a later start
-loads them instead of tokenizing again.
-"""
+"""A retrieval datastore for drafting (REST): a large fixed body of code indexed once, so that
+common code drafts where the document and workspace have nothing. ``completion.datastore``:
+``none``, ``corpus`` (the bundled model's training files) or a folder; corpus ids are cached."""
 from __future__ import annotations
 
 import hashlib
@@ -51,9 +39,7 @@ class Datastore:
         return self.index.found(context)
 
     def ngram_found(self, context: list[int]):
-        """Occurrences of the context's last 4 tokens (2 where 4 are unseen), not
-        extended to the longest match: n-gram counts from a corpus this large are cheap
-        enough for every step of superposed decoding this way."""
+        """Occurrences of the context's last 4 (else 2) tokens, unextended: cheap for every step."""
         index = getattr(self.index, "index", self.index)     # a folder's WorkspaceIndex
         return index.found(context, extend=False)
 
@@ -73,9 +59,8 @@ def cache_dir() -> Path:
 
 def build_datastore(spec: str, tokenizer_json: str, encode_batch, progress: Progress | None = None,
                     cache: Path | None = None) -> Datastore | None:
-    """The datastore ``spec`` names, or None for ``none``. ``tokenizer_json``: the
-    tokenizer's serialised form (the cache key); ``cache``: where token ids are kept
-    (default: ``cache_dir()``; the cache is optional and a failure to write it is logged)."""
+    """The datastore ``spec`` names, or None; ``tokenizer_json`` keys the token-id ``cache``
+    (default ``cache_dir()``), which is optional: a failure to write it is logged."""
     validate_datastore_spec(spec)
     if spec == "none":
         return None
@@ -100,8 +85,7 @@ def build_datastore(spec: str, tokenizer_json: str, encode_batch, progress: Prog
 
 def corpus_ids(files, tokenizer_json: str, encode_batch, progress: Progress | None,
                cache: Path) -> tuple[list, bool]:
-    """The token ids of ``files`` (CorpusFile), from the cache in ``cache`` when it holds
-    them for this tokenizer and these texts; (ids, whether they came from the cache)."""
+    """(token ids of ``files``, whether from ``cache``), cached per tokenizer and texts."""
     key = hashlib.sha256(tokenizer_json.encode())
     for f in files:
         key.update(f"{f.relpath}\0{hashlib.sha1(f.text.encode()).hexdigest()}\n".encode())

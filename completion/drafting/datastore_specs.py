@@ -1,6 +1,4 @@
-"""What ``completion.datastore`` and ``completion.model_datastore`` may name: the one
-rule for each, checked when the options are (options.py) and again where a datastore is
-built (datastore.py). Only the standard library here: the options tree imports it."""
+"""The values ``completion.datastore`` and ``model_datastore`` may take (standard library only)."""
 from __future__ import annotations
 
 from pathlib import Path

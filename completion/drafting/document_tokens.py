@@ -1,11 +1,5 @@
-"""A document's token ids for drafting, kept cheap across edits.
-
-The text is cut into paragraphs (at blank lines) and each paragraph's ids are
-remembered, so after an edit only the paragraphs it touched are tokenized again. At a
-paragraph boundary the ids can differ from tokenizing the whole text at once (a token
-does not span the blank line); drafting only needs the ids the model would write
-inside a paragraph, where they are the same.
-"""
+"""A document's token ids, tokenized a paragraph at a time so that an edit re-tokenizes only what
+it touched (ids may differ from the whole text's at blank lines, never inside a paragraph)."""
 from __future__ import annotations
 
 import re

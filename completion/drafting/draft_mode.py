@@ -1,18 +1,6 @@
-"""Which drafting ``completion.draft auto`` runs, decided once a load from what a forward
-costs here.
-
-A verified draft tree pays when the tokens it yields, 1 + its accepted tokens, outgrow
-what its forward costs against a one-row forward. On a GPU a forward of 16 rows costs
-about what one row costs, so suffix drafting pays at any acceptance; on a CPU a forward
-of n rows costs nearly n times one row, and drafting costs latency and buys nothing
-(``benchmarks/defaults.py``). So, once per loaded model and forward, a few forwards of 1
-row and of the drafter's tree sizes are timed after a scratch cache of a prompt's length
-(a fraction of a second), and ``auto`` drafts (``suffix``) only where the forward of
-the tree the drafter builds before it has measured anything (``PRIOR_ROWS``) costs less
-than the tokens the acceptance meter's prior expects that tree to yield, in one-row
-forwards; else it is ``none`` for this load (greedy's loop alone, no
-searches). ``none``, ``prompt-lookup`` and ``suffix`` force their mode.
-"""
+"""Which drafting ``completion.draft auto`` runs, decided once a load: ``suffix`` where a forward of
+the drafter's prior tree costs less, in one-row forwards, than the tokens it is expected to yield,
+else ``none`` (docs/decisions/drafting-by-device.md)."""
 from __future__ import annotations
 
 import statistics
@@ -27,8 +15,7 @@ from inkling.runtime.model_runtime import ModelRuntime
 from inkling.completion.decoding.names import DraftMode
 
 TREE_ROWS = (8, 16)      # the tree sizes the suffix drafter verifies (rows, root included)
-PRIOR_ROWS = 16          # the tree it builds at the meter's prior acceptance (1 token: 12
-                         # nodes and the root, AcceptanceMeter.limits), in its row bucket
+PRIOR_ROWS = 16          # the row bucket of its tree at the meter's prior (AcceptanceMeter.limits)
 CONTEXT = 512            # cached tokens before the timed rows: a typical prompt's length
 ROUNDS = 5               # timed rounds (after one to warm up); the median is kept
 
@@ -47,17 +34,14 @@ class DraftChoice:
 
 
 def resolved(options, runtime: ModelRuntime, prior: float) -> DraftMode:
-    """``options``' (InklingOptions) ``completion.draft`` as it runs on ``runtime``:
-    ``auto`` is this load's measured choice."""
+    """``completion.draft`` of ``options`` (InklingOptions) as it runs: ``auto`` as measured."""
     mode = DraftMode(options.completion.draft)
     return choice_for(runtime, options.model.forward, prior).mode if mode == DraftMode.AUTO \
         else mode
 
 
 def in_use(options, runtime: ModelRuntime, prior: float) -> dict:
-    """What ``inkling/stats`` says of drafting: {"mode" (what runs), "asked"
-    (``completion.draft``), "reason", "forward", "rows", "forward_ms"} (ms of a forward of
-    each number of rows, as timed for auto; empty where auto was not asked for)."""
+    """``inkling/stats``'s drafting: ``DraftChoice.report`` with "mode" (what runs) and "asked"."""
     asked, forward = options.completion.draft, options.model.forward
     choice = measured(runtime, forward)
     about = choice.report() if choice is not None else {
@@ -68,8 +52,7 @@ def in_use(options, runtime: ModelRuntime, prior: float) -> dict:
 
 
 def choice_for(runtime: ModelRuntime, forward: str, prior: float) -> DraftChoice:
-    """The choice for ``runtime``'s ``forward`` (model.forward), measured on the first
-    call and kept with the runtime: one per load and forward."""
+    """The choice for ``runtime``'s ``forward``, measured on the first call and kept with it."""
     kind = runtime.forward_kind(forward)
     key = ("draft_choice", kind)
     found = runtime.attached.get(key)
@@ -86,9 +69,7 @@ def measured(runtime: ModelRuntime | None, forward: str) -> DraftChoice | None:
 
 
 def choose(ms: dict[int, float], prior: float, forward: str) -> DraftChoice:
-    """``suffix`` where a forward of PRIOR_ROWS rows costs less than 1 + ``prior`` one-row
-    forwards (the tokens a verified tree is expected to yield before any is measured),
-    else ``none``."""
+    """``suffix`` where PRIOR_ROWS rows cost under 1 + ``prior`` one-row forwards, else ``none``."""
     rows, tokens = PRIOR_ROWS, 1 + prior
     ratio = ms[rows] / ms[1]
     costs = f"a forward of {rows} rows costs {ms[rows]:.2f} ms, {ratio:.2f} one-row " \
@@ -102,9 +83,7 @@ def choose(ms: dict[int, float], prior: float, forward: str) -> DraftChoice:
 
 def forward_ms(runtime: ModelRuntime, forward: str, rows: tuple[int, ...] = (1, *TREE_ROWS),
                context: int = CONTEXT, rounds: int = ROUNDS) -> dict[int, float]:
-    """rows -> median ms of one forward of that many rows (a chain, as a verified draft)
-    after ``context`` cached tokens (fewer where the model's limit is lower), over
-    ``rounds`` rounds after one to warm up."""
+    """rows -> median ms of a forward of that many chained rows after ``context`` cached tokens."""
     n = max(1, min(context, runtime.context_limit - max(rows) - 1))
     cache = PromptCache(runtime, "full", forward=forward)
     cache.extend(_filler(runtime, n), last_only=True)
@@ -130,7 +109,7 @@ def _timed_tree(cache: PromptCache, rows: int, device: torch.device) -> float:
 
 
 def _filler(runtime: ModelRuntime, n: int) -> list[int]:
-    """``n`` token ids (what they are changes no cost)."""
+    """``n`` token ids (which ones changes no cost)."""
     vocab = runtime.vocab_size
     return [(100 + i) % vocab for i in range(n)]
 

@@ -1,13 +1,6 @@
-"""Draft trees: candidate continuations the model verifies in one forward pass.
-
-Nodes are draft tokens with parent indices (-1: the root, which is the last token
-the model chose and is not yet in the cache). Built from the continuations that
-followed a matched context: counts give each node a probability
-D = prod count(child) / count(parent); the greedy path (highest counts) comes first,
-then siblings best-first, every node while its D is at least a floor: the tree is the
-nodes with D >= floor, as far as the node budget allows. The score, the sum of D over
-the greedy path, estimates how many tokens will be accepted (SuffixDecoding).
-"""
+"""Draft trees the model verifies in one forward: nodes with parent indices (-1: the root, the
+last chosen token). From a match's continuations, a node's D is its share of them; the greedy
+path comes first, then siblings best-first while D >= floor; ``score`` sums D on the greedy path."""
 from __future__ import annotations
 
 import heapq
@@ -47,8 +40,7 @@ def linear(tokens: list[int], source: str, score: float | None = None) -> DraftT
 
 def _kids(continuations: list[list[int]], members: list[int], depth: int
           ) -> dict[int, list[int]]:
-    """token -> the members (indices into ``continuations``) whose token at ``depth``
-    it is, tokens in order of first appearance; -1 ends a continuation."""
+    """token -> the members (of ``continuations``) with it at ``depth``; -1 ends a continuation."""
     kids: dict[int, list[int]] = {}
     for i in members:
         seq = continuations[i]
@@ -59,19 +51,14 @@ def _kids(continuations: list[list[int]], members: list[int], depth: int
 
 def from_continuations(continuations: list[list[int]], max_nodes: int, floor: float,
                        source: str, match: int = 0) -> DraftTree:
-    """The greedy path through the continuations' count trie, then siblings best-first,
-    each node while its share D of the continuations is at least ``floor``.
-
-    A continuation ends at its length or at its first -1 (padded token rows). The trie
-    is expanded only where the tree grows: a node's children are counted when the node
-    enters the tree, so the continuations' tails that no node reaches cost nothing."""
+    """The tree of ``continuations`` (each ending at its first -1); a node's children are counted
+    only when it enters the tree, so tails no node reaches cost nothing."""
     members = [i for i, seq in enumerate(continuations) if len(seq) and seq[0] >= 0]
     if not members or max_nodes <= 0:
         return EMPTY
     tokens, parents, score = [], [], 0.0
     count, d, parent, depth = len(members), 1.0, -1, 0
     kids = _kids(continuations, members, 0)
-    # (-D, tiebreak, parent, token, members, depth of its token)
     frontier: list[tuple[float, int, int, int, list[int], int]] = []
     tie = 0
     while kids and len(tokens) < max_nodes:

@@ -1,6 +1,5 @@
-"""The drafters a speculative decoder calls at each step: ``drafter(context, budget)`` gives
-a draft tree to verify. Each keeps what one completion's drafting did (its steps and their
-times), so that the acceptance meter learns from the finished output afterwards."""
+"""The drafters a speculative decoder calls each step: ``drafter(context, budget)`` -> a draft
+tree; each keeps its completion's steps, so that the meter learns from the finished output."""
 from __future__ import annotations
 
 import time
@@ -18,11 +17,8 @@ from inkling.completion.drafting.suffix_drafter import Candidate, SuffixDrafter,
 
 def drafter_for(mode: DraftMode, prompt, runtime: ModelRuntime, block: bool, meter: AcceptanceMeter,
                 sources: Callable[[], dict]):
-    """The drafter ``mode`` (``completion.draft``) names for one completion at ``prompt``,
-    or None: a draft ends at the end of text, and at a line end unless the completion is
-    a ``block``; ``sources()``: what suffix drafting searches (asked for only then). None
-    for ``suffix`` too where ``meter`` says this completion does not draft (drafting
-    idles: ``AcceptanceMeter.drafts_completion``)."""
+    """The drafter ``mode`` names for one completion at ``prompt``, or None (also where ``meter``
+    idles this one); drafts end at the end of text, and at a line end unless ``block``."""
     if mode == DraftMode.PROMPT_LOOKUP:
         ends = runtime.stop_ids if block else runtime.stop_ids | line_end_ids(runtime)
         return PromptLookupDrafter(prompt.ids, ends)
@@ -34,16 +30,13 @@ def drafter_for(mode: DraftMode, prompt, runtime: ModelRuntime, block: bool, met
 
 @dataclass(frozen=True)
 class Drafting:
-    """What drafting brings to one completion: its drafter (None: none), the draft made
-    to run in the prompt's forward (None: none), and the acceptance meter of suffix
-    drafting (None: another mode)."""
+    """One completion's drafter, the draft run in the prompt's forward, suffix's meter (or None)."""
     drafter: PromptLookupDrafter | TreeDrafter | None = None
     first: DraftTree | None = None
     meter: AcceptanceMeter | None = None
 
     def lesson(self, one: bool, output: list[int]) -> "Lesson | None":
-        """What a completion whose first draft is ``output`` teaches the drafter (None:
-        nothing; only a one-draft plan, ``one``, that searched is learnt from)."""
+        """What ``output`` teaches the drafter; None unless a one-draft plan (``one``) searched."""
         if self.drafter is None or not self.drafter.steps or not one:
             return None
         return Lesson(self.drafter, output)
@@ -51,8 +44,7 @@ class Drafting:
 
 @dataclass(frozen=True)
 class Lesson:
-    """What one completion teaches its drafter: its finished first draft, scored against
-    every drafting step (``TreeDrafter.learn``) once the completion settles."""
+    """A completion's finished first draft, for its drafter to learn from once it settles."""
     drafter: PromptLookupDrafter | TreeDrafter
     output: list[int]
 
@@ -62,9 +54,7 @@ class Lesson:
 
 def drafting_for(mode: DraftMode, plan, prompt, runtime: ModelRuntime, meter: AcceptanceMeter,
                  sources: Callable[[], dict]) -> Drafting:
-    """The drafter ``mode`` names where the decode ``plan`` (decoding.plan.DecodePlan) lets
-    one run (``drafter_for``), and, for a one-draft plan, the draft it makes before the
-    prompt's forward."""
+    """The drafter ``mode`` names where ``plan`` lets one run, and a one-draft plan's first."""
     drafter = drafter_for(mode if plan.drafting else DraftMode.NONE, prompt, runtime,
                           plan.block, meter, sources)
     first = drafter(drafter.context, plan.budget) if drafter is not None and plan.one else None
@@ -72,8 +62,7 @@ def drafting_for(mode: DraftMode, plan, prompt, runtime: ModelRuntime, meter: Ac
 
 
 def line_end_ids(runtime: ModelRuntime) -> frozenset[int]:
-    """The ids of the tokens whose text holds a line end (a line draft ends at one),
-    found once per model."""
+    """Ids of the tokens whose text holds a line end, found once per model."""
     found = runtime.attached.get("line_end_ids")
     if found is None:
         tokenizer = runtime.tokenizer
@@ -83,8 +72,7 @@ def line_end_ids(runtime: ModelRuntime) -> frozenset[int]:
 
 
 class PromptLookupDrafter:
-    """Drafts from the prompt itself: the tokens that followed the context's tail the last
-    time it occurred (prompt-lookup decoding)."""
+    """Prompt-lookup decoding: drafts from the prompt itself (``prompt_lookup``)."""
 
     def __init__(self, prompt_ids: list[int], ends: frozenset[int]):
         self.context = list(prompt_ids)      # what drafts continue: the whole prompt
@@ -101,15 +89,12 @@ class PromptLookupDrafter:
 
 
 class TreeDrafter:
-    """Suffix drafting at one completion: the candidates of the sources the meter admits,
-    the tree the meter values most, kept only where verifying it pays."""
+    """Suffix drafting at one completion: the admitted sources' best-valued tree, where it pays."""
 
     def __init__(self, drafter: SuffixDrafter, meter: AcceptanceMeter, prefix_ids: list[int],
                  ends: frozenset[int]):
         self.drafter, self.meter, self.ends = drafter, meter, ends
         self.context = list(prefix_ids)      # what drafts continue: the ids before the cursor
-        # (tokens generated before the step, its candidates, the sources searched, the
-        # source of the tree verified) of every step that searched
         self.steps: list[tuple[int, list[Candidate], set[str], str]] = []
         self.times: list[float] = []         # ms of each step, searched or not
         self.last_search_ms: float | None = None     # the last step's searches (None: none)
@@ -142,10 +127,7 @@ class TreeDrafter:
         return tree
 
     def learn(self, output: list[int]) -> bool:
-        """Score every step against the finished greedy ``output``: see
-        ``AcceptanceMeter.learn_step``. A source passed over at a step is recorded with
-        what its best candidate would have kept (the verified one was recorded then).
-        True if there was anything to learn from."""
+        """Score every step against the greedy ``output``; False when there was nothing to learn."""
         if not self.steps:
             return False
         for at, candidates, searched, verified in self.steps:

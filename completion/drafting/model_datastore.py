@@ -1,29 +1,6 @@
-"""The model's own greedy continuations as a drafting source (a model datastore).
-
-Retrieval drafts pay only where the model agrees with them, and a small model agrees
-with the code it was trained on less often than it agrees with itself: after the same
-few tokens it writes the same continuation again and again, right or wrong. So the
-model is asked once, ahead of time: at positions sampled from a body of code (the
-training corpus's training files, or a folder), a fill-in-the-middle prompt of the
-text around the position, and the greedy continuation to the end of its line. Each
-item is kept as the context's last ``CONTEXT_TOKENS`` tokens followed by what the
-model wrote, and indexed like the other sources (a :class:`StreamIndex`), so a
-context that ends like a sampled one drafts what the model said there.
-
-On the bundled model and the drafting benchmark's first six traces, a 4,096-position
-pilot of this store already drafted better than the corpus: the first token after a
-4-token match was the model's choice 56% of the time there against 36% in the corpus
-itself (76% against 64% after 8 or more matched tokens). With the full store
-(32,768 positions) suffix drafting made 2.78 tokens per forward on those traces,
-against 2.27 without it. Its size matters less: its first 4,096, 8,192 and 16,384
-items gave 2.45, 2.52 and 2.55 tokens per forward where all of it gave 2.61 (a later
-run), about 0.05 a doubling.
-
-The store belongs to one model: its file records a fingerprint of the weights and
-the tokenizer, and a store made by other weights is refused. It is written beside
-the model (``model_datastore.npz``, where ``completion.model_datastore: auto`` looks
-for it) by ``inkling datastore model``; the bundled model ships its own.
-"""
+"""The model's own greedy continuations as a drafting source, since a small model agrees with itself
+more than with its training code (docs/decisions/suffix-drafting.md); a store is written beside its
+model (``inkling datastore model``) and refused by other weights."""
 from __future__ import annotations
 
 import hashlib
@@ -85,8 +62,7 @@ def fingerprint(model_dir: Path) -> str:
 
 
 def sample_positions(sequences: list[np.ndarray], n: int, seed: int) -> list[tuple[int, int]]:
-    """``n`` (sequence, position) pairs, uniform over the tokens of ``sequences``
-    (position 0 excluded: a continuation needs a context)."""
+    """``n`` (sequence, position) pairs, uniform over the tokens of ``sequences`` but the first."""
     lengths = np.array([len(s) for s in sequences], dtype=np.int64)
     usable = np.maximum(lengths - 1, 0)
     if usable.sum() == 0:
@@ -99,12 +75,9 @@ def sample_positions(sequences: list[np.ndarray], n: int, seed: int) -> list[tup
 def build_model_datastore(runtime, sequences: list[np.ndarray], line_end_ids: frozenset[int],
                           options: SampleOptions = SampleOptions(),
                           progress: Progress | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(tokens, bounds) of the items: the greedy continuation of ``runtime``'s model at
-    ``options.items`` positions of ``sequences`` (token ids), each after its last
-    CONTEXT_TOKENS context tokens. A continuation stops after the first line end that
-    follows something other than a line end, at a stop token, or at new_tokens."""
-    # lazy: torch costs 0.8 s to import (python -X importtime); `inkling --help` imports this
-    import torch  # module (cli/datastore.py), which needs torch only to build a store
+    """(tokens, bounds) of the items: at ``options.items`` positions of ``sequences``, the last
+    CONTEXT_TOKENS tokens and ``runtime``'s greedy continuation there (``line_of``)."""
+    import torch  # lazy: torch is slow to import, and cli/datastore.py imports this module
     pad = 0
     items: list[np.ndarray] = []
     positions = sample_positions(sequences, options.items, options.seed)
@@ -146,8 +119,7 @@ def fim_prompt(runtime, prefix: list[int], suffix: list[int]) -> list[int]:
 
 
 def line_of(generated: list[int], line_end_ids, stop_ids) -> list[int]:
-    """``generated`` up to its first line end after a token that is not one (included),
-    or before its first stop token."""
+    """``generated`` up to its first line end after other text (included), or its first stop."""
     out: list[int] = []
     for t in generated:
         if t in stop_ids:
@@ -168,8 +140,8 @@ def save(path: Path, tokens: np.ndarray, bounds: np.ndarray, meta: dict) -> None
 
 
 def load(path: Path, model_dir: Path) -> ModelDatastore:
-    """The store in ``path``, checked against the model in ``model_dir``; raises
-    OptionError naming the file when it is missing, unreadable or another model's."""
+    """The store in ``path`` for ``model_dir``'s model; OptionError naming the file when it is
+    missing, unreadable, corrupt or another model's."""
     t0 = time.perf_counter()
     try:
         with np.load(path) as z:
@@ -192,9 +164,7 @@ def load(path: Path, model_dir: Path) -> ModelDatastore:
 
 
 def resolve(spec: str, model_dir: Path) -> Path | None:
-    """The file ``completion.model_datastore`` names for the model in ``model_dir``:
-    ``none`` -> None; ``auto`` -> the model folder's own store, or None when it has
-    none; anything else is a path."""
+    """The file ``completion.model_datastore`` names: None, ``model_dir``'s own (auto) or a path."""
     if spec == "none":
         return None
     if spec == "auto":

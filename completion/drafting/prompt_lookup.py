@@ -1,7 +1,5 @@
-"""The n-gram prompt-lookup baseline, as `transformers` does it
-(`PromptLookupCandidateGenerator`): the last n tokens (n from 3 down to 1) are searched
-in the context, and up to a fixed number of tokens after the first match become a
-linear draft."""
+"""Prompt-lookup drafting as ``transformers`` does it: the tokens after the first match of the
+context's last n tokens (n from 3 down to 1) make a linear draft."""
 from __future__ import annotations
 
 import numpy as np

@@ -1,7 +1,5 @@
-"""Where drafts and n-gram counts come from, for one Engine: the document (indexed at each
-completion's cursor), the workspace, accepted completions, the document's recent
-suggestions, the corpus datastore and the model datastore. Each index has one owner, this
-object, on the engine's thread (the model worker in the server)."""
+"""Where one Engine's drafts and n-gram counts come from: the document, the workspace, accepted
+completions, recent suggestions and both datastores; owned by the engine's thread."""
 from __future__ import annotations
 
 import logging
@@ -47,14 +45,8 @@ class DraftSources:
             history.add(list(prefix_ids), ids)
 
     def indexes(self, uri: str, text: str, offset: int, runtime: ModelRuntime) -> dict:
-        """The suffix indexes drafts and n-gram counts come from: the document (its index
-        rebuilt lazily when the text or the cursor changed, from paragraphs tokenized
-        once), the workspace, accepted completions.
-
-        The document is indexed as two sequences, the text before the cursor and the text
-        after it: the text before the cursor always matches the context at the cursor
-        itself, at full length, and what follows there is the text the completion goes
-        in front of, which the model seldom writes (its drafts kept 8 tokens in 60)."""
+        """The document, workspace and accepted-completion indexes; the document's (built lazily) is
+        split at the cursor, lest the cursor's own context draft the text after it."""
         cached = self._documents.get(uri)
         if cached is None or cached[0] is not text or cached[1] != offset:
             if self._tokens is None or self._tokens.encode != runtime.encode:
@@ -66,7 +58,6 @@ class DraftSources:
                 index.put_many([(f"{uri}#before", tokens.ids(normalise_eol(text[:offset]))),
                                 (f"{uri}#after", tokens.ids(normalise_eol(text[offset:])))])
                 return index
-            # built when first searched: drafting searches the document only where it pays
             cached = self._documents[uri] = (text, offset, LazyIndex(build))
         sources = {"document": cached[2], "history": self.history}
         if self.workspace is not None:
@@ -82,8 +73,7 @@ class DraftSources:
 
     def draft_sources(self, uri: str, text: str, offset: int, runtime: ModelRuntime,
                       model_spec: str) -> dict:
-        """What the suffix drafter searches: the indexes, the document's recent
-        suggestions, the corpus datastore and the model datastore ``model_spec`` names."""
+        """What the suffix drafter searches: the indexes, recent suggestions, both datastores."""
         sources = self.indexes(uri, text, offset, runtime)
         if uri in self._suggestions:
             sources["suggestions"] = self._suggestions[uri]
@@ -95,8 +85,7 @@ class DraftSources:
         return sources
 
     def reconfigure(self, spec: str) -> None:
-        """``completion.datastore`` is now ``spec``: a datastore of another is dropped
-        (``prepare`` builds the new one)."""
+        """``completion.datastore`` is now ``spec``: another spec's datastore is dropped."""
         if self.datastore is not None and self.datastore.spec != spec:
             self.datastore = None
 
@@ -108,10 +97,8 @@ class DraftSources:
         return self.datastore
 
     def model_datastore(self, runtime: ModelRuntime, spec: str):
-        """The model datastore ``spec`` names (None for ``none``, or for ``auto`` when the
-        model folder has none), loaded once per model and file. A named file that is
-        missing, corrupt or another model's raises OptionError; the model folder's own
-        file, found by ``auto``, is skipped with a warning instead."""
+        """The model datastore ``spec`` names, or None, loaded once per model and file; a named file
+        that cannot serve raises OptionError, ``auto``'s own is skipped with one warning."""
         path = md.resolve(spec, runtime.path)
         if path is None:
             return None
@@ -135,9 +122,7 @@ class DraftSources:
         return None
 
     def index_workspace(self, workspace: Workspace, runtime: ModelRuntime) -> WorkspaceIndex:
-        """The workspace's files for drafting: a WorkspaceIndex tokenizing with the
-        runtime's ``encode_batch``, subscribed to ``workspace`` (its next walk fills it);
-        made again for another model's tokenizer."""
+        """The WorkspaceIndex subscribed to ``workspace``, made again for another tokenizer."""
         index = self.workspace
         if index is not None and index.encode_batch != runtime.encode_batch:
             workspace.unsubscribe(index)

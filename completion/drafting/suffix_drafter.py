@@ -1,14 +1,5 @@
-"""Retrieval drafting from suffix indexes (SuffixDecoding's rule).
-
-For each source (the document, the workspace, accepted completions, the datastores,
-the request's own output) and each of the longest match lengths m of the context's
-tail, the continuations that followed the matches are a candidate: the draft tree of
-up to min(max_spec, alpha * m) tokens they would make. One candidate is made into a
-tree and verified: by default the best-scoring, or the one a ``value`` (the measured
-acceptance of its source at its match length) rates highest. The others are kept as
-token rows, so what each would have kept can be scored once the output is known,
-without building their trees.
-"""
+"""Retrieval drafting from suffix indexes (SuffixDecoding's rule): one candidate tree per source
+and match length m, of up to min(max_spec, alpha * m) tokens; one is built and verified."""
 from __future__ import annotations
 
 import time
@@ -24,10 +15,7 @@ from inkling.completion.drafting.suffix_index import (ANCHORS, MAX_MATCH, MAX_OC
 
 
 class _Local:
-    """What the request generated so far as a source: the model often repeats what it
-    has just written. (The prompt is the document's text, which the document source
-    indexes already.) A few dozen tokens, searched anew at every step: a scan of the
-    Python list costs a tenth of what building and searching an index did."""
+    """What the request generated so far (the model repeats itself), scanned: too short to index."""
 
     def __init__(self, generated: list[int]):
         self.generated = list(generated)
@@ -77,12 +65,9 @@ class SuffixDrafter:
                    limits: Callable[[str], DraftLimits] | None = None,
                    only: set[str] | None = None,
                    spent: dict[str, float] | None = None) -> list["Candidate"]:
-        """The candidates after ``context``, per source and tried match length (longest
-        first), each with at most ``budget`` tokens per path. ``generated`` (the
-        request's tokens so far) is searched too, as the source ``request``;
-        ``limits``: each source's limits by name (default: the drafter's for all);
-        ``only``: the names searched (all when None); ``spent``: filled with each
-        searched source's search time in ms."""
+        """The candidates after ``context`` by source and match length, ``budget`` tokens a path at
+        most; ``generated`` is the source ``request``; ``limits``: by source name; ``only``: the
+        names searched (None: all); ``spent``: filled with each search's ms."""
         out = []
         sources = dict(self.sources)
         if len(generated) >= 2:
@@ -107,8 +92,7 @@ class SuffixDrafter:
                 span = min(budget, lim.max_spec, int(lim.alpha * m))
                 if span <= 0:
                     continue
-                # every occurrence found has something after it (StreamIndex.found)
-                occurrences, room = [], lim.max_continuations
+                occurrences, room = [], lim.max_continuations  # each has a token after it
                 for stream, ends, lengths in reversed(found):      # the most recent kept
                     if room <= 0:
                         break
@@ -124,23 +108,17 @@ class SuffixDrafter:
               generated: list[int] = (), limits: Callable[[str], DraftLimits] | None = None,
               only: set[str] | None = None,
               value: Callable[["Candidate"], float] | None = None) -> DraftTree:
-        """The tree of the best of the ``candidates`` (the arguments are theirs), cut
-        at ``ends``; see ``pick``."""
+        """The tree ``pick`` makes of the ``candidates`` (same arguments), cut at ``ends``."""
         return pick(self.candidates(context, budget, generated, limits, only), ends, value)
 
 
 @dataclass(frozen=True, eq=False)
 class Candidate:
-    """The continuations one source has after one match length: a draft tree to be.
-
-    Its token rows are gathered when first asked for: the chosen candidate's before its
-    tree is verified, the others' when the completion's output scores them, after the
-    answer (their streams are immutable, so the rows are the same then)."""
+    """One source's continuations after one match length, its rows gathered when first asked."""
     source: str
     match: int
     limits: DraftLimits
-    occurrences: tuple = ()   # ((stream, ends [e]), ...): where the continuations start,
-                              # the most recent last
+    occurrences: tuple = ()   # ((stream, ends [e]), ...): where they start, the most recent last
     span: int = 0             # tokens per continuation
 
     @property
@@ -161,10 +139,8 @@ class Candidate:
                                   self.source, self.match)
 
     def kept(self, output: list[int]) -> int:
-        """How many tokens of ``output`` the candidate's tree would accept, from its
-        rows: a node is in the tree when its share D of the continuations is at least
-        the floor (``from_continuations``). Exact when the tree's node budget is not
-        reached; past it, nodes the budget left out are counted as kept."""
+        """How many tokens of ``output`` its tree would accept, from its rows (a node needs a
+        share D of the continuations at least the floor); past the node budget, an upper bound."""
         rows = self.rows
         alive = np.ones(len(rows), bool)
         d, n = 1.0, 0
@@ -179,8 +155,7 @@ class Candidate:
 
 
 def _rows(stream: StreamIndex, ends: np.ndarray, span: int) -> np.ndarray:
-    """The ``span`` tokens after each of ``ends`` in ``stream``: [len(ends), span], -1
-    from the first separator (or the stream's end) on."""
+    """The ``span`` tokens after each of ``ends``: [len(ends), span], -1 past a separator or end."""
     at = ends[:, None] + np.arange(span)[None, :]                    # [e, span]
     rows = stream.toks[np.minimum(at, len(stream.toks) - 1)]
     over = (at >= len(stream.toks)) | (rows == SEPARATOR)
@@ -191,10 +166,8 @@ def _rows(stream: StreamIndex, ends: np.ndarray, span: int) -> np.ndarray:
 
 def pick(candidates: list[Candidate], ends: frozenset[int],
          value: Callable[[Candidate], float] | None = None) -> DraftTree:
-    """The tree, cut at ``ends``, of the candidate with the highest ``value`` (among
-    equals the longer match, then the more continuations: only that one is built);
-    without a ``value``, the tree with the highest score of all. EMPTY when there is
-    none."""
+    """The tree, cut at ``ends``, of the candidate of highest ``value`` (ties: longer match, more
+    continuations; only it is built), else the highest-scoring tree; EMPTY for none."""
     if not candidates:
         return EMPTY
     if value is not None:

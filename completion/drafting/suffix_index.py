@@ -1,12 +1,5 @@
-"""An index of token streams for retrieval drafting.
-
-Every position of the stream is indexed by the hash of the k-gram that ends there
-(k = 4 and k = 2), in sorted numpy arrays, so the occurrences of the context's tail
-are found by binary search and extended backwards (vectorised) to their full match
-length. That is the part of a suffix tree that drafting uses: for the longest
-suffixes of the context, where they occur and what followed them. Appending (new
-files, accepted completions) goes to a small tail index that is merged when it grows.
-"""
+"""Token streams indexed by the hash of the k-gram ending at each position: a context's longest
+matching tails are its last k tokens' hits extended backwards (vectorised), for drafting."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -15,17 +8,12 @@ from typing import Callable
 import numpy as np
 
 SEPARATOR = -1
-# (stream, ends, lengths): where a context's longest tails match in one stream, each end
-# with a token after it (a continuation); streams are never changed once built
-Found = tuple  # tuple[StreamIndex, np.ndarray, np.ndarray]
+Found = tuple  # (stream, ends, lengths): a context's longest tails in one stream, never changed
 ANCHORS = (4, 2)              # k-gram lengths looked up, longest first
 MAX_MATCH = 32                # match lengths are counted up to this
 FIRST_LOOK = 6                # context tokens past the anchor compared for every match
 MAX_OCCURRENCES = 256         # the most recent occurrences of an anchor are examined
-# a stream this short (what a request generated so far, a small tail index) is scanned
-# for an anchor instead of indexed: building the sorted arrays for every draft step
-# cost more than its lookups saved
-SCAN_BELOW = 256
+SCAN_BELOW = 256              # a shorter stream is scanned: indexing it costs more than it saves
 _MUL = np.int64(1_000_003)
 _SPANS_SEPARATOR = np.int64(-0x5EBA_4A7E)   # the hashed layout's key where a k-gram spans one
 
@@ -93,11 +81,7 @@ class _Sorted:
 
 
 class _Hashed:
-    """The hash of the k-gram ending at each position, in stream order: built in one
-    vectorised pass (no sort), looked up by comparing every hash. For a stream rebuilt
-    at every completion (the document, split at the cursor) that is far cheaper than
-    sorting: on 10,000 tokens 0.11 ms to build and 7 us a lookup, against 2.6 ms and
-    10 us sorted."""
+    """Each position's k-gram hash in stream order, unsorted: cheaper for a stream built per use."""
 
     def __init__(self, toks: np.ndarray, k: int):
         self.k = k
@@ -120,10 +104,8 @@ LAYOUTS = {"sorted": _Sorted, "hashed": _Hashed}
 
 
 class StreamIndex:
-    """Token sequences joined by separators, with their k-gram indexes: ``sorted`` (built
-    once, for large sources that change seldom) or ``hashed`` (for a source rebuilt at
-    every completion); a stream shorter than SCAN_BELOW, or of layout ``scan``, has none
-    and is scanned."""
+    """Token sequences joined by separators, with ``sorted`` k-gram indexes (large, seldom
+    changed), ``hashed`` ones (rebuilt per completion) or none (``scan``, under SCAN_BELOW)."""
 
     def __init__(self, toks: np.ndarray, starts: np.ndarray, tags: list, layout: str = "sorted"):
         self.toks = toks
@@ -137,8 +119,7 @@ class StreamIndex:
         return self.toks.nbytes + sum(x.nbytes() for x in self.sorted.values())
 
     def _anchor_ends(self, tail: list[int]) -> np.ndarray:
-        """Where the k-gram ``tail`` occurs (positions just after it), oldest first, the
-        most recent MAX_OCCURRENCES at most."""
+        """Positions just after the k-gram ``tail``'s last MAX_OCCURRENCES hits, oldest first."""
         k = len(tail)
         if k in self.sorted:
             return self.sorted[k].lookup(_hash_of(tail))
@@ -185,9 +166,7 @@ class StreamIndex:
 
     def match_arrays(self, context: list[int], extend: bool = True
                      ) -> tuple[np.ndarray, np.ndarray]:
-        """(ends, lengths) of the context's longest matching tails, as arrays: what
-        ``matches`` gives, without a Python object per occurrence. ``extend`` False:
-        the anchor's occurrences only, each of the anchor's length (an n-gram lookup)."""
+        """``matches`` as (ends, lengths) arrays; ``extend`` False: the anchor's hits only."""
         for k in ANCHORS:
             if len(context) < k:
                 continue
@@ -204,10 +183,7 @@ class StreamIndex:
         return [Match(int(e), int(n)) for e, n in zip(ends, self._lengths(ends, context, k))]
 
     def _lengths(self, ends: np.ndarray, context: list[int], k: int) -> np.ndarray:
-        """How far back each match at ``ends`` [e] goes (the k anchor tokens, then as
-        many more as agree with the context, up to MAX_MATCH): the FIRST_LOOK tokens
-        before every end gathered and compared with the context's tail at once, then
-        the rest only for the matches that agreed all the way (most stop early)."""
+        """How far back each match at ``ends`` [e] agrees with the context, up to MAX_MATCH."""
         ctx = np.asarray(context[-MAX_MATCH:], dtype=np.int32)[::-1]    # [c] ctx[j-1] = j-th last
         lengths = np.full(len(ends), k, dtype=np.int64)
         todo = np.arange(len(ends))
@@ -231,9 +207,7 @@ class StreamIndex:
 
 
 class SuffixIndex:
-    """Keyed token sequences (files, accepted completions) in a large base index and a
-    small tail index for recent changes; replaced or removed sequences are filtered
-    out of matches until the next merge."""
+    """Keyed sequences in a base index and a tail of recent puts, merged when the tail grows."""
 
     def __init__(self, merge_fraction: float = 0.25, min_merge: int = 8192,
                  layout: str = "sorted"):
@@ -297,9 +271,7 @@ class SuffixIndex:
                               [(k, self._seqs[k][0]) for k in keys], self.layout)
 
     def found(self, context: list[int], extend: bool = True) -> list[Found]:
-        """The context's longest matching tails in live sequences, per stream, as arrays
-        (``matches`` without a Python object per occurrence); ``extend`` False: the
-        anchor n-gram's occurrences only (see ``StreamIndex.match_arrays``)."""
+        """``StreamIndex.match_arrays`` per stream, live sequences only, as Found tuples."""
         out = []
         for stream in (self._base, self._tail):
             if not len(stream.toks):
@@ -338,8 +310,7 @@ class SuffixIndex:
 
 
 class LazyIndex:
-    """A SuffixIndex built by ``build`` when first searched (the document's, rebuilt for
-    every completion but searched only at the steps where it pays)."""
+    """A SuffixIndex made by ``build`` when first searched (a source is searched where it pays)."""
 
     def __init__(self, build: Callable[[], SuffixIndex]):
         self._build = build

@@ -1,13 +1,5 @@
-"""A document's recent suggestions as a drafting source.
-
-Between two keystrokes the model's greedy continuation rarely changes: when the text
-typed since the last completion follows what was suggested, the rest of that
-suggestion is what the model will write again. Each suggestion is kept with the
-prompt tokens just before it, so the context's tail (the prefix, then what has been
-generated) finds it wherever the typed text has reached; token healing keeps the
-prefix ending on the same token boundary while a word is typed. Verification keeps
-only what greedy decoding would choose, so a stale suggestion costs one rejected draft.
-"""
+"""A document's recent suggestions, each after its prompt's last tokens, as a drafting source:
+between keystrokes the model's greedy continuation rarely changes."""
 from __future__ import annotations
 
 from collections import deque

@@ -1,16 +1,6 @@
-"""The workspace source for retrieval drafting: the workspace's text files, tokenized
-into a suffix index.
-
-A ``WorkspaceSubscriber`` (``inkling.analysis.workspace``): the Workspace walks, reads,
-filters (``.gitignore``, hidden and tool folders, binary, huge and non-UTF-8 files,
-file and byte budgets) and watches; this index tokenizes each batch it is handed with
-one ``encode_batch`` call and builds its suffix index once, when the walk is done.
-A file changed since is re-tokenized and replaces its sequence at once.
-
-Threads: the Workspace calls it from one thread at a time (the walk's, watchdog's or
-``file_changed``'s caller); ``lock`` guards the suffix index against the drafter's
-searches on the Engine's worker.
-"""
+"""The workspace's text files as a drafting source: a WorkspaceSubscriber that tokenizes each batch
+a walk hands it, indexes them when the walk is done and a changed file at once. The Workspace
+calls it from one thread at a time; ``lock`` guards the index against the drafter's searches."""
 from __future__ import annotations
 
 import threading
@@ -45,7 +35,6 @@ class WorkspaceIndex:
         self.updates_ms: list[float] = []        # the cost of each file changed since
         self._pending: dict[str, list[int]] = {}  # a walk's files, indexed when it is done
 
-    # ------------------------------------------------ a WorkspaceSubscriber
     def wants(self, path: Path) -> bool:
         return True                              # every text file the Workspace reads
 
@@ -79,7 +68,6 @@ class WorkspaceIndex:
                 self._pending.pop(str(path), None)
                 self.index.remove(str(path))
 
-    # ---------------------------------------------------------------- search
     def matches(self, context: list[int]):
         with self.lock:
             return self.index.matches(context)
@@ -88,11 +76,9 @@ class WorkspaceIndex:
         with self.lock:
             return self.index.found(context)
 
-    # ------------------------------------------------------------- used alone
     def index_folders(self, roots: list[Path], progress: Progress | None = None,
                       limits: WorkspaceLimits = WorkspaceLimits()) -> IndexReport:
-        """Index ``roots`` once, through a Workspace of its own, not watched (a datastore
-        folder)."""
+        """Index ``roots`` once through a Workspace of its own, not watched (a datastore folder)."""
         workspace = Workspace(roots, limits)
         workspace.subscribe(self)
         tokens = self.tokens
