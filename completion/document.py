@@ -121,8 +121,7 @@ class Document:
 
     def apply(self, changes: list[TextChange], version: int | None = None,
               extent: EditExtent | None = None) -> None:
-        """Apply LSP changes in order; on any invalid change nothing is applied. ``extent``
-        (if given) notes the lines each change touched."""
+        """Apply LSP changes in order, none if any is invalid; ``extent`` notes lines touched."""
         state = self._state
         touched = []
         try:

@@ -19,9 +19,7 @@ class DocumentCaches(CachePool[PromptCache]):
             runtime, o.cache.mode, o.cache.stale_threshold, forward=o.model.forward))
 
     def reconfigure(self, old: InklingOptions, new: InklingOptions) -> None:
-        """Drop every cache that ``new`` options would make otherwise (another model,
-        cache mode, threshold or prompt order: every prompt moves), and take ``new``'s
-        budget."""
+        """Drop every cache ``new`` options would make otherwise, and take ``new``'s budget."""
         if new.model != old.model or (
                 new.cache.mode, new.cache.stale_threshold, new.completion.fim_order) != (
                 old.cache.mode, old.cache.stale_threshold, old.completion.fim_order):
@@ -29,9 +27,8 @@ class DocumentCaches(CachePool[PromptCache]):
         self.budget_bytes = new.cache.budget_mb << 20
 
     def refresh_idle(self, quiet_ms: float, wait_ms: int) -> int:
-        """After ``quiet_ms`` without an edit or a completion, once ``wait_ms``
-        (``cache.idle_refresh_ms``; 0: never) has passed, recompute the stale tokens of the
-        most recent document's cache. Returns the tokens recomputed."""
+        """Recompute the newest cache's stale tokens once ``quiet_ms`` reaches ``wait_ms`` (0:
+        never); returns the tokens recomputed."""
         if not wait_ms or quiet_ms < wait_ms:
             return 0
         cache = self.most_recent()

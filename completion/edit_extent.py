@@ -1,10 +1,5 @@
-"""Where a document was edited since its prompt cache last synced, in lines: the
-first edited line from the top and the fewest untouched lines below an edit.
-
-A prompt window edge that lies strictly inside the untouched text (above the first
-edited line, or below the last) moved without any edit there, so the cache may treat
-a change of tokens at that edge as the window moving, not as stale context.
-"""
+"""The lines edited since a prompt cache last synced: a window edge in the untouched text above
+or below moved without an edit, so the cache treats its change as a shift, not stale."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,6 +21,5 @@ class EditExtent:
         return self.first_line > window_first_line
 
     def end_untouched(self, lines_below_window: int) -> bool:
-        """No edit on or below the window's last line (``lines_below_window`` lines follow
-        the window's end)."""
+        """No edit on or below the window's last line (``lines_below_window`` lines follow it)."""
         return self.lines_below > lines_below_window + 1

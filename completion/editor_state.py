@@ -1,7 +1,5 @@
-"""What the editor has told the engine: its open documents and workspace folders, and
-what is kept in step with them (the tree-sitter analysis, the repository context, the
-drafting sources), and what they say at a completion's cursor. The Engine holds one
-(engine.py); it completes nothing itself."""
+"""What the editor has told the engine (open documents, workspace folders), what is kept in step
+with it (analysis, repository context, drafting sources) and what it says at a cursor."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -29,7 +27,6 @@ class EditorState:
         self.sources = DraftSources(datastore)     # what drafting searches
         self.repo_context = RepoContext(self.documents.text_at)
 
-    # ---------------------------------------------------------------- workspace
     @property
     def workspace_folders(self) -> list[str]:
         return self._folders
@@ -46,8 +43,7 @@ class EditorState:
         return self._analysis.get()
 
     def workspace_file_changed(self, path: str) -> None:
-        """A file on disk changed (the replay's `file` events, the client's
-        didChangeWatchedFiles): every index has it now, not when the watcher sees it."""
+        """A file on disk changed: every index takes it now, not when the watcher sees it."""
         self.workspace.file_changed(path)
         self._analysis.stale()
         if self.options.completion.context in ("similar", "both"):
@@ -56,7 +52,6 @@ class EditorState:
     def shutdown(self) -> None:
         self.workspace.stop()
 
-    # --------------------------------------------------------------- documents
     def open(self, uri: str, text: str, version: int = 0, language_id: str = "python") -> None:
         doc = self.documents.open(uri, text, version, language_id)
         self._analysis.opened(doc, self.options.completion)
@@ -79,7 +74,6 @@ class EditorState:
     def document_sha256(self, uri: str) -> str:
         return self.documents.sha256(uri)
 
-    # ------------------------------------------------------ at a completion's cursor
     def subscribe_analysis(self) -> None:
         """The analysis' symbol index is fed by the workspace's walk from now on."""
         self._analysis.subscribe()
@@ -106,8 +100,7 @@ class EditorState:
 
 
 def edit_end(doc: Document, changes: list[TextChange]) -> int | None:
-    """Where the last of ``changes`` (applied to ``doc``) left the cursor: the end of the
-    text it inserted; None for a whole-document change."""
+    """The end of the text the last of ``changes`` inserted; None for a whole-document change."""
     last = changes[-1] if changes else None
     if last is None or last.range is None:
         return None

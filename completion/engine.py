@@ -59,7 +59,6 @@ class Engine:
     def workspace_folders(self, folders: list[str]) -> None:
         self.editor.workspace_folders = folders
 
-    # ----------------------------------------------------------- configuration
     def configure(self, changes: dict) -> InklingOptions:
         """Apply option changes; raises OptionError and keeps the old options on a bad value."""
         new = self.options.merged(changes)
@@ -95,15 +94,13 @@ class Engine:
                                             self.load_model(), progress)
 
     def prepare(self, progress: Progress | None = None) -> Prepared:
-        """Load the model and build, once, what completions search besides the document
-        (``preparation.prepare``); the server and the replay both call it."""
+        """Load the model and build, once, what completions search besides the document."""
         c = self.options.completion
         if wanted(c):
             self.editor.subscribe_analysis()       # the walk below feeds its symbol index
         runtime = self.load_model(progress)
         return prepare(c, self.draft_mode(runtime), self.sources, runtime, self.workspace, progress)
 
-    # -------------------------------------------------------------- completion
     def complete(self, uri: str, position: Position, k: int | None = None,
                  trigger: str = "automatic", cancelled: Callable[[], bool] = lambda: False
                  ) -> Completion:
@@ -173,11 +170,9 @@ class Engine:
         self.stats.completions += 1
         return Shown(drafts, dropped, cut)
 
-    # -------------------------------------------------------------- after it
     def settle(self) -> None:
-        """The drafter learns the last completion's ``lesson``, once: the server runs it once
-        the answer is on its way, the replay once it is recorded; a completion nobody
-        settled is settled by the next before it drafts, so no lesson is lost or reordered."""
+        """Teach the drafter the last completion's lesson, once, after its answer; the next
+        completion settles one nobody settled, so no lesson is lost or reordered."""
         lesson, self._unsettled = self._unsettled, None
         if lesson is not None:
             self.stats.learnt += lesson.learn()
@@ -192,8 +187,7 @@ class Engine:
         return draft
 
     def idle(self, quiet_ms: float) -> int:
-        """Idle work (``DocumentCaches.refresh_idle``) after ``quiet_ms`` without an edit or
-        a completion; the server calls it from a timer, the replay from its clock."""
+        """Idle work after ``quiet_ms`` with no edit or completion: stale tokens recomputed."""
         done = self._caches.refresh_idle(quiet_ms, self.options.cache.idle_refresh_ms) \
             if self._runtime is not None else 0
         self.stats.refreshes += done > 0

@@ -1,7 +1,6 @@
-"""The analysis layer as one Engine uses it: a CodeAnalysis made when first needed,
-subscribed to the engine's Workspace (its symbol index fed by the one walk and the one
-watcher), told of every open document, and asked for the monitor and the syntax guard at
-a cursor. Owned by the Engine's thread."""
+"""The analysis layer as one Engine uses it, owned by the Engine's thread: a CodeAnalysis made
+when first needed, fed by the workspace, told of every open document and asked for the monitor
+and the syntax guard at a cursor."""
 from __future__ import annotations
 
 import logging
@@ -24,10 +23,8 @@ def wanted(c: CompletionOptions) -> bool:
 
 
 def token_vocabulary(runtime: ModelRuntime) -> TokenVocabulary:
-    """The monitor's index of the model's vocabulary (every id's text, by what it may
-    start or end), built once per model and shared by every Engine on it: 0.04 s for the
-    bundled model's 8,192 ids, 1.4 s for 150,000 (``benchmarks/monitor_cost.py``), so the
-    preparation builds it, not a session's first completion. Read-only once built."""
+    """The monitor's index of the vocabulary, built once per model and shared, read-only: the
+    preparation builds it, not a first completion (docs/decisions/monitor-masks.md)."""
     found = runtime.attached.get("token_vocabulary")
     if found is None:
         found = runtime.attached["token_vocabulary"] = TokenVocabulary.from_tokenizer(
@@ -52,8 +49,7 @@ class OpenAnalysis:
             self._analysis = self._new()
 
     def get(self) -> CodeAnalysis:
-        """The analysis (made now if it was not: after the workspace's walk its symbol
-        index catches up with a walk of its own)."""
+        """The analysis, made now if it was not (then walking the workspace for its index)."""
         if self._analysis is None:
             self._analysis = self._new()
             if self._workspace.walked:
@@ -68,8 +64,7 @@ class OpenAnalysis:
         return analysis
 
     def stale(self) -> None:
-        """What the last edit made is not to be used: the workspace or a document changed
-        besides (the index a monitor resolves against)."""
+        """Drop what the last edit made: the workspace or another document changed."""
         self._ahead = None
 
     def opened(self, doc: Document, c: CompletionOptions) -> None:
@@ -78,12 +73,8 @@ class OpenAnalysis:
             self.get().open(doc.uri, doc.text, doc.language_id)
 
     def changed(self, doc: Document, c: CompletionOptions, cursor: int | None = None) -> None:
-        """``doc`` was edited; ``cursor``: where the edit left the cursor (None: not known).
-        With the monitor on, what a completion there reads is made now, while the editor
-        waits out its debounce before it asks: the symbols, and the monitor and the guard
-        at ``cursor`` (for the model the last completion ran on), the guard's window
-        parsed. (Not the monitor's first mask: decoding starts from the token-healing
-        and blank-line rules' states around it, which ask for others.)"""
+        """``doc`` was edited, leaving the cursor at ``cursor`` (None: unknown). With the monitor
+        on, the symbols, monitor and guard there are made now, inside the debounce."""
         if self._analysis is not None:             # tree.edit and an incremental reparse
             self._analysis.change(doc.uri, doc.text)
             if c.monitor == "on":
@@ -92,8 +83,7 @@ class OpenAnalysis:
                     self._ahead = self._made_ahead(doc, cursor, self._runtime)
 
     def _made_ahead(self, doc: Document, cursor: int, runtime: ModelRuntime) -> tuple | None:
-        """What ``at_cursor`` takes at ``cursor``; None where making it failed (an edit
-        never fails for the analysis: the completion then makes it, and says why)."""
+        """What ``at_cursor`` takes at ``cursor``; None (logged) where making it failed."""
         try:
             _, guard = made = self._made(doc, cursor, runtime)       # (monitor, guard)
             if guard is not None:          # its window parsed, the old text's breaks kept
@@ -109,9 +99,8 @@ class OpenAnalysis:
             self._analysis.close(uri)
 
     def at_cursor(self, doc: Document, offset: int, runtime: ModelRuntime):
-        """(monitor state, syntax guard) at ``offset`` of ``doc``: those the last edit made
-        where they are for this very text, else made now. Analysis never raises into
-        decoding: what it cannot resolve is unconstrained (None)."""
+        """Return (monitor state, syntax guard) at ``offset``: the last edit's if for this text,
+        else made now; what analysis cannot resolve is unconstrained (None)."""
         ahead, self._runtime = self._ahead, runtime
         if ahead is not None and ahead[0] == doc.uri and ahead[2] == offset and \
                 ahead[3] is runtime and ahead[1] == doc.text:

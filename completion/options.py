@@ -1,6 +1,5 @@
-"""The one options tree: the same object comes from the CLI, the replay's flags and
-LSP ``initializationOptions`` / ``workspace/didChangeConfiguration``.
-"""
+"""The one options tree: the same object comes from the CLI, the replay's flags and LSP
+``initializationOptions`` / ``workspace/didChangeConfiguration``."""
 from __future__ import annotations
 
 import dataclasses
@@ -18,8 +17,7 @@ from inkling.completion.errors import OptionError
 
 DEVICES = ("auto", "cpu", "cuda")
 DTYPES = ("auto", "float32", "float16", "bfloat16")
-# the runtime's forwards but "captured": auto runs the captured forward where it pays (on a
-# GPU), and named alone it serves the tests and benchmarks
+# not "captured": auto runs it where it pays (a GPU); named alone it serves tests and benchmarks
 FORWARDS = tuple(f for f in RUNTIME_FORWARDS if f != "captured")
 FIM_ORDERS = ("auto", "psm", "spm")
 DECODERS = tuple(d.value for d in Decoder)
@@ -29,19 +27,15 @@ MONITOR_MODES = ("off", "on")
 CONTEXT_MODES = ("off", "imports", "similar", "both")
 
 
-# The groups the options are documented in (docs/configuration.md, the editors' settings),
-# in their order; each option names its group below.
+# the groups of docs/configuration.md and the editors' settings, in order
 GROUPS = {"model": "Model", "completion": "Completion", "decoding": "Decoding",
           "drafting": "Drafting and monitor", "cache": "Cache", "server": "Server"}
 
 
 def _option(default, group: str, text: str, **about) -> Any:
-    """A field of the options tree with its documentation: ``text`` its one-line help,
-    ``group`` a key of GROUPS. ``about``: ``advanced=True`` for a knob kept for
-    measurement and research; ``values`` {value: one line} naming every allowed value
-    (with ``other`` a line for the rest of an open set: a folder, ``cuda:N``); the
-    bounds the validation below enforces, named as JSON schema names them
-    (``minimum``, ``maximum``, ``exclusiveMinimum``)."""
+    """A field with its documentation: ``text`` one line of help, ``group`` a key of GROUPS;
+    ``about``: ``advanced``, ``values`` {value: line}, ``other`` (an open set's rest) and the
+    bounds the validation enforces, by their JSON schema names (``minimum``, ``maximum``)."""
     return field(default=default, metadata={"group": group, "help": text, **about})
 
 
@@ -56,12 +50,9 @@ class ModelOptions:
         "auto": "bfloat16 on a GPU that has it (else float16), float32 on the CPU",
         "float32": "32-bit floats", "float16": "16-bit floats",
         "bfloat16": "bfloat16, for GPUs that compute in it"})
-    # auto: the fastest that runs here: native, the compact forward's layers in C++ for
-    # forwards of up to 8 rows (runtime/native_llama.py; float32 on the CPU; compiled once per
-    # machine at the first load, about 30 s), else the compact forward
-    # (runtime/compact_llama.py) for the Llama family, else transformers' own; inkling/stats
-    # says which runs and why not native. native or compact: that one, or an error at load
-    # naming why not. reference: transformers' always (what the others are tested against)
+    # auto: native (runtime/native_llama.py, compiled once per machine), else compact for the
+    # Llama family, else reference; native or compact named: that one or an error at load.
+    # See docs/decisions/forward-choice.md.
     forward: str = _option("auto", "model", "Which implementation of the model's forward pass "
                            "runs (the server's stats say which did and why).", advanced=True,
                            values={"auto": "the fastest that runs here",
@@ -69,11 +60,8 @@ class ModelOptions:
                                    "compact": "inkling's PyTorch forward for the Llama family",
                                    "reference": "the transformers library's own: the same "
                                                 "suggestions, slower"})
-    # CPU threads of the forward (0: by the rules in runtime/model_loader.py: for a model
-    # under 100 M parameters, one, and for its native forward one or every core, whichever
-    # measures faster as it runs (a second thread halves the weights each core reads, and
-    # stalls when another process holds that core: runtime/thread_choice.py); all cores
-    # for a larger model)
+    # 0: a small model's native forward measures its thread count as it runs, a large model
+    # takes every core (docs/decisions/thread-choice.md)
     threads: int = _option(0, "model", "CPU threads of the model's forward pass (0: chosen by "
                            "the model's size, and measured as it runs).", advanced=True,
                            minimum=0, maximum=1024)
@@ -106,22 +94,13 @@ class CompletionOptions:
     token_healing: bool = _option(True, "completion", "Decode the last token before the cursor "
                                   "again, so a suggestion can finish a half-typed word.",
                                   advanced=True)
-    # (completion/decoding/blank_line.py)
+    # completion/decoding/blank_line.py; docs/decisions/blank-lines.md
     fill_blank_lines: bool = _option(True, "completion", "On a line of nothing but indentation, "
                                      "a suggestion begins with code at that indentation.",
                                      advanced=True)
-    # The defaults compose the mission (issue 23; figures in benchmarks/README.md, "Defaults"):
-    # drafting is lossless and runs where it pays: auto drafts (suffix) only where a
-    # tree's forward measured at load costs less than the tokens it is expected to yield
-    # (a GPU), not on a CPU, where it cost latency (completion/drafting/draft_mode.py);
-    # the monitor cuts names that cannot be right in shown drafts about tenfold (0.089 to
-    # 0.008 on the reporting set) for about a sixth of a typing completion's p50 on a
-    # 2-core CPU (benchmarks/results/defaults_reporting.txt), and invoked completions
-    # come from beam search of width 8 (4 for a block), its best drafts reread (issue 28,
-    # "Rereading" in benchmarks/README.md): the first draft is the removed line at 15.4%
-    # of the card's held-out standard-library lines and 9.0% of toolz's against greedy's
-    # 10.2% and 5.6%, at about 3 times greedy's p50 (about 0.13 s here). One draft while typing
-    # (automatic_drafts) is decoded greedily, drafted where drafting runs, whatever decoder.
+    # Invoked completions come from a beam whose best drafts are reread; automatic ones are
+    # decoded greedily, whatever the decoder (docs/decisions/invoked-decoder.md). Drafting:
+    # docs/decisions/drafting-by-device.md; the monitor: docs/decisions/monitor-default.md.
     decoder: str = _option("beam", "decoding", "How invoked completions find their drafts "
                            "(an automatic completion of one draft is decoded greedily).", values={
                                "greedy": "one draft: the likeliest token at each step",
@@ -134,13 +113,11 @@ class CompletionOptions:
     beam_width: int = _option(8, "decoding", "Hypotheses the beam decoder keeps a step (at least "
                               "the drafts asked): wider finds likelier lines at more cost.",
                               advanced=True, minimum=1, maximum=16)
-    # width 8 took the traces' p95 from 0.34 s (width 4) to 0.98 s (benchmarks/README.md,
-    # "Rereading")
+    # narrower: a block is searched to its end (docs/decisions/invoked-decoder.md)
     block_beam_width: int = _option(4, "decoding", "The beam decoder's width where the cursor "
                                     "opens an empty block (searched to its end, so width costs "
                                     "more there).", advanced=True, minimum=1, maximum=16)
-    # rank + the log-probability of the file read left to right with the draft in place
-    # (completion/decoding/rereading.py)
+    # ranked by how the file reads with the draft in place (completion/decoding/rereading.py)
     reread_lines: int = _option(2, "decoding", "The beam's best drafts are reread in place with "
                                 "this many lines after the cursor's, and ranked by how the file "
                                 "then reads (0: not reread).", advanced=True, minimum=0,
@@ -171,10 +148,7 @@ class CompletionOptions:
                            "import and keyword-argument names that cannot be right.", values={
                                "off": "the model's tokens unchecked",
                                "on": "names checked against what the code defines"})
-    # the alternatives of k > 1 drafts (issue 28; benchmarks/alternatives.py measured each):
-    # 16 measured best: fragments 4.9% of the alternatives shown against 10.8%, the right
-    # line among the drafts 10.4% against 10.0, the first draft unchanged, invoked
-    # completions' p50 1.12 times; sampling and pruning measured worse, so they stay off
+    # alternatives of k > 1 drafts; sampling and pruning off (docs/decisions/branches-decoding.md)
     alternative_min_tokens: int = _option(16, "decoding", "Alternative drafts end within the "
                                           "lead draft's length, but not under this many tokens "
                                           "(0: the lead's length alone).", advanced=True,
@@ -188,7 +162,7 @@ class CompletionOptions:
                                        "the lead's is not shown (0: none left out).",
                                        advanced=True,
                                        minimum=0)
-    # off by default: the bundled model does no better with it (benchmarks/README.md)
+    # off: the bundled model does not gain from it (docs/decisions/repo-context.md)
     context: str = _option("off", "completion", "Repository context put before the prompt, for "
                            "a model trained with it.", values={
                                "off": "none (the bundled model does not gain from it)",
@@ -257,8 +231,7 @@ class InklingOptions:
                 "tokenHealing": c.token_healing}
 
     def mechanisms_text(self) -> str:
-        """The mechanisms in a few words, e.g. ``pie cache, suffix drafts, monitor, healing,
-        3 superposed``."""
+        """The mechanisms briefly, e.g. ``pie cache, auto drafts, monitor, healing, 3 beam``."""
         m, parts = self.mechanisms(), []
         parts.append(f"{m['cache']} cache")
         if m["draft"] != DraftMode.NONE:

@@ -1,7 +1,5 @@
-"""What completions search besides the document, built once before the first: the
-workspace indexed and watched, the corpus datastore, the model datastore. The server
-and the replay both prepare through ``Engine.prepare``, so a replay measures what the
-server does."""
+"""What completions search besides the document, built once before the first (workspace index
+and watcher, datastores); the server and the replay both prepare through ``Engine.prepare``."""
 from __future__ import annotations
 
 import time
@@ -25,21 +23,15 @@ class Prepared:
 
 
 def uses_datastore(c: CompletionOptions, draft: str) -> bool:
-    """Whether the options search a datastore: suffix drafting does (``draft``: the mode
-    that runs, auto resolved), and superposed decoding takes n-gram counts from it."""
+    """Whether suffix drafting (``draft``, auto resolved) or superposed decoding reads one."""
     return c.datastore != "none" and (draft == DraftMode.SUFFIX
                                       or c.decoder == Decoder.SUPERPOSED)
 
 
 def prepare(c: CompletionOptions, draft: str, sources: DraftSources, runtime: ModelRuntime,
             workspace: Workspace, progress: Progress | None = None) -> Prepared:
-    """Build what ``c`` searches with drafting ``draft`` (``completion.draft`` as it runs
-    here: auto resolved) and ``sources`` lacks (what is there is kept): one walk
-    of the workspace for its subscribers that have not had one (the drafting index, for
-    suffix drafting, subscribed here; the symbol index, by the Engine), then its watcher;
-    the datastore (suffix drafting, superposed decoding); the model datastore (suffix
-    drafting); the monitor's index of the vocabulary (the monitor on). A step that fails
-    is reported and the others still run."""
+    """Build what ``c`` searches with drafting ``draft`` (auto resolved) and ``sources`` lacks;
+    a step that fails is reported and the others still run."""
     report, steps = Prepared(), []
     if c.draft == DraftMode.AUTO:
         report.done.append(f"auto drafting: {draft}")

@@ -1,8 +1,6 @@
-"""From decoded drafts to the suggestions shown: a draft that makes the cursor's line the
-line above over again dropped, text that merely repeats what follows the cursor trimmed,
-cut where the syntax guard finds a new error (never to nothing), and only alternatives
-worth showing (no blank, repeated, whitespace-only, prefix or sub-word ones, nor, when
-asked, far less likely ones)."""
+"""From decoded drafts to the suggestions shown: a draft that repeats the line above dropped,
+text that repeats what follows the cursor trimmed, a cut at a new syntax error, and only the
+alternatives worth showing."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -17,10 +15,9 @@ from inkling.completion.result import GuardCut
 
 @dataclass(frozen=True)
 class Presentation:
-    """How one completion's drafts are shown: trimmed against its ``prompt``, cut by the
-    syntax ``guard`` (None: none), in the document's ``eol``; alternatives ``prune`` nats
-    a token below the lead left out (0: none for that). The decode request carries it,
-    so a decoder can ask how a draft would be shown (``shown_text``)."""
+    """How one completion's drafts are shown (``guard`` None: none; alternatives ``prune`` nats a
+    token below the lead left out, 0: none); the decode request carries it, so a decoder can ask
+    how a draft would be shown (``shown_text``)."""
     prompt: Prompt
     guard: Guard | None
     eol: str = "\n"
@@ -36,10 +33,8 @@ class Presentation:
 
 def shown_drafts(outs: list[Decoded], prompt: Prompt, guard, eol: str, prune: float = 0.0
                  ) -> tuple[list[tuple[str, Decoded]], list[Dropped], GuardCut]:
-    """(text in the document's line ends, decoded draft) of each draft shown, best first,
-    each one left out with its reason, and what the guard cut from the first decoded draft.
-    ``guard``: the analysis' syntax guard at the cursor, or None; ``prune``: alternatives
-    this many nats a token below the lead are left out (0: none for that)."""
+    """Return (text in the document's line ends, draft) shown, best first; those left out with
+    why; and what the guard cut from the first decoded draft."""
     trimmed = [trimmed_text(out.text, prompt) for out in outs]
     texts = [guarded(text, guard) for text in trimmed]
     shown, dropped = worth_showing(texts, [normalised_logprob(o) for o in outs], prune)
@@ -49,24 +44,20 @@ def shown_drafts(outs: list[Decoded], prompt: Prompt, guard, eol: str, prune: fl
 
 
 def shown_text(text: str, prompt: Prompt, guard) -> str:
-    """A draft's text as shown: trimmed (``trimmed_text``), then cut where the syntax
-    guard (None: none) finds a new error."""
+    """A draft's text as shown: trimmed, then cut where the syntax guard finds a new error."""
     return guarded(trimmed_text(text, prompt), guard)
 
 
 def trimmed_text(text: str, prompt: Prompt) -> str:
-    """Nothing where the draft makes the cursor's line the line above again, else the
-    draft without what merely repeats the text after the cursor."""
+    """Nothing if the draft repeats the line above, else the draft less what repeats the suffix."""
     if repeats_line_above(text, prompt.line_prefix, prompt.line_suffix, prompt.prefix):
         return ""
     return trim_repeated_suffix(text, prompt.line_suffix, prompt.suffix)
 
 
 def guarded(text: str, guard) -> str:
-    """``text`` cut where the syntax guard (None: none) finds a new ERROR or MISSING node
-    in its statement; whole where no prefix that shows something passes (the guard
-    shortens, it never empties: on the tuning set's traces the drafts it emptied were
-    more often closer to the line typed than nothing, benchmarks/monitor_pays.py)."""
+    """``text`` cut where the guard finds a new ERROR or MISSING node; whole where no non-empty
+    prefix passes, as the guard never empties (docs/decisions/syntax-guard.md)."""
     if guard is None:
         return text
     kept = text[:guard.longest_valid_prefix(text)]

@@ -17,8 +17,7 @@ class Draft:
 
 @dataclass(frozen=True)
 class GuardCut:
-    """What the syntax guard did to the decoder's first draft (after the trims of text that
-    repeats what is around the cursor): what the replay's ``guard_cut`` counts."""
+    """What the syntax guard did to the first draft after its trims (the replay's ``guard_cut``)."""
     chars: int = 0          # characters it cut from the draft's end (0: kept whole, or no guard)
     emptied: bool = False   # it left nothing but whitespace of a draft that had more
 

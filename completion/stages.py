@@ -1,7 +1,5 @@
-"""The values one completion passes from stage to stage (engine.Engine.complete runs the
-stages in order): what was asked, the prompt, the plan, the cache's sync, the decoded
-drafts and what is shown; ``completion_of`` builds the answer from them. (Here, not in
-result.py: the presentation below the stages imports result.py.)"""
+"""The values one completion passes from stage to stage (``Engine.complete``); here, not in
+result.py, because the presentation the stages use imports result.py."""
 from __future__ import annotations
 
 from typing import Callable, NamedTuple
@@ -40,8 +38,7 @@ class Planned(NamedTuple):
 
 
 class Synced(NamedTuple):
-    """The cache brought up to the prompt, with the first draft tree that ran in the
-    prompt's forward and its rows' logits (None: it did not run)."""
+    """The cache's sync, with the draft tree that ran in the prompt's forward (None: none)."""
     cache: PromptCache
     result: SyncResult
     first: DraftTree | None
