@@ -62,8 +62,8 @@ class LeadIn:
 
 
 def lead_in(r: DecodeRequest) -> LeadIn:
-    """Greedy's steps, one row a forward, while exactly one token is sensible (branching there would
-    give one draft), up to a token that ends the draft or a forced name; they stay cached."""
+    """Greedy's shared steps, one row a forward, while exactly one token is sensible.
+    Branching there would give one draft; it stops before a draft's end or a forced name."""
     ids: list[int] = []
     lps: list[float] = []
     logits, monitor, forwards = r.logits, r.monitor, 0                 # logits: [vocab]
@@ -252,8 +252,8 @@ def at_word_end(text: str) -> str:
 
 def _take(r: DecodeRequest, shared: int, b: Branch, step: Verification, forwards: int
           ) -> bool:
-    """Advance ``b`` by ``step.chain`` and what greedy keeps of ``step.tree``; returns whether a
-    near-tie row was re-decided alone (one forward more; ``speculative.NEAR_TIE``)."""
+    """Advance ``b`` by ``step.chain`` and what greedy keeps of ``step.tree``.
+    Returns whether a near-tie row was re-decided alone (``speculative.NEAR_TIE``)."""
     chain, tree, root_entry = step.chain, step.tree, step.start
     c = len(chain)
     b.cached.append(root_entry)

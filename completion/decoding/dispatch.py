@@ -16,10 +16,8 @@ MULTI_DRAFT = {Decoder.BRANCHES: branch_decode, Decoder.SEQUENTIAL: sequential_d
 
 
 def decode_drafts(r: DecodeRequest, decoder: Decoder) -> tuple[list[Decoded], int]:
-    """Decoded drafts (best first, at most ``r.k``) and the decoding forward passes they
-    took. ``decoder``: the one that runs (``plan.decoder_for``): greedy decodes one
-    draft (speculatively with a drafter); the other multi-draft decoders' first draft is
-    greedy's, beam searches for the best ones (rereading them where the request says)."""
+    """The drafts of ``decoder`` (``plan.decoder_for``) run on ``r``, best first, at most ``r.k``.
+    Returns them with the decoding forward passes they took."""
     if decoder == Decoder.GREEDY:
         out = greedy_decode(r) if r.drafter is None else speculative_decode(r)
         return [out], out.forwards

@@ -10,10 +10,7 @@ from inkling.completion.decoding.steps import (Cancelled, Decoded, advance, fini
 
 def greedy_decode(r: DecodeRequest) -> Decoded:
     """Decode from ``r.logits`` ([vocab], the prompt's last position) until a stop.
-
-    ``r.monitor``: an analysis MonitorState masking what cannot be right, or None. Where
-    it allows only one name, the rest of that name is taken in the same forward pass
-    as the step's token instead of one token per pass."""
+    A name the monitor forces is fed whole in the step's forward."""
     cache, logits, monitor = r.cache, r.logits, r.monitor
     ids: list[int] = []
     lps: list[float] = []                                    # each token's log-probability

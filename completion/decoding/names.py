@@ -1,7 +1,5 @@
-"""The names of decoding's modes: the decoder, the trigger and the draft mode. A leaf
-(the standard library only): the options tree validates against these values and the
-decoders dispatch on them, so neither imports the other. StrEnums, so each member equals
-its string in options files, JSON, LSP settings and traces."""
+"""The names of decoding's modes, as StrEnums equal to their option strings.
+A stdlib-only leaf, so the options tree and the decoders share them without importing each other."""
 from __future__ import annotations
 
 from enum import StrEnum

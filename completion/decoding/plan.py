@@ -1,15 +1,6 @@
-"""The decode plan: what one completion decodes, decided once from the options, the
-trigger and the cursor (a line or an empty block): the decoder that runs, how many
-drafts, the token budget, the beam's width, what is reread, whether a drafter may run.
-``planned_request.planned_request`` builds the ``DecodeRequest`` whole from it.
-
-The one rule for the decoder (``decoder_for``): one draft is decoded greedily
-(speculatively where a drafter runs) whatever decoder the options name, except that an
-invoked completion asks beam search for its one best draft; several drafts come from the
-decoder named. The engine, the options' mechanisms and ``inkling evaluate`` all ask it.
-
-Only the standard library and decoding's leaves here: the options tree imports this
-module."""
+"""The decode plan: what one completion decodes, decided once.
+From the options, the trigger and the cursor: one draft is greedy (beam for an invoked one),
+several come from the decoder named. A leaf of the options tree (stdlib and decoding's leaves)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,18 +14,15 @@ UNDRAFTED = (Decoder.SUPERPOSED, Decoder.BEAM)   # decoders whose rows are not d
 
 
 def decoder_for(decoder: str, k: int, trigger: str = Trigger.INVOKED) -> Decoder:
-    """The decoder that runs when ``decoder`` is named and ``k`` drafts are asked for by
-    a ``trigger`` (invoked | automatic) completion: greedy for one draft, but beam
-    search for an invoked one."""
+    """The decoder that runs for ``decoder`` named, ``k`` drafts and a ``trigger`` completion."""
     if k > 1 or (decoder == Decoder.BEAM and trigger == Trigger.INVOKED):
         return Decoder(decoder)
     return Decoder.GREEDY
 
 
 def drafts_asked(c, trigger: str, k: int | None = None) -> int:
-    """Drafts a completion asks for: ``k`` where given, else ``c.drafts`` when invoked,
-    else ``c.automatic_drafts`` (``c``: the completion options); an OptionError outside
-    1 to MAX_DRAFTS."""
+    """Drafts a completion asks for: ``k``, else the options' count for ``trigger``.
+    Raises OptionError outside 1 to MAX_DRAFTS."""
     k = (c.drafts if trigger == Trigger.INVOKED else c.automatic_drafts) if k is None else k
     if not 1 <= k <= MAX_DRAFTS:
         raise OptionError(f"the number of drafts must be between 1 and {MAX_DRAFTS}, got {k}")
@@ -49,8 +37,7 @@ class DecodePlan:
     stop: Stop               # where a draft ends (stop_rules.StopRule: a line, a block)
     budget: int              # new tokens a draft may take at most
     width: int               # the beam's hypotheses a step (at least k)
-    rereads: int             # the beam's best distinct drafts reread in place, at least k
-                             # (completion.reread_drafts; 0: none)
+    rereads: int             # the beam's best distinct drafts reread, at least k (0: none)
     reread_lines: int        # lines after the cursor's that rereading reads
     reread_window: int       # tokens before the cursor's line that rereading reads after
     floor: int               # alternatives' tokens not cut under this
@@ -74,8 +61,7 @@ class DecodePlan:
 
 
 def plan_for(c, trigger: str, k: int, stop: Stop) -> DecodePlan:
-    """The plan of a ``trigger`` completion of ``k`` drafts under the completion options
-    ``c``, its drafts ending by the ``stop`` rule (a block's where the cursor opens one)."""
+    """The plan of a ``trigger`` completion of ``k`` drafts (options ``c``), ending by ``stop``."""
     decoder, block = decoder_for(c.decoder, k, trigger), stop.block
     width = c.block_beam_width if block else c.beam_width
     rereads = max(k, c.reread_drafts or width) if decoder == Decoder.BEAM and c.reread_lines else 0

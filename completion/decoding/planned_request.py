@@ -1,6 +1,4 @@
-"""The engine's ``DecodeRequest``, built whole from a completion's decode plan (plan.py),
-the cache just synced to its prompt with the first draft that ran there, what drafting
-brought and what the cursor's surroundings say (how a draft is shown among them)."""
+"""The engine's ``DecodeRequest``, built whole from a completion's decode plan."""
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -19,9 +17,7 @@ from inkling.completion.stages import Synced
 
 @dataclass(frozen=True)
 class AtCursor:
-    """What the cursor's surroundings bring to one completion: the analysis monitor's
-    state (None: off), how a draft is shown, and the n-gram count sources (asked for
-    only where the plan does not draft)."""
+    """What the cursor brings: the monitor's state (None: off), the presentation, n-gram sources."""
     monitor: Monitor | None
     presentation: Presentation
     ngram_sources: Callable[[], dict]
@@ -29,9 +25,7 @@ class AtCursor:
 
 @contextmanager
 def drafts_dropped_on_error(synced: Synced, prompt_rows: int):
-    """While it lasts, an error truncates the synced cache back to the prompt's
-    ``prompt_rows`` where the sync ran a draft with the prompt (its nodes may still be
-    cached)."""
+    """On an error, truncate the cache to the prompt where the sync ran a draft with it."""
     try:
         yield
     except BaseException:
@@ -42,8 +36,7 @@ def drafts_dropped_on_error(synced: Synced, prompt_rows: int):
 
 def planned_request(plan: DecodePlan, prompt, synced: Synced, drafting: Drafting,
                     at: AtCursor, cancelled: Callable[[], bool]) -> DecodeRequest:
-    """The request of a completion decoded by ``plan`` at ``prompt`` (prompt.builder.Prompt),
-    in the cache just ``synced`` to it."""
+    """The request of ``prompt`` (prompt.builder.Prompt) decoded by ``plan``, cache ``synced``."""
     cache, runtime = synced.cache, synced.cache.runtime
     drafter = drafting.drafter
     if plan.drafting:

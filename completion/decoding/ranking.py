@@ -1,6 +1,5 @@
-"""Drafts are deduplicated (identical after trimming trailing whitespace), empty ones
-dropped, and ranked by length-normalised model log-probability; then only the drafts worth
-showing as alternatives are kept (``worth_showing``), each one left out with its reason."""
+"""Draft ranking: duplicates and empty drafts dropped, best log-probability a token first.
+``worth_showing`` keeps the alternatives worth showing and gives each left out its reason."""
 from __future__ import annotations
 
 import re
@@ -48,17 +47,9 @@ class Dropped:
 
 def worth_showing(texts: list[str], per_token: list[float] | None = None, prune: float = 0.0
                   ) -> tuple[list[int], list[Dropped]]:
-    """Which of ``texts`` (best first) are worth showing: (their indices in order, the
-    others with their reasons).
-
-    A lone draft is always kept (empty or not). With several, the first non-blank one
-    (the lead) is kept; an alternative is left out when it is blank, repeats a shown one,
-    differs from a shown one only in whitespace, has fewer than ``MIN_WORD_CHARS``
-    non-blank characters, or is a strict prefix (whitespace aside) of another draft:
-    cycling to it would show nothing the other draft does not. With ``prune`` (nats) and
-    ``per_token`` (each draft's log-probability per token), an alternative more than
-    ``prune`` below the lead's is left out too.
-    """
+    """Which of ``texts`` (best first) to show: (indices kept, the others ``Dropped``).
+    A lone draft is kept; an alternative goes if blank, repeated, a whitespace variant, under
+    ``MIN_WORD_CHARS``, a strict prefix of another, or ``prune`` nats (``per_token``) below it."""
     if len(texts) <= 1:             # one draft is the answer, even an empty one
         return list(range(len(texts))), []
     bare = [_BLANKS.sub("", t) for t in texts]

@@ -1,5 +1,4 @@
-"""What every decoder takes: one request instead of a dozen positional parameters (the
-engine's is built whole from its decode plan: planned_request.py)."""
+"""What every decoder takes: one ``DecodeRequest``."""
 from __future__ import annotations
 
 import zlib
@@ -38,8 +37,8 @@ def seeded_zero() -> torch.Generator:
 
 @dataclass(frozen=True)
 class DecodeRequest:
-    """One completion's decoding: the cache holds the prompt, ``logits`` are its last
-    position's; every decoder leaves the cache at the prompt (drafts' rows truncated)."""
+    """One completion's decoding; the cache holds the prompt and ``logits`` are its last position's.
+    Every decoder leaves the cache at the prompt."""
     cache: PromptCache
     logits: torch.Tensor                 # [vocab] at the prompt's last position
     stop: Stop                           # where a draft ends (a line, a block, a loop)

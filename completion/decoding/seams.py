@@ -1,7 +1,5 @@
-"""The collaborators a decoder is handed, as Protocols: the analysis monitor's state, the
-acceptance meter, the rereader, the stop rule and the syntax guard. A leaf (nothing of
-inkling imported at run time): the plan, the request and the options tree name these
-types without importing the modules that implement them."""
+"""The collaborators a decoder is handed, as Protocols.
+A leaf, so the plan, the request and the options name these types without their implementations."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Callable, Protocol
@@ -11,8 +9,7 @@ if TYPE_CHECKING:
 
 
 class Monitor(Protocol):
-    """One decoding path's analysis state (analysis.monitor.MonitorState, or the prompt
-    rules wrapping it: blank_line.BlankLine, healing.Healing)."""
+    """One decoding path's analysis state (MonitorState, or BlankLine / Healing wrapping it)."""
     def mask(self, device=None) -> torch.Tensor | None: ...     # bool [vocab] or None: any
     def advance_token(self, token_id: int) -> Monitor: ...
     def advance(self, text: str) -> Monitor: ...

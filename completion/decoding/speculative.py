@@ -49,8 +49,8 @@ class Verification:
 
 
 def speculative_decode(r: DecodeRequest) -> Decoded:
-    """Greedy decoding of ``r`` with ``r.drafter``'s trees verified along the way; ``r.first``
-    ([len(first), vocab] ``r.first_logits``), a tree run with the prompt, is accepted as any."""
+    """Greedy decoding of ``r`` with ``r.drafter``'s trees verified along the way.
+    A tree ``r.first`` run with the prompt (rows ``r.first_logits``) is walked as any other."""
     cache, monitor, meter, budget = r.cache, r.monitor, r.meter, r.budget
     ids: list[int] = []
     lps: list[float] = []                                    # each token's log-probability
@@ -111,8 +111,9 @@ def near_tie_bound(dtype: torch.dtype) -> float:
 def _accepted(cache: PromptCache, step: Verification, monitor: Monitor | None,
               meter: Meter | None, bound: float
               ) -> tuple[list[tuple[int, float]], Monitor | None, bool]:
-    """Take the step's chain and walked tree into the cache; returns (token, logprob) pairs, the
-    state before the last and whether a near-tie row under ``bound`` was re-decided."""
+    """Take the step's chain and walked tree, keeping them in the cache.
+    Returns the (token, logprob) pairs, the state before the last and whether a near-tie row (under
+    ``bound``) was re-decided."""
     c, tree, out = len(step.chain), step.tree, step.out
     taken = []
     for i, t in enumerate(step.chain[1:]):          # as greedy decoding takes them
@@ -187,8 +188,8 @@ def near_tie(out: torch.Tensor, rows: list[int] | None, bound: float) -> int | N
 
 
 def allowed_tree(tree: DraftTree, monitor, fed: list[int]) -> tuple[DraftTree, list | None]:
-    """``tree`` less the nodes the monitor masks (no accepted path holds one), and each kept row's
-    state (root first; None without a monitor)."""
+    """``tree`` less the nodes the monitor masks where they come, and their subtrees.
+    No accepted path could hold them; also returns each kept row's state (None: no monitor)."""
     if monitor is None or not len(tree):
         return tree, None
     root = monitor

@@ -1,8 +1,5 @@
-"""What every decoder's step is made of: choosing a token (``pick`` under the monitor's
-``masked`` logits, ``advance`` the monitor, the ``forced_ids`` of a name it forces) and
-ending a draft (``stopped`` by a stop rule or the budget, ``finish`` at end of text,
-``settled`` leaving the cache as greedy decoding leaves it); a draft ends as a
-``Decoded``, a cancelled request as ``Cancelled``."""
+"""The parts of every decoder's step: a token chosen under the monitor's mask, a draft ended.
+A draft ends as a ``Decoded`` (stop rule, budget, end of text); cancelling raises ``Cancelled``."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -43,8 +40,7 @@ def pick(logits: torch.Tensor) -> tuple[int, float]:
 
 
 def masked(logits: torch.Tensor, monitor) -> torch.Tensor:
-    """logits [vocab] with the monitor's disallowed tokens at -inf (unchanged without one;
-    ids past the mask's end, which the tokenizer does not know, disallowed too)."""
+    """``logits`` [vocab] with the monitor's disallowed tokens (and ids past its mask) at -inf."""
     if monitor is None:
         return logits
     allowed = monitor.mask(logits.device)                  # None or bool [vocab']
@@ -59,8 +55,7 @@ def advance(monitor, tok: int):
 
 
 def forced_ids(monitor, encode: Callable[[str], list[int]]) -> list[int]:
-    """Token ids of the text the monitor forces next (the rest of the only name that
-    can come), or []: the decoder runs them with the step's token in one forward."""
+    """Token ids of the name the monitor forces next, or [] (fed with the step's token)."""
     forced = getattr(monitor, "forced_text", None)
     text = forced() if forced is not None else ""
     return encode(text) if text else []
@@ -68,8 +63,7 @@ def forced_ids(monitor, encode: Callable[[str], list[int]]) -> list[int]:
 
 def stopped(r: DecodeRequest, ids: list[int], logprob: float, forwards: int
             ) -> Decoded | None:
-    """The draft if ``r.stop`` or the token budget ``r.budget`` ends it after ``ids``,
-    else None."""
+    """The draft if ``r.stop`` or ``r.budget`` ends it after ``ids``, else None."""
     text = r.decode(ids)
     cut = r.stop.cut(text) if not text.endswith("\ufffd") else None
     if cut is not None:
@@ -88,11 +82,8 @@ def finish(r: DecodeRequest, ids: list[int], logprob: float, forwards: int, why:
 
 
 def settled(cache: PromptCache, prompt: int, done: Decoded, lps: list[float]) -> Decoded:
-    """``done``, with the cache holding the prompt's ``prompt`` entries and the output's
-    tokens but its last: what greedy decoding fed, and what every decoder leaves, so the
-    next completion starts from the same cache whichever decoder ran (a tree may have
-    cached tokens past the stop, a forced name tokens past it); ``lps``: each decoded
-    token's log-probability, kept for its tokens."""
+    """``done``, with the cache cut to the prompt plus its tokens but the last, as greedy leaves it.
+    The next completion then finds the same cache whichever decoder ran."""
     cache.truncate(prompt + max(0, len(done.token_ids) - 1))
     done.lps = lps[:len(done.token_ids)]
     return done

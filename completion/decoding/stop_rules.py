@@ -1,5 +1,6 @@
-"""Where a suggestion ends: a line, or a whole block where the cursor opens an empty one; before a
-degenerate loop; less text that repeats what follows the cursor (docs/decisions/stop-rules.md)."""
+"""Where a suggestion ends (docs/decisions/stop-rules.md).
+A line, or a block where the cursor opens an empty one; before a degenerate loop; less text that
+repeats what follows the cursor."""
 from __future__ import annotations
 
 import re
@@ -38,8 +39,8 @@ class StopRule:
     max_lines: int | None = None
 
     def cut(self, text: str, final: bool = False) -> int | None:
-        """Where ``text`` must end, or None to go on; ``final``: it is complete (a block's trailing
-        blank lines dropped); a degenerate loop ends it where it began."""
+        """Where ``text`` must end, or None to go on decoding.
+        ``final``: the text is complete (a block sheds its trailing blank lines). Loops are cut."""
         end = self._cut(text, final)
         if self.max_lines is not None:
             at = _nth_line_end(text, self.max_lines)

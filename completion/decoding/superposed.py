@@ -57,8 +57,8 @@ def _step_candidates(drafts, p: torch.Tensor, sources: dict, context: list[int],
 
 def superposed_decode(r: DecodeRequest, steps: int = SUPERPOSED_STEPS
                       ) -> tuple[list[Decoded], int]:
-    """``r.k`` drafts: ``steps`` mixed steps, then each continued exactly as a branch; returns
-    the drafts and the forward passes taken."""
+    """``r.k`` drafts: ``steps`` mixed steps, then each continued exactly as a branch.
+    Returns the drafts and the forward passes taken."""
     cache, k = r.cache, r.k
     emb = cache.runtime.input_embeddings()
     shared = len(cache.ids)
@@ -115,7 +115,7 @@ def _settle(r: DecodeRequest, live: list, done: list) -> list:
 
 
 def _exact_branches(r: DecodeRequest, shared: int, live: list, done: list) -> list[Branch]:
-    """Every draft but its last token run over the prompt in one forward, truly rescored."""
+    """Run every draft but its last token over the prompt in one forward, scoring each exactly."""
     cache = r.cache
     drafts = [(ids, None, mon) for ids, _, mon in live] + list(done)
     tokens, positions, visible, owner = [], [], [], []
