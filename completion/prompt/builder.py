@@ -1,17 +1,6 @@
-"""Fill-in-the-middle prompts within a token budget.
-
-Only a window of text around the cursor is tokenized, so the cost does not grow with
-the file. Windows start and end at line boundaries, so the same lines give the same
-tokens from one keystroke to the next (the cache can reuse them). With a line grid, a
-window's first line (counted from the document's start) and its last line (counted
-from the document's end) are multiples of the grid, so the windows move in jumps of a
-grid's lines rather than on every new line: between jumps, typing at the cursor leaves
-the rest of the prompt as it was. Text is normalised to ``\\n`` line ends; the Engine
-converts suggestions back to the document's.
-
-A repository-context block (``context_block``), when there is one, goes before the
-fill-in-the-middle prompt: ``ids`` starts with its ``context`` tokens.
-"""
+"""Fill-in-the-middle prompts within a token budget: windows around the cursor cut on a line grid,
+so that typing leaves the rest of the prompt and its cache alone; ``\\n`` line ends, and a
+repository-context block first (docs/decisions/prompt-order.md)."""
 from __future__ import annotations
 
 import dataclasses
@@ -23,7 +12,7 @@ from inkling.completion.edit_extent import EditExtent
 from inkling.completion.options import CompletionOptions
 from inkling.completion.prompt.token_ids import TokenIds
 
-CHARS_PER_TOKEN_WINDOW = 6   # generous: code averages about 3.2 characters per token here
+CHARS_PER_TOKEN_WINDOW = 6   # generous: more than code's characters per token
 TOKENS_PER_LINE = 10         # about what a line of code costs (sizes the windows' line grid)
 
 
@@ -37,14 +26,12 @@ class Prompt:
     first_line: int = 0       # the document line where the prefix window starts
     lines_below: int = 0      # document lines after the suffix window's end
     context: int = 0          # ids of the repository-context block at the start of ``ids``
-    healed: str = ""          # token healing: the text of the token taken off the prefix's
-                              # end, which the first generated tokens must start with
+    healed: str = ""          # text taken off the prefix's end; the output must start with it
 
     def edge_zones(self, runtime: ModelRuntime, order: str
                    ) -> tuple[tuple[int, int], tuple[int, int] | None]:
-        """Zones of ``ids`` at the prefix window's start and the suffix window's end:
-        the tokens of the window's outer line, where tokenization may differ from one
-        window to the next although the text is the same."""
+        """Zones of ``ids`` at the prefix window's start and the suffix window's end: the outer
+        lines' tokens, which may differ between windows over the same text."""
         first = self.prefix[:self.prefix.find("\n") + 1] if "\n" in self.prefix else self.prefix
         front_len = len(runtime.encode(first)) + 1
         at = self.context
@@ -57,18 +44,15 @@ class Prompt:
                                                       at + end)
 
     def with_fim(self, runtime: ModelRuntime, order: str, prefix_ids: list[int]) -> "Prompt":
-        """This prompt with ``prefix_ids`` before the cursor (token healing takes its last
-        token out), the context block kept in front."""
+        """This prompt with ``prefix_ids`` before the cursor, the context block kept in front."""
         ids = prefix_ids if runtime.fim is None else \
             runtime.fim.build(order, prefix_ids, self.suffix_ids, TokenIds(runtime))
         return dataclasses.replace(self, ids=self.ids[:self.context] + ids,
                                    prefix_ids=prefix_ids)
 
     def healed_prompt(self, runtime: ModelRuntime, order: str) -> "Prompt":
-        """This prompt without its last token before the cursor, whose text (``healed``)
-        the decoders then require the first generated tokens to start with (token healing:
-        a word cut mid-token is completed as the tokenizer would write it whole). The
-        prompt itself when there is no such token or it does not decode to whole text."""
+        """Token healing: this prompt less its last prefix token, whose text (``healed``) the output
+        must start with; the prompt itself where that token is missing or not whole text."""
         if len(self.prefix_ids) < 2:
             return self
         healed = runtime.decode(self.prefix_ids[-1:])
@@ -79,9 +63,7 @@ class Prompt:
 
     def moved_edges(self, extent: EditExtent, runtime: ModelRuntime, order: str
                     ) -> tuple[tuple[int, int], ...]:
-        """Zones of the window edges with no edit there since the last sync (``extent``):
-        a change of tokens there is the window moving, so what follows is shifted, not
-        stale."""
+        """Zones of the window edges no edit touched (``extent``): changes there are shifts."""
         front, end = self.edge_zones(runtime, order)
         edges = []
         if extent.front_untouched(self.first_line):
@@ -101,8 +83,7 @@ class Prompt:
 
     @property
     def at_blank_line(self) -> bool:
-        """The cursor's line holds nothing but whitespace (an empty block's body, the line
-        after an Enter)."""
+        """Whether the cursor's line holds nothing but whitespace."""
         return not self.line_prefix.strip() and not self.line_suffix.strip()
 
 
@@ -158,9 +139,7 @@ def fit_suffix(runtime: ModelRuntime, text: str, budget: int) -> tuple[str, list
 
 
 def _snap_front(text: str, window: str, grid: int, lines_before: int) -> str:
-    """``window`` (a tail of ``text``) starting at the next line whose number (counting
-    ``lines_before`` lines before ``text``) is a multiple of ``grid``; never past the
-    cursor's line."""
+    """``window`` (a tail of ``text``) from the next line on the ``grid``, not past the cursor."""
     start = len(text) - len(window)
     line = lines_before + text.count("\n", 0, start)
     last = text.rfind("\n") + 1          # the cursor's line starts here
@@ -172,9 +151,7 @@ def _snap_front(text: str, window: str, grid: int, lines_before: int) -> str:
 
 
 def _snap_back(text: str, window: str, grid: int, lines_after: int) -> str:
-    """``window`` (a head of ``text``) ending where the number of lines after it
-    (counting ``lines_after`` lines beyond ``text``) is a multiple of ``grid``; never
-    shorter than the cursor's line."""
+    """``window`` (a head of ``text``) ending where the lines below are on the ``grid``."""
     end = len(window)
     if end >= len(text) and not lines_after:
         return window
@@ -195,8 +172,7 @@ def prompt_room(runtime: ModelRuntime, max_new_tokens: int) -> int:
 
 def budgets(runtime: ModelRuntime, prefix_tokens: int, suffix_tokens: int,
             max_new_tokens: int, reserved: int = 0) -> tuple[int, int]:
-    """Prompt budgets; zeros mean three quarters / one quarter of what the context leaves
-    (after ``reserved`` tokens of a context block)."""
+    """(prefix, suffix) budgets; zeros: 3/4 and 1/4 of the context left after ``reserved``."""
     room = max(64, runtime.context_limit - max_new_tokens - 4 - reserved)
     if not prefix_tokens and not suffix_tokens:
         return room * 3 // 4, room // 4
@@ -206,8 +182,7 @@ def budgets(runtime: ModelRuntime, prefix_tokens: int, suffix_tokens: int,
 
 
 def grid_lines(budget: int, step: float) -> int:
-    """The line grid of a window of ``budget`` tokens that moves in steps of about
-    ``step`` of its budget (1: line by line)."""
+    """The line grid of a window of ``budget`` tokens moving in steps of ``step`` of its budget."""
     return max(1, round(budget * step / TOKENS_PER_LINE))
 
 
@@ -218,9 +193,7 @@ def fim_order(c: CompletionOptions, runtime: ModelRuntime) -> str:
 
 def prompt_at(runtime: ModelRuntime, text: str, offset: int, c: CompletionOptions,
               context_ids: tuple[int, ...] = ()) -> Prompt:
-    """The prompt a completion at ``offset`` of ``text`` reads, as the options shape it:
-    the windows' budgets (after the context block's room), the fill-in-the-middle order,
-    the line grid, token healing."""
+    """The prompt at ``offset`` of ``text`` as ``c`` shapes it (budgets, order, grid, healing)."""
     order = fim_order(c, runtime)
     sizes = budgets(runtime, c.prefix_tokens, c.suffix_tokens, c.max_block_tokens,
                     -(-len(context_ids) // 32) * 32)
@@ -231,10 +204,8 @@ def prompt_at(runtime: ModelRuntime, text: str, offset: int, c: CompletionOption
 
 def build_prompt(runtime: ModelRuntime, before: str, after: str, sizes: tuple[int, int],
                  order: str, step: float = 0.0, context_ids: tuple[int, ...] = ()) -> Prompt:
-    """``before`` / ``after``: the document's text on each side of the cursor; ``sizes``:
-    the prefix and suffix windows' token budgets; ``step``: the windows move in steps of
-    about this share of their budget (0: line by line); ``context_ids``: a
-    repository-context block, put first."""
+    """``before``/``after``: the text either side of the cursor; ``sizes``: the windows' budgets;
+    ``step``: their grid, a share of the budget (0: line by line); ``context_ids`` go first."""
     prefix_budget, suffix_budget = sizes
     grid = grid_lines(prefix_budget, step)
     cut = max(0, len(before) - prefix_budget * 24)

@@ -1,12 +1,5 @@
-"""The repository-context block: other files' text before the fill-in-the-middle prompt.
-
-Snippets (a definition the file imports, a chunk of a recent file) are chosen by rank
-until the token budget is spent, then written in a stable order, one section per file:
-chunks of recent files first, then the imported files (in the order the cursor's file
-imports them), each file's snippets in their line order, and last the path of the cursor's
-file, which its prompt follows. The block's tokens do not depend on the order the snippets
-were chosen in, only on which, so the block changes only when the choice does.
-"""
+"""The repository-context block: snippets chosen by rank within a token budget, written in a stable
+order ending with the cursor file's path, so that the block changes only with the choice."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -79,9 +72,7 @@ def _cut(text: str, tokens: int, runtime: ModelRuntime) -> str:
 
 def assemble(snippets: list[Snippet], fmt: RepoFormat, target: str, repo: str,
              runtime: ModelRuntime, budget: int) -> ContextBlock:
-    """The block of the best-ranked ``snippets`` whose tokens fit ``budget``; a snippet
-    too long for what is left is cut to whole lines (or left out under
-    MIN_SNIPPET_TOKENS)."""
+    """The block of the best-ranked ``snippets`` within ``budget``, long ones cut to whole lines."""
     fixed = len(fmt.head_ids(repo, runtime)) + len(fmt.file_ids(target, "", runtime))
     left = budget - fixed
     chosen: list[Snippet] = []

@@ -1,11 +1,5 @@
-"""The files most recently opened or edited, cut into chunks of lines, and the chunks most
-like the text around the cursor (Jaccard similarity of their identifier sets, as
-Copilot's neighbouring tabs and llama.vim's ring of chunks do).
-
-A file's text is read when it is searched (an open document's current text) and cut
-again only when it changed. Chunks start on a fixed grid of lines, so the same text
-gives the same chunks from one keystroke to the next.
-"""
+"""Recently touched files in chunks on a fixed line grid, and the chunks most like the cursor's
+text by the Jaccard similarity of their identifiers (as Copilot and llama.vim do)."""
 from __future__ import annotations
 
 import re
@@ -67,9 +61,8 @@ class RecentFiles:
 
     def similar(self, query: str, exclude: str, limit: int, floor: float = 0.1,
                 sticky: frozenset[tuple[str, int]] = frozenset()) -> list[Chunk]:
-        """The ``limit`` chunks (not of file ``exclude``) most like ``query``, best first,
-        none scoring under ``floor``; chunks in ``sticky`` ((path, start) pairs, the last
-        choice) get a small bonus, so that a near tie does not change the choice."""
+        """The ``limit`` chunks (not of ``exclude``) most like ``query`` at ``floor`` or more, best
+        first; ``sticky`` (path, start) chunks get a bonus, lest a near tie change the choice."""
         want = identifiers(query)
         if not want:
             return []

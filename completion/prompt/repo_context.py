@@ -1,20 +1,6 @@
-"""What the rest of the repository says, as a context block for one cursor.
-
-``completion.context`` picks the sources: ``imports`` (the workspace definitions the
-cursor's file imports, from the analysis layer's symbol index), ``similar`` (chunks of
-recently opened or edited files most like the text around the cursor), ``both``. The
-block is written in the model family's repository format (``repo_format``) and fits a
-share of the prompt window (``completion.context_share``).
-
-Imported definitions come first (the nearest used first); chunks of recent files fill
-what the budget leaves.
-
-Stability, so that the cache keeps what follows the block: a block is kept while no
-imported definition is added (one that goes away stays in it) and the cursor stays within
-``KEEP_LINES`` lines of where it was chosen; distances to the cursor are measured from its
-band of ``LINE_GRID`` lines; chunks are matched with the lines above that band, and a chunk chosen last time keeps a
-bonus (``recent_files.STICKY``).
-"""
+"""The repository-context block at one cursor: imported workspace definitions (nearest used first)
+and chunks of recent files like the lines above the cursor, kept while the cursor stays near and no
+import is added, so that the cache keeps what follows it (docs/decisions/repo-context.md)."""
 from __future__ import annotations
 
 import logging
@@ -39,10 +25,8 @@ LINE_GRID = 8            # the cursor's line, for distances, moves in steps of t
 KEEP_LINES = 32          # the block is chosen again this many lines away (or imports change)
 QUERY_LINES = 24         # lines above the cursor's band of LINE_GRID lines that chunks match
 MAX_CHUNKS = 4           # chunks of recent files offered to the block at most
-# ranks: imported definitions first, the nearest used first (distance / 1000), then those
-# the file does not use yet; chunks of recent files fill what is left, the most similar first
-UNUSED_RANK = 1.5
-SIMILAR_RANK = 2.0
+UNUSED_RANK = 1.5        # imports the file does not use yet; used ones rank distance / 1000
+SIMILAR_RANK = 2.0       # chunks of recent files rank this + 1 - similarity, after imports
 
 
 def uri_path(uri: str) -> Path | None:
@@ -69,9 +53,7 @@ class _Choice:
 
 
 class RepoContext:
-    """The context blocks of one Engine: the recent files and what was chosen last.
-    ``open_text(path)``: the text of the open document at ``path``, or None (an open
-    document's text wins over the file on disk)."""
+    """One Engine's context blocks; ``open_text(path)``: an open document's text there, or None."""
 
     def __init__(self, open_text: Callable[[Path], str | None] = lambda p: None):
         self.recent = RecentFiles()
@@ -104,9 +86,7 @@ class RepoContext:
 
     def at_cursor(self, c: CompletionOptions, doc: Document, offset: int,
                   runtime: ModelRuntime, analysis: Callable[[], CodeAnalysis]) -> ContextBlock:
-        """The block ``completion.context`` asks for at ``offset`` of ``doc``, within its
-        share of the prompt window; EMPTY when off. ``analysis()``: the analysis layer,
-        asked for only by the imports context."""
+        """The block ``completion.context`` asks for at ``offset`` of ``doc``; EMPTY when off."""
         if c.context == "off":
             return EMPTY
         budget = int(prompt_room(runtime, c.max_block_tokens) * c.context_share)
@@ -115,10 +95,8 @@ class RepoContext:
 
     def block(self, mode: str, uri: str, text: str, offset: int, runtime: ModelRuntime,
               budget: int, analysis=None) -> ContextBlock:
-        """The context block at ``offset`` of document ``uri`` (``text``) within ``budget``
-        tokens; EMPTY when nothing is found or the model family has no repository format.
-        The last block is kept while no imported definition is added (``_keeps``) and the
-        cursor stays within KEEP_LINES lines of where it was chosen."""
+        """The block at ``offset`` of ``uri`` within ``budget`` tokens (EMPTY: none or no format);
+        the last is kept while it ``_keeps`` and the cursor is within KEEP_LINES of it."""
         fmt = repo_format(runtime)
         if fmt is None:
             if not self._warned:
@@ -142,8 +120,7 @@ class RepoContext:
         return block
 
     def _imported(self, analysis, uri: str, text: str, offset: int) -> list[Snippet]:
-        """Snippets of the workspace definitions the document imports, the nearest used
-        ranked first; each file's in the order the document first imports from it."""
+        """Snippets of the workspace definitions the document imports, the nearest used first."""
         roots = self.roots
         if self._imports is None or self._imports.index is not analysis.index:
             self._imports = ImportedDefinitions(analysis.index, self._open_text)
@@ -167,8 +144,7 @@ class RepoContext:
                 for d in found if d.path != here]
 
     def _similar(self, uri: str, text: str, offset: int) -> list[Snippet]:
-        """Snippets of the recent files' chunks most like the lines above the cursor's
-        band (all lines up to the cursor's in the first band)."""
+        """Snippets of the recent files' chunks most like the lines above the cursor's band."""
         band = _band(text, offset)
         lines = text.split("\n")
         query = "\n".join(lines[max(0, band - QUERY_LINES):band] if band else
@@ -182,11 +158,8 @@ class RepoContext:
 
 
 def _keeps(last: tuple, key: tuple) -> bool:
-    """Whether a block chosen for ``last`` still serves ``key``: the same settings and no
-    imported definition it lacks. Definitions that went away are kept in it: while a
-    person retypes an import line, or the file does not parse for a keystroke, the
-    imports vanish and come back, and each change would cost the cache the block and
-    what follows it."""
+    """Whether a block chosen for ``last`` serves ``key``: same settings, no new definition (lost
+    ones stay: retyping an import line would otherwise cost the cache the block)."""
     return last[0] == key[0] and last[2:] == key[2:] and set(key[1]) <= set(last[1])
 
 

@@ -1,15 +1,5 @@
-"""How a model family writes other files of the repository before the file being completed.
-
-* ``inkling`` (the bundled model, trained so; ``training/samples.py``) and Qwen2.5-Coder:
-  ``<|file_sep|>{path}\\n{text}`` for each file, then ``<|file_sep|>{path}\\n`` of the
-  cursor's file and its fill-in-the-middle prompt; Qwen2.5-Coder opens with
-  ``<|repo_name|>{name}\\n``.
-* StarCoder2: ``<repo_name>{name}<file_sep>{path}\\n{text}...``; StarCoder (1) writes
-  ``<reponame>`` and ``<filename>`` instead.
-* DeepSeek-Coder has no special tokens for it; its repository-level examples name each
-  file in a comment line, ``#{path}``.
-* Code Llama has no repository format: no context block is written for it.
-"""
+"""How a model family writes other files of the repository before the completed file's prompt
+(``RepoFormat`` per family below; Code Llama has none, so gets no block)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -37,8 +27,7 @@ class RepoFormat:
         return [runtime.token_id(self.repo_name), *runtime.encode(repo + self.name_end)]
 
     def file_ids(self, path: str, text: str, runtime: ModelRuntime) -> list[int]:
-        """One file of the block (``text`` ends with a line end), or with ``text`` empty the
-        cursor's file's path line, which its fill-in-the-middle prompt follows."""
+        """One file of the block, or with ``text`` empty the path line before the cursor file's."""
         if self.file_sep:                # "{path}\n{text}" is tokenized as one text
             return [runtime.token_id(self.file_sep), *runtime.encode(f"{path}\n{text}")]
         return runtime.encode(f"{self.comment}{path}\n{text}")
@@ -55,8 +44,7 @@ _BY_FAMILY = {"inkling": (INKLING,), "qwen2": (QWEN,), "starcoder": (STARCODER2,
 
 
 def repo_format(runtime: ModelRuntime) -> RepoFormat | None:
-    """The repository format of the runtime's model family, or None where it has none
-    (Code Llama, a model without a fill-in-the-middle format)."""
+    """The repository format of the runtime's model family, or None where it has none."""
     family = runtime.fim.family if runtime.fim is not None else ""
     for fmt in _BY_FAMILY.get(family, ()):
         if fmt.available(runtime):

@@ -3,8 +3,7 @@ from __future__ import annotations
 
 
 class TokenIds(dict):
-    """Special-token ids by text, looked up in the runtime's vocabulary when first asked
-    (``runtime``: a model_runtime.ModelRuntime)."""
+    """Special-token ids by text, looked up in ``runtime``'s vocabulary when first asked."""
 
     def __init__(self, runtime):
         super().__init__()
