@@ -1,7 +1,7 @@
 """The training corpus: the Python standard library of the running interpreter.
 
 The file list is deterministic (sorted relative paths, fixed exclusion rules) and
-2% of the files, chosen by a hash of their path, are held out for validation.
+HELD_OUT_FRACTION of the files, chosen by a hash of their path, are held out for validation.
 """
 from __future__ import annotations
 
@@ -65,7 +65,7 @@ def _path_hash(relpath: str) -> str:
 
 
 def load_corpus(root: Path | None = None) -> Corpus:
-    """Read the corpus; the held-out set is the 2% of files with the smallest path hash."""
+    """Read the corpus; held out: the HELD_OUT_FRACTION of files with the smallest path hash."""
     root = root or stdlib_root()
     files: list[CorpusFile] = []
     for path in sorted(root.rglob("*.py")):

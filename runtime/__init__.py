@@ -1,2 +1,1 @@
-"""The model runtime: loading a model, its forwards (compact, native, captured), the native
-build, threads, tokenization and fill-in-the-middle formats."""
+"""The model runtime: loading, the forwards, the native build, threads, tokenization, FIM."""

@@ -1,9 +1,6 @@
 """The compact forward's decoding steps as CUDA graphs, over static buffers.
-
-A small model's GPU step is bound by its kernel launches, which a graph replays in one call. A
-graph needs fixed addresses and shapes, so a step of n rows runs padded to its bucket (BUCKETS)
-over inputs that keep their addresses, and every cache edit is in place on the same buffers. On
-the CPU the static step runs eagerly. Why: docs/decisions/forward-choice.md."""
+A graph replays a GPU step's launches in one call but needs fixed shapes and addresses: n rows run
+padded to a bucket over static inputs, cache edits in place (docs/decisions/forward-choice.md)."""
 from __future__ import annotations
 
 import torch
@@ -38,7 +35,7 @@ class CapturedBuffers(KVBuffers):
         self.steps: dict[int, StaticStep] = {}
 
     def step(self, forward: "CapturedLlama", rows: int) -> "StaticStep":
-        """The static step of ``rows`` over these buffers, made anew where the buffers grew."""
+        """The static step of ``rows`` over these buffers, made anew where they grew."""
         if any(s.keys is not self.keys for s in self.steps.values()):
             self.steps = {}                    # the buffers grew: no step holds the old ones
         step = self.steps.get(rows)
@@ -65,8 +62,7 @@ class StaticStep:
         self.runs = 0
 
     def run(self) -> torch.Tensor:
-        """Logits [rows, vocab] (static: read before the next run). Eager on the first run;
-        on a GPU the second captures the graph (a store used once skips it), later ones replay."""
+        """Logits [rows, vocab] (static): eager, then on a GPU captured on run two and replayed."""
         self.runs += 1
         if self.graph is not None:
             self.graph.replay()
@@ -124,7 +120,7 @@ class CapturedLlama(CompactLlama):
 
     def _load(self, step: StaticStep, x: torch.Tensor, positions: torch.Tensor,
               mask: torch.Tensor | None, past: int) -> None:
-        """Copy x [n, hidden] and positions [n] into ``step``'s inputs; padding rows stay finite."""
+        """Copy x [n, hidden] and positions [n] into ``step``'s inputs; padding stays finite."""
         n = x.shape[0]
         step.x[:n].copy_(x)
         self._rope_rows(positions, step.keys.shape[3], step, n)
@@ -132,8 +128,7 @@ class CapturedLlama(CompactLlama):
         self._mask(step, mask, n, past)
 
     def _mask(self, step: StaticStep, mask: torch.Tensor | None, n: int, past: int) -> None:
-        """``step.mask``: real rows see what ``mask`` says (None: causal), padding rows causally;
-        a one-row causal step after another only moves one edge."""
+        """Set ``step.mask``: real rows as ``mask`` says (None: causal), padding rows causal."""
         minus = torch.finfo(step.mask.dtype).min
         end = past + 1
         if mask is None and n == 1 and step.visible is not None:
@@ -164,7 +159,7 @@ class CapturedLlama(CompactLlama):
         torch.index_select(table.sin, 0, positions, out=step.sin[0, 0, :n])
 
     def _arange(self, n: int, device: torch.device) -> torch.Tensor:
-        """0 .. n - 1 on ``device``: for a bucket a slice of one kept tensor (no launch a step)."""
+        """0 .. n - 1 on ``device``: for a bucket a slice of one kept tensor (no launch)."""
         if n > BUCKETS[-1]:
             return torch.arange(n, device=device)
         if self._rows is None or self._rows.device != device:
@@ -172,7 +167,7 @@ class CapturedLlama(CompactLlama):
         return self._rows[:n]
 
     def static_step(self, step: StaticStep) -> torch.Tensor:
-        """The forward of ``step.rows`` rows over ``step``'s inputs, shapes fixed: [rows, vocab]."""
+        """The forward of ``step.rows`` rows over ``step``'s inputs: logits [rows, vocab]."""
         x, rope, slots, mask = step.x, (step.cos, step.sin), step.slots, step.mask
         for i, layer in enumerate(self.layers):
             store = (step.keys[i], step.values[i])                        # [1, kv, cap, d]
@@ -183,7 +178,7 @@ class CapturedLlama(CompactLlama):
         return self.head(_rms(self.norm, x))                             # [rows, vocab]
 
     def _static_attention(self, layer, x: torch.Tensor, rope, store, where) -> torch.Tensor:
-        """x [b, hidden] -> [b, hidden]; new keys / values into ``store`` at ``slots`` [b]."""
+        """x [b, hidden] -> [b, hidden]; new keys / values into ``store`` at ``slots``."""
         (cos, sin), (slots, mask), b = rope, where, x.shape[0]
         q = layer.q(x).view(1, b, -1, self.head_dim).transpose(1, 2)      # [1, H, b, d]
         k = layer.k(x).view(1, b, -1, self.head_dim).transpose(1, 2)      # [1, kv, b, d]

@@ -1,10 +1,6 @@
 """Tokenizing text line by line with the same ids as tokenizing it whole.
-
-A prompt window changes little between keystrokes, and BPE never merges across a pre-token
-boundary; cut where the pattern forces one, each piece tokenizes alone as inside the whole, so
-unchanged pieces' ids are remembered. The cuts sit before ``\\n``: after a non-space for GPT-2's
-byte-level pattern, after an ASCII letter or digit for Llama 3's and Qwen2's (their punctuation
-takes the line breaks after it); any other tokenizer is tokenized whole (``split_rule``)."""
+BPE never merges across a pre-token boundary, so pieces cut where the pattern forces one
+(``split_rule``) tokenize alone as in the whole text, and are memoized."""
 from __future__ import annotations
 
 import json

@@ -1,9 +1,6 @@
 """A compact forward for the Llama family over the weights transformers loaded.
-
-transformers' forward spends most of a small model's one-row step outside arithmetic (output
-objects, masks, caches that concatenate); this one runs the same ops in the same order over the
-same weights, keys and values in a preallocated KVBuffers, so its logits are the reference's to
-float rounding. Llama, Mistral and Qwen2 without sliding windows; :func:`refusal` says why not."""
+transformers' ops in the same order without its per-step overhead, keys and values in a preallocated
+KVBuffers, so the logits match to float rounding; :func:`refusal` names the models it cannot run."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -126,8 +123,8 @@ class CompactLlama:
     @torch.inference_mode()
     def forward(self, kv: KVBuffers, embeds: torch.Tensor, positions: torch.Tensor,
                 mask: torch.Tensor | None = None, keep: int = 0) -> torch.Tensor:
-        """embeds [1, n, hidden] after ``kv.length`` entries at ``positions`` [1, n]; ``mask``
-        None (causal) or [1, 1, n, length + n] -> logits [1, keep or n, vocab]; ``kv`` extended."""
+        """embeds [1, n, hidden] at ``positions`` [1, n] -> logits [1, keep or n, vocab].
+        ``mask``: None (causal) or [1, 1, n, length + n], additive or bool; ``kv`` gets the rows."""
         n, past = embeds.shape[1], kv.length
         kv.reserve(n)
         cos, sin = self.rope(embeds, positions)                            # [n, d] each
@@ -146,7 +143,7 @@ class CompactLlama:
 
     def _attention_mask(self, mask: torch.Tensor | None, n: int, past: int,
                         device: torch.device) -> torch.Tensor | None:
-        """None where SDPA runs unmasked, else the packed rows' [1, 1, g * n, past + n] mask."""
+        """None where SDPA runs unmasked, else the packed rows' [1, 1, g * n, L] mask."""
         if mask is None and (n == 1 or past == 0):
             return None
         if mask is None:                                  # causal after the cache, as bool

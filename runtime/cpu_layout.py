@@ -1,8 +1,5 @@
 """Linear layers laid out for small-batch inference on a CPU (after ``model.eval()``).
-
-Layers hold their weight [in, out] and run ``x @ Wt`` (:class:`InputMajorLinear`; a tied output
-layer shares its storage with the embedding), those of at least PACK_MIN_WEIGHTS weights run in
-oneDNN's packed layout (:class:`PackedLinear`). Why: docs/decisions/int8-panels.md."""
+Weights held [in, out] for ``x @ Wt``, large ones packed: docs/decisions/int8-panels.md."""
 from __future__ import annotations
 
 import torch
@@ -61,8 +58,7 @@ class PackedLinear(torch.nn.Module):
 
 
 def lay_out_for_cpu(model: torch.nn.Module, pack: bool = True) -> int:
-    """Swap ``nn.Linear`` layers in place for PackedLinear (large, if ``pack``) or InputMajorLinear;
-    returns how many. ``pack`` False: every layer [in, out], as the native layers read them."""
+    """Swap ``nn.Linear`` layers in place (large ones packed where ``pack``); returns how many."""
     emb = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     tied = None
     if isinstance(emb, torch.nn.Embedding):

@@ -1,10 +1,4 @@
-"""transformers' ``DynamicCache`` with the operations the edit-consistent cache needs.
-
-The reference forward (transformers' own model) appends to a ``DynamicCache``; this
-subclass gives it the same operations as :class:`~.kv_buffers.KVBuffers` (the compact
-forward's store), layer by layer, so ``PromptCache`` reads the same whichever forward
-runs. Keys and values are ``[1, kv_heads, seq, head_dim]`` per layer.
-"""
+"""transformers' ``DynamicCache`` with KVBuffers' operations, for the reference forward."""
 from __future__ import annotations
 
 from typing import Callable
@@ -46,9 +40,7 @@ class DynamicKV(DynamicCache):
             layer.values = layer.values[..., :n, :]
 
     def gather(self, index: torch.Tensor, holes: torch.Tensor, start: int = 0) -> None:
-        # (``start``, the entries already in place, is KVBuffers' shortcut: this copy of
-        # transformers' layout rebuilds every layer's tensors whole)
-        for layer in self.layers:
+        for layer in self.layers:                    # ``start`` unused: each layer rebuilt whole
             layer.keys = layer.keys.index_select(-2, index).index_fill_(-2, holes, 0)
             layer.values = layer.values.index_select(-2, index).index_fill_(-2, holes, 0)
 

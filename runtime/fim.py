@@ -1,11 +1,5 @@
 """Fill-in-the-middle prompt formats of the model families inkling knows.
-
-Two orders exist (see the design notes):
-
-* ``psm``: ``<pre> prefix <suf> suffix <mid>``: the model writes the middle;
-* ``spm``: ``<pre> <suf> suffix <mid> prefix``: the prefix runs straight into the
-  middle, so typing at the cursor only appends to the prompt.
-"""
+``psm``: ``<pre> prefix <suf> suffix <mid>``; ``spm``: ``<pre> <suf> suffix <mid> prefix``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,8 +30,7 @@ class FimFormat:
 
     @staticmethod
     def edges(order: str, n_prefix: int, n_suffix: int) -> tuple[int, int]:
-        """(where the prefix window starts, where the suffix window ends) in the ids
-        ``build`` makes."""
+        """(where the prefix window starts, where the suffix window ends) in ``build``'s ids."""
         if order == "psm":
             return 1, 2 + n_prefix + n_suffix
         return 3 + n_suffix, 2 + n_suffix
@@ -61,11 +54,7 @@ SPECIAL_TOKENS = ("<|endoftext|>", "<|file_sep|>", "<|fim_prefix|>", "<|fim_suff
 
 
 def detect_format(vocab: dict[str, int], family_hint: str | None = None) -> FimFormat | None:
-    """The first known format whose three markers are all in ``vocab``.
-
-    ``family_hint`` (``inkling`` in the bundled model's config) picks among formats
-    that share markers, such as the bundled model and Qwen2.
-    """
+    """The first known format with its markers in ``vocab``, ``family_hint`` first."""
     candidates = [f for f in KNOWN_FORMATS
                   if all(t in vocab for t in (f.prefix, f.suffix, f.middle))]
     hinted = [f for f in candidates if f.family == family_hint]

@@ -1,8 +1,6 @@
 """Which forward a runtime runs, and the forwards it makes on demand.
-
-``auto`` is the fastest that runs here: captured on a GPU, else native where its module is built,
-else compact, else transformers' (docs/decisions/forward-choice.md). :class:`ForwardChoice`
-decides once and hands a cache a ``Forward``; nothing after asks a store's type."""
+``auto`` runs the first that can here: captured, native, compact, else reference
+(docs/decisions/forward-choice.md)."""
 from __future__ import annotations
 
 import threading
@@ -20,8 +18,7 @@ CAPTURED_NOTE = ("on a GPU: the compact forward's steps of up to 64 rows replaye
 
 
 class ForwardChoice:
-    """The forward choice of one runtime (its model, device and compact forward, read as they are
-    now). ``native`` (under ``_lock``): the native forward, made on first request, or why not."""
+    """A runtime's forwards; ``native`` (under ``_lock``): the native forward, or why not."""
 
     def __init__(self, runtime):
         self.runtime = runtime
@@ -53,7 +50,7 @@ class ForwardChoice:
         return "compact" if usable and forward != "reference" else "reference"
 
     def note(self) -> str:
-        """Why auto does not run the native forward here ("" when it does, or was not asked yet)."""
+        """Why auto does not run the native forward here ("" if it does or was not asked)."""
         rt = self.runtime
         if not self._usable():
             return f"no compact forward: {rt.compact_refusal or 'the model was replaced'}"
@@ -67,11 +64,11 @@ class ForwardChoice:
         return isinstance(self.native, str)
 
     def build_pending(self) -> bool:
-        """Whether auto runs compact because the native module was not built yet (it builds now)."""
+        """Whether auto runs compact because the native module was not built yet."""
         return self._pending
 
     def native_forward(self) -> NativeLlama:
-        """The native forward (built on first call); ModelError naming why it cannot run here."""
+        """The native forward (built on first call); ModelError naming why it cannot run."""
         native = self._try_native()
         if native is None:
             raise ModelError(f"model {self.runtime.path}: {self.native}; "

@@ -1,6 +1,4 @@
-"""The forwards a model can run by, by name, and the interface each one is behind
-(torch-free: the options tree and the command line name them without importing torch).
-runtime/forward_choice.py decides once which one a cache runs."""
+"""The forwards a model can run by, and their interface (torch-free, for options to name)."""
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
@@ -13,9 +11,7 @@ FORWARDS = ("auto", "native", "compact", "captured", "reference")
 
 @runtime_checkable
 class Forward(Protocol):
-    """One way to run the model over a key/value store of its own making: the compact,
-    native and captured forwards (``compact_llama.py`` and its subclasses) and
-    transformers' own (``reference_forward.py``). A cache holds one and never asks which."""
+    """One way to run the model over a key/value store of its own; a cache never asks which."""
 
     name: str                                  # native | compact | captured | reference
 
@@ -30,10 +26,8 @@ class Forward(Protocol):
 
     def forward(self, kv, embeds: "torch.Tensor", positions: "torch.Tensor",
                 mask: "torch.Tensor | None" = None, keep: int = 0) -> "torch.Tensor":
-        """embeds [1, n, hidden] after ``kv``'s entries at ``positions`` [1, n] under
-        ``mask`` (None: causal; else additive [1, 1, n, length + n]) -> logits
-        [1, keep or n, vocab] (the model's dtype); the new entries appended to ``kv``."""
+        """embeds [1, n, hidden] at ``positions`` [1, n] -> logits [1, keep or n, vocab].
+        ``mask``: None (causal) or additive [1, 1, n, length + n]; ``kv`` gets the new entries."""
 
     def picks_threads(self, rows: int) -> bool:
-        """Whether a forward of ``rows`` rows gives the same bits on any thread count (the
-        runtime may then choose the count by measurement)."""
+        """Whether ``rows`` rows give the same bits on any thread count (then measured)."""

@@ -1,20 +1,5 @@
 """Grouped-query attention under a mask without repeating the keys and values.
-
-transformers' SDPA path runs a masked forward of several query tokens on a GQA model
-(a draft tree, k branches, a spliced edit) by first copying every cached key and value
-``num_key_value_groups`` times (``repeat_kv``): with 900 cached tokens that copy is
-most of what the extra rows of a verification forward cost on a CPU. Only a single
-query token is spared it (``pack_gqa``). This module generalises that packing to n
-query tokens: the g query heads that share a key/value head are laid out as g * n
-rows of that head, the mask is repeated g times along its rows, and SDPA runs over
-the key/value heads as they are cached. The arithmetic is the same per row; nothing
-is approximated.
-
-``use_packed_gqa(model)`` registers the function with transformers (once, under
-:data:`NAME`, with SDPA's mask builder) and switches the model to it; every other
-case (one query token, no mask, per-head masks, paged caches, position biases) is
-handed to transformers' own SDPA function unchanged.
-"""
+A group's g query heads run as g * n rows of their key/value head, not ``repeat_kv``'s copies."""
 from __future__ import annotations
 
 import torch
@@ -28,9 +13,7 @@ NAME = "inkling_packed_gqa"
 def packed_gqa_attention(module: torch.nn.Module, query: torch.Tensor, key: torch.Tensor,
                          value: torch.Tensor, attention_mask: torch.Tensor | None,
                          **kwargs) -> tuple[torch.Tensor, None]:
-    """query [b, heads, n, d], key / value [b, kv_heads, L, d], attention_mask
-    [b, 1, n, L] -> ([b, n, heads, d], None), as transformers' attention functions;
-    ``kwargs`` as transformers passes them (``dropout``, ``scaling``, ``is_causal``, ...)."""
+    """query [b, H, n, d], key / value [b, kv, L, d], mask [b, 1, n, L] -> ([b, n, H, d], None)."""
     groups = getattr(module, "num_key_value_groups", 1)
     b, heads, n, d = query.shape
     plain = (groups == 1 or n == 1 or attention_mask is None or attention_mask.dim() != 4
@@ -49,9 +32,7 @@ def packed_gqa_attention(module: torch.nn.Module, query: torch.Tensor, key: torc
 
 
 def use_packed_gqa(model: torch.nn.Module) -> bool:
-    """Switch ``model`` (loaded with ``attn_implementation="sdpa"``) to the packed
-    function; returns False, leaving the model as it is, when it is not on SDPA or has
-    no grouped heads."""
+    """Switch an SDPA ``model`` with grouped heads to the packed function; False if not."""
     config = model.config
     if getattr(config, "_attn_implementation", None) != "sdpa":
         return False

@@ -1,15 +1,6 @@
-"""int8 weights with a float scale per output channel, in a model folder's safetensors.
-
-A quantized weight ``NAME`` (``[out, in]`` as transformers holds it) is stored as two
-tensors: ``NAME.int8`` (int8 [out, in], values in -127 .. 127) and ``NAME.scale``
-(float32 [out]), with ``weight[o, i] = int8[o, i] * scale[o]``; the other tensors (the
-norms, and whatever stays float16) keep their names. ``inkling.json`` says
-``"weights": "int8"``. Plain transformers does not read these names (it would report the
-weights missing rather than load wrong ones): :func:`load_int8_model` builds the model
-from its config, with the dequantized float weights for transformers' forward, and keeps
-the int8 values and scales (``model.inkling_int8``: NAME -> (int8 [out, in], scale
-[out])) for the native forward's int8 panels (``native_llama.py``).
-"""
+"""int8 weights with a float32 scale per output channel, in a model folder's safetensors.
+``NAME`` [out, in] is ``NAME.int8`` times ``NAME.scale`` [out] by rows, kept in
+``model.inkling_int8`` for the native panels (docs/decisions/int8-panels.md)."""
 from __future__ import annotations
 
 import json
@@ -25,8 +16,7 @@ INT8_SUFFIX, SCALE_SUFFIX = ".int8", ".scale"
 
 
 def quantize_rows(w: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """w [out, in] float -> (int8 [out, in], float32 scale [out]): each row by its largest
-    magnitude over 127, rounded to the nearest."""
+    """w [out, in] -> (int8 [out, in], scale [out]): each row over its largest magnitude / 127."""
     w = w.float()
     scale = (w.abs().amax(dim=1) / 127.0).clamp_min(1e-12)           # [out]
     q = torch.round(w / scale[:, None]).clamp_(-127, 127).to(torch.int8)
@@ -70,14 +60,11 @@ def split_int8(tensors: dict[str, torch.Tensor]
 
 
 def load_int8_model(path: Path, dtype: torch.dtype):
-    """The model of an int8 folder: its config's architecture, the dequantized weights
-    (``dtype``), ``inkling_int8`` holding the int8 values and scales."""
-    # lazy: transformers, 0.75 to 1.0 s (python -X importtime), which int8_convert.py skips
-    from transformers import AutoConfig, AutoModelForCausalLM
+    """An int8 folder's model: dequantized weights in ``dtype``, the int8 in ``inkling_int8``."""
+    from transformers import AutoConfig, AutoModelForCausalLM  # lazy: int8_convert skips it
     config = AutoConfig.from_pretrained(path, local_files_only=True)
     config._attn_implementation = "sdpa"
-    # float32 while the weights go in (the config's dtype would round them to float16)
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)  # no float16 rounding
     state, int8 = split_int8(read_tensors(path))
     missing, unexpected = model.load_state_dict(state, strict=False)
     tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()

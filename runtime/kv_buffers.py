@@ -1,8 +1,6 @@
 """Preallocated keys and values of one document, ``[layers, 1, kv_heads, capacity, head_dim]``.
-
-The first ``length`` positions are the cache: a forward writes after them in place, an edit is an
-index operation over all layers at once, and capacity doubles in steps of CAPACITY_STEP. A store
-and what is made from it keep their type, which says which forward writes them."""
+The first ``length`` positions are the cache; forwards write after them in place, edits are index
+operations over all layers, and capacity doubles. A store's type says which forward writes it."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -73,8 +71,8 @@ class KVBuffers:
         self.length = min(self.length, max(0, n))
 
     def gather(self, index: torch.Tensor, holes: torch.Tensor, start: int = 0) -> None:
-        """The cache becomes the old entries at ``index`` [m], zeros at ``holes``; the first
-        ``start`` stay in place (``index[:start]`` is ``0 .. start - 1``): the rest is copied."""
+        """The cache becomes the old entries at ``index`` [m], zeros at ``holes``.
+        The first ``start`` stay in place (``index[:start]`` is ``0 .. start - 1``)."""
         self.reserve(max(0, len(index) - self.length))
         for t in (self.keys, self.values):                    # [L, 1, kv, cap, d]
             t[..., start:len(index), :] = t.index_select(3, index[start:])
@@ -111,8 +109,7 @@ class KVBuffers:
 
     def append_from(self, other: "KVBuffers", start: int, end: int, delta: int,
                     rotate: Rotate | None) -> None:
-        """Append ``other``'s entries ``start:end`` (keys rotated by ``delta`` when
-        ``rotate`` is given)."""
+        """Append ``other``'s entries ``start:end``, keys rotated by ``delta`` if ``rotate``."""
         m = end - start
         self.reserve(m)
         keys = other.keys[..., start:end, :]

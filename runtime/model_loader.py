@@ -61,12 +61,7 @@ def check_model_dir(path: Path) -> dict:
 
 
 def pick_threads(requested: int, device, n_params: int) -> int | None:
-    """The CPU threads of the forward: ``requested`` when given; else one for a model
-    under SMALL_MODEL_PARAMS (where another process holds the other core, every step on
-    two threads waits for it: twice as slow a completion on the bundled model) and every
-    core for a larger one. For the small model the native forward then measures one
-    thread against every core as it runs (``thread_choice``). None on a GPU (the host
-    threads are left as they are)."""
+    """The CPU threads: ``requested``, else one (small model, then measured) or all; GPU: None."""
     if device.type != "cpu":
         return None
     if requested > 0:
@@ -75,11 +70,8 @@ def pick_threads(requested: int, device, n_params: int) -> int | None:
 
 
 def thread_choice(requested: int, base: int | None, n_params: int):
-    """The runtime's thread choice (runtime/thread_choice.py): ``base`` threads fixed, or
-    with ``requested`` 0 and a model under SMALL_MODEL_PARAMS on several cores, ``base``
-    and every core measured against each other; None on a GPU."""
-    # lazy: thread_choice imports torch, 0.9 to 1.9 s (-X importtime), which model_loader skips
-    from inkling.runtime.thread_choice import ThreadChoice
+    """The runtime's ThreadChoice: ``base`` fixed, or measured against every core; None on a GPU."""
+    from inkling.runtime.thread_choice import ThreadChoice   # lazy: it imports torch
     if base is None:
         return None
     cores = usable_cores()
@@ -88,9 +80,7 @@ def thread_choice(requested: int, base: int | None, n_params: int):
 
 
 def usable_cores() -> int:
-    """The cores this process may run on (its affinity where the OS says), at most
-    ``OMP_NUM_THREADS`` where that is set (a limit the user or a scheduler such as Ray
-    gave)."""
+    """The cores this process may run on (its affinity), at most ``OMP_NUM_THREADS`` where set."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:
@@ -103,24 +93,17 @@ def usable_cores() -> int:
 
 def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
                  progress: Progress | None = None, threads: int = 0, forward: str = "auto"):
-    """Load a model folder into a :class:`ModelRuntime`; raises ModelError with the reason.
-    On the CPU this sets torch's thread count for the process (``pick_threads``): the
-    runtime is the one owner of it. ``forward`` (model.forward) auto or native builds the
-    native forward here, with progress, not at the first completion
-    (``model_setup.settle_forward``)."""
+    """Load a folder into a :class:`ModelRuntime`, which owns torch's thread count; ModelError."""
     path = Path(path).expanduser().resolve()
     report = progress or (lambda stage, fraction: None)
     report("checking model folder", 0.0)
     cfg = check_model_dir(path)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    # imported here, after the folder is checked (a bad path fails at once) and with the
-    # progress bar showing it: `import inkling.runtime.model_loader` costs neither
     report("importing torch", 0.1)
-    import torch  # lazy: torch costs 0.9 to 1.9 s (python -X importtime)
+    import torch  # lazy: slow, so after the folder check and under the progress bar
     report("importing transformers", 0.3)
-    # lazy: transformers costs 0.75 to 1.0 s more (-X importtime); model_setup imports it
-    from inkling.runtime import model_setup
+    from inkling.runtime import model_setup   # lazy: it imports transformers, slow too
     model_setup.quiet_transformers()
     dev = model_setup.pick_device(device)
     dt = model_setup.pick_dtype(dtype, dev)

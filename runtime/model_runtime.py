@@ -23,7 +23,7 @@ __all__ = ["FORWARDS", "Forward", "ForwardStats", "ModelRuntime", "cache_keyword
 
 @dataclass
 class ForwardStats:
-    """Model forward passes and the time spent in them (for model_ms in the replay)."""
+    """Model forward passes and the time spent in them (model_ms in the replay)."""
     forwards: int = 0
     tokens: int = 0
     seconds: float = 0.0
@@ -41,22 +41,13 @@ class ModelRuntime:
     device: torch.device
     dtype: torch.dtype
     stats: ForwardStats = field(default_factory=ForwardStats)
-    # the ids of unchanged lines are remembered: between keystrokes only the line
-    # that changed is tokenized again (the same ids as tokenizing the text whole)
-    encoder: ChunkedEncoder | None = field(default=None, repr=False)
-    # what is derived from this model and loaded once for every Engine that shares it
-    # (its model datastore, by file)
-    attached: dict = field(default_factory=dict, repr=False)
-    # the compact forward over the same weights (runtime/compact_llama.py), or None with
-    # the reason in ``compact_refusal``: the model then runs transformers' forward only
+    encoder: ChunkedEncoder | None = field(default=None, repr=False)    # memoizes lines' ids
+    attached: dict = field(default_factory=dict, repr=False)  # loaded once for the Engines
+    # None: transformers' forward only, ``compact_refusal`` says why
     compact: CompactLlama | None = field(default=None, repr=False)
     compact_refusal: str = ""
-    # the CPU threads of each forward (runtime/thread_choice.py), set by the loader; None:
-    # torch's count is left as it is (a GPU)
-    threads: ThreadChoice | None = field(default=None, repr=False)
-    # which forward runs, and the native and captured forwards it made
-    # (runtime/forward_choice.py); made here, shared by a ``dataclasses.replace`` copy
-    forwards: ForwardChoice | None = field(default=None, repr=False)
+    threads: ThreadChoice | None = field(default=None, repr=False)  # None: left as is (GPU)
+    forwards: ForwardChoice | None = field(default=None, repr=False)  # shared by replace()
 
     def __post_init__(self) -> None:
         if self.encoder is None:
@@ -114,8 +105,7 @@ class ModelRuntime:
     @torch.inference_mode()
     def forward_embeds(self, fwd: Forward, embeds: torch.Tensor, past,
                        position_ids: torch.Tensor) -> torch.Tensor:
-        """embeds: [1, n, hidden] -> logits [1, n, vocab] (float32) by ``fwd``; ``past``
-        (its store) is updated."""
+        """embeds [1, n, hidden] -> logits [1, n, vocab] (float32) by ``fwd``; ``past`` updated."""
         t0 = time.perf_counter()
         embeds = embeds.to(self.device, self.dtype)
         threads = self._threads_for(fwd, embeds.shape[1])
@@ -128,10 +118,7 @@ class ModelRuntime:
                 position_ids: torch.Tensor | None = None,
                 attention_mask: torch.Tensor | None = None, last_only: bool = False,
                 keep_last: int = 0) -> torch.Tensor:
-        """input_ids: [1, n] -> logits [1, n, vocab] (float32) by ``fwd``, or [1, 1, vocab]
-        with ``last_only`` (the output layer then runs on the last position only), or
-        [1, keep_last, vocab] for the last ``keep_last`` positions; ``past`` (its store)
-        is updated in place."""
+        """input_ids [1, n] -> logits [1, keep or n, vocab] (float32) by ``fwd``; ``past`` grows."""
         t0 = time.perf_counter()
         keep = 1 if last_only else keep_last
         ids = input_ids.to(self.device)
@@ -144,9 +131,7 @@ class ModelRuntime:
         return logits
 
     def _threads_for(self, fwd: Forward, rows: int) -> int | None:
-        """Set torch's thread count for a forward of ``rows`` rows by ``fwd``: by
-        ``self.threads``'s measured choice where the count changes no bit there
-        (``fwd.picks_threads``), its fixed count otherwise. The count chosen for, or None."""
+        """Set torch's threads for ``rows`` rows by ``fwd``; the count where measured, else None."""
         choice = self.threads
         if choice is None:
             return None
@@ -158,8 +143,7 @@ class ModelRuntime:
         return None
 
     def _count(self, rows: int, threads: int | None, t0: float) -> None:
-        """A forward of ``rows`` rows that began at ``t0`` is over: its time to the stats,
-        and to the thread choice where it chose (``threads``)."""
+        """Count a forward of ``rows`` rows begun at ``t0`` in the stats and the thread choice."""
         seconds = time.perf_counter() - t0
         self.stats.forwards += 1
         self.stats.tokens += rows

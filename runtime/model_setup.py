@@ -1,6 +1,5 @@
-"""The torch side of loading a model folder, after ``model_loader.py`` has checked the
-folder without torch: the device and dtype, the weights read, the model laid out for its
-device, its tokenizer and stop ids, and the forward that model.forward asks for settled."""
+"""The torch side of loading a model folder that ``model_loader.py`` checked.
+Device, dtype, weights, layout, tokenizer, stop ids, and the forward model.forward asks for."""
 from __future__ import annotations
 
 import json
@@ -24,8 +23,7 @@ from inkling.runtime.model_runtime import ModelRuntime
 from inkling.runtime.thread_choice import ThreadChoice
 
 Progress = Callable[[str, float], None]
-# the loader's logger: its messages keep the name they had
-log = logging.getLogger("inkling.runtime.model_loader")
+log = logging.getLogger("inkling.runtime.model_loader")   # the loader's messages
 
 
 def quiet_transformers() -> None:
@@ -64,17 +62,14 @@ def read_model(path: Path, dtype: torch.dtype, device: torch.device) -> torch.nn
 
 
 def lay_out(model: torch.nn.Module, device: torch.device, forward: str = "auto") -> None:
-    """The model's layers laid out for the CPU there, its attention packed for GQA. With
-    ``forward`` native no layer is packed for oneDNN: the native layers read [in, out]
-    weights (``auto`` runs them only on a model too small to have packed layers)."""
+    """Lay the layers out for the CPU there and pack GQA; ``forward`` native: no oneDNN packing."""
     if device.type == "cpu":
         lay_out_for_cpu(model, pack=forward != "native")
     use_packed_gqa(model)
 
 
 def compact_forward(model: torch.nn.Module, path: Path) -> tuple[CompactLlama | None, str]:
-    """(the compact forward over ``model``'s weights, "") or (None, why not): models
-    outside the Llama family run transformers' forward only."""
+    """(the compact forward over ``model``, "") or (None, why not: transformers' forward only)."""
     why = refusal(model)
     if why is not None:
         log.info("%s: transformers' forward only (no compact forward: %s)", path, why)
@@ -84,9 +79,7 @@ def compact_forward(model: torch.nn.Module, path: Path) -> tuple[CompactLlama | 
 
 def new_runtime(path: Path, cfg: dict, model: torch.nn.Module, device: torch.device,
                 dtype: torch.dtype, threads: ThreadChoice | None) -> ModelRuntime:
-    """The runtime of the folder's ``model`` (on ``device``, laid out): its compact forward
-    and its text fields (config.json ``cfg``); ``threads``: the thread choice, None on a
-    GPU."""
+    """The runtime of the folder's laid-out ``model``; ``threads``: None on a GPU."""
     compact, refused = compact_forward(model, path)
     return ModelRuntime(path=path, model=model, device=device, dtype=dtype, compact=compact,
                         compact_refusal=refused, threads=threads,
@@ -99,8 +92,7 @@ def _inkling_meta(path: Path) -> dict:
 
 
 def text_fields(path: Path, cfg: dict, meta: dict) -> dict:
-    """The runtime's fields for text: the tokenizer, the fill-in-the-middle format and
-    order, the stop ids and the context limit (config.json ``cfg``, inkling.json ``meta``)."""
+    """The tokenizer, FIM format and order, stop ids and context limit (config, inkling.json)."""
     tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
     fim = detect_format(tokenizer.get_vocab(with_added_tokens=True), meta.get("fim_family"))
     order = meta.get("fim_order") or (fim.orders[0] if fim else "none")
@@ -114,14 +106,7 @@ def text_fields(path: Path, cfg: dict, meta: dict) -> dict:
 
 
 def settle_forward(runtime: ModelRuntime, forward: str, report: Progress) -> None:
-    """Resolve ``forward`` now, not at the first completion. ``native`` builds the native
-    module here where it is not built (about 30 s, once per machine), with progress;
-    ``native`` (or ``compact``) that cannot run is the load's error. ``auto`` never waits
-    for a compile: where the module is not built it runs the compact forward, a build
-    started in the background for the next start; it says why it is not native: a warning
-    where that costs speed (the module is building or did not build), a note where the
-    model is outside what the native layers cover (e.g. on a GPU); and in
-    ``inkling/stats``."""
+    """Resolve ``forward`` at load: native builds here, auto never waits and logs why not native."""
     if forward in ("auto", "native") and runtime.compact is not None:
         report("loading the native forward" if forward == "auto" or native_llama.built() else
                "building the native forward (once per machine, about 30 s)", 0.9)

@@ -1,10 +1,6 @@
 """The native layers (``native/llama_step.cpp``) built once per machine, never hanging a start.
-
-One compiler command of our own (cpp_extension's ninja lock outlives a killed build), keyed by
-torch, Python, CPU flags and a hash of source and command; under a flock that dies with its holder
-(``native_lock.py``); into a temporary name renamed into place; stopped at a time limit; a failure
-kept in ``failed.txt`` so auto does not retry it at every start. This module's ``__main__`` is
-the background builder (:func:`start_background`)."""
+Our own compiler command (cpp_extension's ninja lock outlives a killed build), under a flock that
+dies with its holder, renamed into place, stopped at a time limit, failures kept."""
 from __future__ import annotations
 
 import argparse
@@ -143,8 +139,8 @@ def _compile_args(source: Path, flags: tuple[str, ...]) -> list[str]:
 
 
 def parallel_flags() -> tuple[str, ...]:
-    """``-fopenmp`` where torch's threads are OpenMP's (Linux): ``at::parallel_for`` is compiled
-    into this module, and without the flag it runs on the calling thread whatever torch's count."""
+    """``-fopenmp`` where torch's threads are OpenMP's (Linux).
+    Without it ``at::parallel_for``, compiled into this module, runs on the calling thread only."""
     if sys.platform.startswith("linux") and torch.backends.openmp.is_available():
         return ("-fopenmp",)
     return ()

@@ -1,8 +1,6 @@
 """The compact forward with its decoder layers in one C++ call (``native/llama_step.cpp``).
-
-Forwards of up to MAX_ROWS rows run the layers as plain loops over panels copied from the
-[in, out] weights and write the same KV buffers; longer ones run the compact forward. Why:
-docs/decisions/forward-choice.md; the panels' precision: docs/decisions/int8-panels.md."""
+Up to MAX_ROWS rows run over panels copied from the weights, longer forwards the compact one:
+docs/decisions/forward-choice.md, docs/decisions/int8-panels.md."""
 from __future__ import annotations
 
 import logging
@@ -27,7 +25,7 @@ class NativeUnavailable(RuntimeError):
 
 
 class NativePending(NativeUnavailable):
-    """Not built yet, and auto does not wait: a build runs in the background meanwhile."""
+    """The module is not built yet and auto does not wait: it builds in the background."""
 
 
 class _Extension:
@@ -39,7 +37,7 @@ class _Extension:
         self._error: str | None = None
 
     def get(self, wait: bool = True):
-        """The module (``wait``: build it now, else NativePending); raises NativeUnavailable."""
+        """The module (``wait``: build it now, else NativePending); NativeUnavailable."""
         with self._lock:
             if self._module is None and self._error is None:
                 if not wait:
@@ -98,8 +96,7 @@ def load_extension(wait: bool = True):
 
 
 def refusal(model: torch.nn.Module, auto: bool = False) -> str | None:
-    """Why the native layers cannot run ``model``, or None; ``auto``: also a model of
-    SMALL_MODEL_PARAMS or more (bound by its weight products, and panels double its memory)."""
+    """Why the native layers cannot (or, ``auto``, should not) run ``model``, else None."""
     if auto:
         size = sum(p.numel() for p in model.parameters())
         if size >= SMALL_MODEL_PARAMS:
@@ -144,8 +141,9 @@ class NativeLlama(CompactLlama):
         self.repack()
 
     def repack(self) -> None:
-        """Copy the weights into the kernel's panels (copies: call again after changing weights in
-        place): float16 where every weight is a float16 value, int8 where the model holds int8."""
+        """Copy the weights into the kernel's panels again (after changing them in place).
+        float16 where every weight is a float16 value (the same sums), int8 where the model holds
+        int8."""
         weights: list[torch.Tensor] = []
         names: list[str] = []          # each weight's name in the model (its int8 values')
         for i, block in enumerate(self.model.model.layers):
@@ -170,7 +168,7 @@ class NativeLlama(CompactLlama):
         self.head_panels = None if head is None else self._panels(head, int8.get(head_name))
 
     def _panels(self, w: torch.Tensor, int8) -> torch.Tensor:
-        """w [in, out] as panels: int8 from (int8 [out, in], scale [out]), else float16 / 32."""
+        """w [in, out] as panels: int8 from the model's (int8, scale), else float16 / 32."""
         if int8 is not None:
             q, scale = int8
             return self.extension.pack_int8_panels(q.t().contiguous(), scale.contiguous())
@@ -181,7 +179,7 @@ class NativeLlama(CompactLlama):
 
     @staticmethod
     def runs_native(rows: int, dtype: torch.dtype) -> bool:
-        """Whether ``rows`` rows run the native layers (sums that no thread count changes)."""
+        """Whether ``rows`` rows run the native layers (whose sums no thread count changes)."""
         return rows <= MAX_ROWS and dtype == torch.float32
 
     def picks_threads(self, rows: int) -> bool:
@@ -190,7 +188,7 @@ class NativeLlama(CompactLlama):
     @torch.inference_mode()
     def forward(self, kv: KVBuffers, embeds: torch.Tensor, positions: torch.Tensor,
                 mask: torch.Tensor | None = None, keep: int = 0) -> torch.Tensor:
-        """As :meth:`CompactLlama.forward`: the same shapes and results to float rounding."""
+        """As :meth:`CompactLlama.forward`: the same shapes, results to float rounding."""
         n, past = embeds.shape[1], kv.length
         if not self.runs_native(n, embeds.dtype):
             return super().forward(kv, embeds, positions, mask, keep)
@@ -230,7 +228,7 @@ def half_panels(extension, weights: list[torch.Tensor | None]) -> bool:
 
 
 def _additive(mask: torch.Tensor | None, empty: torch.Tensor) -> torch.Tensor:
-    """mask [1, 1, n, L] (bool: True attends; or additive) -> float32 [n, L]; None -> ``empty``."""
+    """mask [1, 1, n, L] (bool: True attends; or additive) -> float32 [n, L], None -> ``empty``."""
     if mask is None:
         return empty
     m = mask[0, 0]

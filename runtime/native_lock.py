@@ -1,13 +1,5 @@
-"""The native build's lock (``runtime/native_build.py``): one builder at a time per
-machine and module, and never a wait on a builder that is gone.
-
-The lock is the kernel's ``flock`` on the lock file, held while one process builds. The
-kernel releases it however that process ends (a SIGKILL too), so a lock whose process is
-gone is free at once and the next builder takes it over; no pid is probed, no age
-guessed. The file's text names the holder ({"pid", "host", "started"}) for the
-messages, and is emptied on release: a file still naming a holder whose flock is gone
-was left by a killed build (the taker-over logs that).
-"""
+"""The native build's lock: one builder at a time per module, never a wait on one that is gone.
+A ``flock`` the kernel releases however its holder ends; the file names the holder for messages."""
 from __future__ import annotations
 
 import json
@@ -21,8 +13,7 @@ log = logging.getLogger(__name__)
 
 
 def holder(lock: Path) -> dict | None:
-    """Who holds ``lock`` now ({pid, host, started}; {} where unsaid), or None: no live
-    process holds it (a file naming a process that is gone is not held)."""
+    """Who holds ``lock`` now ({pid, host, started}, or {}), or None where no live process does."""
     lock.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -32,8 +23,7 @@ def holder(lock: Path) -> dict | None:
 
 
 def take(lock: Path) -> int | None:
-    """The lock's descriptor, flocked and naming this process; None where a live process
-    holds it. A lock left by a process that is gone is taken over (and logged)."""
+    """The lock's descriptor, flocked and naming this process; None where a live process has it."""
     lock.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
     if not _try_flock(fd):
@@ -51,8 +41,7 @@ def take(lock: Path) -> int | None:
 
 
 def release(fd: int) -> None:
-    """Unsay the holder and release the flock. The file stays: unlinking a flocked file
-    would let two processes each hold a file of that name."""
+    """Empty the file and release the flock (unlinking a flocked file would split the lock)."""
     os.ftruncate(fd, 0)
     os.close(fd)
 

@@ -1,5 +1,4 @@
-"""transformers' own forward behind the ``Forward`` interface: the model any family runs
-by, and what the other forwards are tested against. Its store is ``dynamic_kv.py``'s."""
+"""transformers' own forward behind ``Forward``: any family's, the others' test reference."""
 from __future__ import annotations
 
 import inspect
@@ -20,8 +19,7 @@ class ReferenceForward:
         return self.embed.weight.device
 
     def new_store(self):
-        # lazy: transformers' DynamicCache is slow to import, off the server's start
-        from inkling.runtime.dynamic_kv import DynamicKV
+        from inkling.runtime.dynamic_kv import DynamicKV   # lazy: slow to import, off the start
         return DynamicKV(self.model.config)
 
     def forward(self, kv, embeds: torch.Tensor, positions: torch.Tensor,
@@ -35,7 +33,6 @@ class ReferenceForward:
 
 
 def cache_keyword(model) -> str:
-    """The name of ``model``'s key/value cache argument: ``cache`` from transformers 5.24
-    on, ``past_key_values`` before (5.24 warns that the old name goes away)."""
+    """``model``'s cache argument: ``cache`` from transformers 5.24 on, else ``past_key_values``."""
     return "cache" if "cache" in inspect.signature(model.forward).parameters \
         else "past_key_values"

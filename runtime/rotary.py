@@ -1,6 +1,4 @@
-"""What the model's rotary embedding is: its scaling type, the types whose keys cannot be
-re-rotated when their tokens move (the cache recomputes those instead), and the table of
-its cos and sin the forwards look positions up in."""
+"""The model's rotary embedding: its type, those whose keys cannot be re-rotated, its table."""
 from __future__ import annotations
 
 import torch
@@ -23,27 +21,18 @@ def rope_type(config) -> str:
 
 
 def signed_rope(cos: torch.Tensor, sin: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-    """cos, sin [1, n, d] -> [1, 1, n, d] each, sin with its first half negated:
-    ``x * cos + x.roll(d / 2) * sin'`` is ``x * cos + rotate_half(x) * sin`` to the bit
-    ((-a) * b == a * (-b)), in one op instead of four."""
+    """cos, sin [1, n, d] -> [1, 1, n, d], sin's first half negated (``rotate_half`` in one op)."""
     half = sin.shape[-1] // 2
     return cos.unsqueeze(1), torch.cat((-sin[..., :half], sin[..., half:]), -1).unsqueeze(1)
 
 
 def static_rope(config) -> bool:
-    """Whether a position's rotary cos and sin never change (every type but those whose
-    frequencies move with the sequence's length): a table of positions holds them."""
+    """Whether a position's cos and sin never change, so that a table of positions holds them."""
     return rope_type(config) not in UNSUPPORTED_ROPE
 
 
 class RopeTable:
-    """The model's rotary cos and sin' (sin with its first half negated: ``x * cos +
-    x.roll(d / 2) * sin'`` is transformers' ``x * cos + rotate_half(x) * sin`` to the bit)
-    for positions 0 .. P - 1, computed once by the model's own rotary module and looked up
-    per forward: a lookup takes about 3 us where the module's forward takes about 20 (a
-    one-row step of the bundled model is about 300). Row for row what the module computes
-    (a frequency times a position is one product, whatever the batch), for static rotary
-    types only (``static_rope``). A position past the table grows it to twice the need."""
+    """The model's cos and sin' (``signed_rope``) for positions 0 .. P - 1, computed once."""
 
     def __init__(self, rotary: torch.nn.Module, dtype: torch.dtype, capacity: int = 4096):
         self.rotary, self.dtype = rotary, dtype

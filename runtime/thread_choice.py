@@ -1,9 +1,7 @@
 """How many CPU threads a forward runs on: measured, where the choice cannot change a bit.
-
-With ``model.threads`` 0 both counts are timed on the one-row native steps (a second thread helps
-on an idle core, hurts beside a busy one): the faster runs, the slower is tried now and then, and
-forwards of more rows follow. Only native forwards are chosen for (their sums do not depend on
-the count); counters are under a lock. Why: docs/decisions/thread-choice.md."""
+With ``model.threads`` 0 one-row native steps time both counts; the faster runs, the slower is
+retried now and then. Only native forwards, whose sums do not depend on the count, are chosen for;
+counters are under a lock: docs/decisions/thread-choice.md."""
 from __future__ import annotations
 
 import contextlib
