@@ -70,7 +70,6 @@ def _prose(path):
     return doc, {n: t for n, t in comments.items() if n not in code}, code, prose
 
 
-@pytest.mark.xfail(strict=True, reason="issue 68 open: package prose not yet cut to what the code does and why (docs/decisions/ holds the records it should point to)")
 def test_prose_to_code_ratio():
     doc = comment = code = 0
     for path in _files():
@@ -83,7 +82,6 @@ def test_prose_to_code_ratio():
         "choice to docs/decisions/")
 
 
-@pytest.mark.xfail(strict=True, reason="issue 68 open: package prose not yet cut to what the code does and why (docs/decisions/ holds the records it should point to)")
 def test_no_figures_in_prose():
     found = []
     for path in _files():
