@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from inkling.cache import splice
-from inkling.cache.modes import MODES
+from inkling.cache.modes import MODES, CacheMode
 from inkling.cache.rope import RopeRotator
 from inkling.cache.tree_mask import tree_mask
 from inkling.runtime.rotary import UnsupportedRope
@@ -31,12 +31,12 @@ class SyncResult:
     prefilled: int            # context tokens run through the model
     stale: int                # stale tokens in the cache after the sync
     refreshed: bool           # the sync recomputed stale tokens
-    mode: str                 # the mode that did the work
+    mode: CacheMode           # the mode that did the work
     draft_logits: torch.Tensor | None = None   # [len(draft), vocab] if a draft ran, else None
 
 
 class PromptCache:
-    def __init__(self, runtime: ModelRuntime, mode: str = "full", stale_threshold: float = 0.5,
+    def __init__(self, runtime: ModelRuntime, mode: str = CacheMode.FULL, stale_threshold: float = 0.5,
                  prefill_chunk: int = 512, forward: str = "auto"):
         if mode not in MODES:
             raise ValueError(f"cache mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -48,14 +48,14 @@ class PromptCache:
         self.past = None
         self.stale_threshold = stale_threshold
         self.prefill_chunk = prefill_chunk
-        self.mode = mode
+        self.mode = CacheMode(mode)
         self.rotator: RopeRotator | None = None
-        if mode == "pie":
+        if self.mode == CacheMode.PIE:
             try:
                 self.rotator = RopeRotator(runtime.model)
             except UnsupportedRope as exc:
                 log.warning("cache mode pie is off for %s, using full: %s", runtime.path, exc)
-                self.mode = "full"
+                self.mode = CacheMode.FULL
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -101,7 +101,7 @@ class PromptCache:
             log.warning("cache holds %d ids but %d cached positions; recomputing (full)",
                         len(self.ids), _stored(self.past))
             self.reset()
-        if self.mode == "full" or not self.ids:
+        if self.mode == CacheMode.FULL or not self.ids:
             return self._sync_full(prompt_ids, refreshed=False, draft=draft)
         segs = splice.plan(self.ids, prompt_ids, edges)
         if splice.stale_after(segs, self.stale, edges) > self.stale_threshold * len(prompt_ids):
@@ -136,7 +136,8 @@ class PromptCache:
             keep = self.stale.index(True)
         self.truncate(keep)
         logits, drafted = self._prefill(prompt_ids[keep:], draft)
-        return SyncResult(logits, keep, len(prompt_ids) - keep, 0, refreshed, "full", drafted)
+        return SyncResult(logits, keep, len(prompt_ids) - keep, 0, refreshed, CacheMode.FULL,
+                          drafted)
 
     def _prefill(self, ids: list[int], draft: tuple[list[int], list[int]] | None
                  ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -214,7 +215,7 @@ class PromptCache:
     @torch.inference_mode()
     def gathered(self, entries: list[int]) -> "PromptCache":
         """A new ``full`` cache of this one's ``entries`` in order: one branch of a shared cache."""
-        out = PromptCache(self.runtime, "full", self.stale_threshold, self.prefill_chunk,
+        out = PromptCache(self.runtime, CacheMode.FULL, self.stale_threshold, self.prefill_chunk,
                           self.forward.name)
         out.forward = self.forward
         index = torch.tensor(entries, dtype=torch.long, device=self.runtime.device)

@@ -18,6 +18,7 @@ from pathlib import Path
 from inkling.runtime.errors import ModelError
 from inkling.completion.document import Position, utf16_len
 from inkling.completion.errors import InklingError
+from inkling.completion.decoding.names import Trigger
 from inkling.completion.decoding.plan import decoder_for
 from inkling.completion.options import (CACHE_MODES, DECODERS, DRAFT_MODES, FIM_ORDERS,
                                         MONITOR_MODES, InklingOptions)
@@ -120,7 +121,7 @@ def _cmd_complete(args) -> int:
     engine.load_model(load_progress())
     if engine.uses_datastore:
         engine.build_datastore(load_progress())
-    result = engine.complete(uri, position, k=k, trigger="invoked")
+    result = engine.complete(uri, position, k=k, trigger=Trigger.INVOKED)
     if not result.drafts:
         print("inkling: no suggestion at this position", file=sys.stderr)
     if args.json:

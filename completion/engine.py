@@ -12,6 +12,7 @@ from inkling.runtime.model_runtime import ModelRuntime
 
 from inkling.completion.cursor import Cursor
 from inkling.completion.decoding.dispatch import decode_drafts
+from inkling.completion.decoding.names import Trigger
 from inkling.completion.decoding.plan import drafts_asked, plan_for
 from inkling.completion.decoding.planned_request import (AtCursor, drafts_dropped_on_error,
                                                          planned_request)
@@ -102,14 +103,14 @@ class Engine:
         return prepare(c, self.draft_mode(runtime), self.sources, runtime, self.workspace, progress)
 
     def complete(self, uri: str, position: Position, k: int | None = None,
-                 trigger: str = "automatic", cancelled: Callable[[], bool] = lambda: False
+                 trigger: Trigger = Trigger.AUTOMATIC, cancelled: Callable[[], bool] = lambda: False
                  ) -> Completion:
         """Drafts at ``position`` (``k``: how many, else as many as ``trigger`` asks for:
         ``plan.drafts_asked``); a decoder gives fewer drafts, never padding."""
         extent = self.documents.take_extent(uri)
         try:
             self.settle()                     # a completion nobody settled teaches first
-            t0, asked = time.perf_counter(), Asked(uri, position, trigger, cancelled)
+            t0, asked = time.perf_counter(), Asked(uri, position, Trigger(trigger), cancelled)
             at = Cursor.at(self.document(uri).snapshot(), uri, position, self.load_model())
             model_s0 = at.runtime.stats.seconds
             prompted = self._prompt(at)

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from inkling.completion.decoding.names import Trigger
 from inkling.completion.document import Position
 from inkling.completion.drafting.drafter import Lesson
 
@@ -32,7 +33,7 @@ class Completion:
     uri: str
     position: Position
     drafts: list[Draft]
-    trigger: str
+    trigger: Trigger
     first_token_ms: float = 0.0     # prompt built and cache brought up to date
     latency_ms: float = 0.0         # drafts ready
     model_ms: float = 0.0           # time inside model forward passes

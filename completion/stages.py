@@ -8,6 +8,7 @@ import torch
 
 from inkling.cache.prompt_cache import PromptCache, SyncResult
 
+from inkling.completion.decoding.names import Trigger
 from inkling.completion.decoding.plan import DecodePlan
 from inkling.completion.decoding.ranking import Dropped, shortfall
 from inkling.completion.decoding.steps import Decoded
@@ -23,7 +24,7 @@ from inkling.completion.result import Completion, Draft, GuardCut
 class Asked(NamedTuple):
     uri: str
     position: Position
-    trigger: str
+    trigger: Trigger
     cancelled: Callable[[], bool]
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from tqdm import tqdm
 
+from inkling.completion.decoding.names import Trigger
 from inkling.completion.document import Position
 from inkling.completion.engine import Engine
 from inkling.completion.options import InklingOptions
@@ -102,7 +103,7 @@ def evaluate_file(engine: Engine, f, lines_per_file: int, seed: int,
         uri = f"file:///held-out/{f.relpath}"
         engine.open(uri, "\n".join(lines))
         done = engine.complete(uri, Position(line_no, len(indent)), k=drafts,
-                               trigger="invoked")
+                               trigger=Trigger.INVOKED)
         engine.close(uri)
         firsts = [d.text.split("\n")[0].rstrip() for d in done.drafts]
         got = firsts[0] if firsts else ""

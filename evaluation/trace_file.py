@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Union
 
+from inkling.completion.decoding.names import Trigger
 from inkling.completion.document import Position, Range, TextChange
 from inkling.completion.errors import InklingError
 
 TRACE_VERSION = 1
-TRIGGERS = ("automatic", "invoked")
+TRIGGERS = tuple(t.value for t in Trigger)
 
 
 class TraceError(InklingError):
@@ -58,7 +59,7 @@ class CompleteEvent:
     path: str
     position: Position
     expected: str
-    trigger: str = "automatic"
+    trigger: Trigger = Trigger.AUTOMATIC
     line: int = 0
 
 
@@ -170,7 +171,8 @@ def _complete(f: _Fields) -> Event:
     trigger = f.get("trigger", str, "automatic", required=False)
     if trigger not in TRIGGERS:
         raise f.fail(f"trigger must be one of {', '.join(TRIGGERS)}, got {trigger!r}")
-    return CompleteEvent(f.path(), f.position("position"), f.get("expected", str), trigger, f.line)
+    return CompleteEvent(f.path(), f.position("position"), f.get("expected", str),
+                         Trigger(trigger), f.line)
 
 
 def _accept(f: _Fields) -> Event:
@@ -292,8 +294,8 @@ def event_json(e: Event) -> dict:
     if isinstance(e, CompleteEvent):
         out = {"kind": "complete", "path": e.path, "position": _position_json(e.position),
                "expected": e.expected}
-        if e.trigger != "automatic":
-            out["trigger"] = e.trigger
+        if e.trigger != Trigger.AUTOMATIC:
+            out["trigger"] = str(e.trigger)
         return out
     if isinstance(e, AcceptEvent):
         out = {"kind": "accept", "path": e.path}

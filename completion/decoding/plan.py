@@ -13,14 +13,14 @@ MAX_DRAFTS = 16                      # drafts one completion may ask for
 UNDRAFTED = (Decoder.SUPERPOSED, Decoder.BEAM)   # decoders whose rows are not drafted
 
 
-def decoder_for(decoder: str, k: int, trigger: str = Trigger.INVOKED) -> Decoder:
+def decoder_for(decoder: str, k: int, trigger: Trigger = Trigger.INVOKED) -> Decoder:
     """The decoder that runs for ``decoder`` named, ``k`` drafts and a ``trigger`` completion."""
     if k > 1 or (decoder == Decoder.BEAM and trigger == Trigger.INVOKED):
         return Decoder(decoder)
     return Decoder.GREEDY
 
 
-def drafts_asked(c, trigger: str, k: int | None = None) -> int:
+def drafts_asked(c, trigger: Trigger, k: int | None = None) -> int:
     """Drafts a completion asks for: ``k``, else the options' count for ``trigger``.
     Raises OptionError outside 1 to MAX_DRAFTS."""
     k = (c.drafts if trigger == Trigger.INVOKED else c.automatic_drafts) if k is None else k
@@ -60,7 +60,7 @@ class DecodePlan:
         return self.decoder not in UNDRAFTED
 
 
-def plan_for(c, trigger: str, k: int, stop: Stop) -> DecodePlan:
+def plan_for(c, trigger: Trigger, k: int, stop: Stop) -> DecodePlan:
     """The plan of a ``trigger`` completion of ``k`` drafts (options ``c``), ending by ``stop``."""
     decoder, block = decoder_for(c.decoder, k, trigger), stop.block
     width = c.block_beam_width if block else c.beam_width

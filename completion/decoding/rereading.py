@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 import torch
 
+from inkling.cache.modes import CacheMode
 from inkling.cache.prompt_cache import PromptCache
 from inkling.runtime.model_runtime import ModelRuntime
 
@@ -40,7 +41,7 @@ class Rereading:
         tokens, parents, node_of = _trie(seqs)
         if not tokens:
             return [0.0] * len(texts)
-        cache = PromptCache(self.runtime, "full")
+        cache = PromptCache(self.runtime, CacheMode.FULL)
         # row 0: the window's last position (unread with nothing before), row 1 + i: node i's
         head = cache.sync(self.before).logits[None] if self.before else None      # [1, vocab]
         if cancelled():

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import torch
 
+from inkling.cache.modes import CacheMode
 from inkling.cache.prompt_cache import PromptCache
 from inkling.runtime.model_runtime import ModelRuntime
 
@@ -85,7 +86,7 @@ def forward_ms(runtime: ModelRuntime, forward: str, rows: tuple[int, ...] = (1, 
                context: int = CONTEXT, rounds: int = ROUNDS) -> dict[int, float]:
     """rows -> median ms of a forward of that many chained rows after ``context`` cached tokens."""
     n = max(1, min(context, runtime.context_limit - max(rows) - 1))
-    cache = PromptCache(runtime, "full", forward=forward)
+    cache = PromptCache(runtime, CacheMode.FULL, forward=forward)
     cache.extend(_filler(runtime, n), last_only=True)
     times: dict[int, list[float]] = {r: [] for r in rows}
     for round_ in range(rounds + 1):
