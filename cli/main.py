@@ -112,15 +112,18 @@ def _options_from_args(args):
 def _cmd_complete(args) -> int:
     # lazy: the Engine imports torch, which is slow to import
     from inkling.completion.engine import Engine
+    from inkling.completion.model_report import model_description   # lazy: torch too
     text = _read_source(args.file)
     engine = Engine(_options_from_args(args))
     k = engine.options.completion.drafts
     uri = Path(args.file).resolve().as_uri()
     engine.open(uri, text)
     position = _cli_position(engine.document(uri), args.line, args.col)
-    engine.load_model(load_progress())
+    runtime = engine.load_model(load_progress())
     if engine.uses_datastore:
         engine.build_datastore(load_progress())
+    prior = engine.acceptance.prior
+    print(model_description(engine.options, runtime, prior).line(), file=sys.stderr)
     result = engine.complete(uri, position, k=k, trigger=Trigger.INVOKED)
     if not result.drafts:
         print("inkling: no suggestion at this position", file=sys.stderr)
@@ -132,7 +135,8 @@ def _cmd_complete(args) -> int:
             "block": result.block, "stopped_by": result.stopped_by,
             "latency_ms": round(result.latency_ms, 1),
             "first_token_ms": round(result.first_token_ms, 1),
-            "forwards": result.forwards, "prefill_tokens": result.prefill_tokens}, indent=2))
+            "forwards": result.forwards, "prefill_tokens": result.prefill_tokens,
+            "model": model_description(engine.options, runtime, prior).as_dict()}, indent=2))
     else:
         for i, d in enumerate(result.drafts):      # fewer than k where drafts repeated
             if len(result.drafts) > 1:

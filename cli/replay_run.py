@@ -15,6 +15,7 @@ from inkling.completion.drafting.acceptance import AcceptanceMeter
 from inkling.completion.drafting.draft_mode import choice_for
 from inkling.completion.engine import Engine
 from inkling.completion.errors import OptionError
+from inkling.completion.model_report import model_description
 
 from inkling.cli.flags import load_progress, ray_options
 from inkling.evaluation.comparison import ablations, combinations, table
@@ -52,7 +53,7 @@ def _replayers(combos, via_lsp: bool):
     checker = SyntaxChecker()
     if via_lsp:
         return None, [LspReplayer(c.options, checker) for c in combos]
-    runtimes, datastores, replayers = {}, {}, []
+    runtimes, datastores, replayers, said = {}, {}, [], set()
     for c in combos:
         model = (c.options.model.path, c.options.model.device, c.options.model.dtype)
         if model not in runtimes:
@@ -61,6 +62,10 @@ def _replayers(combos, via_lsp: bool):
         spec = c.options.completion.datastore
         if engine.uses_datastore and spec not in datastores:
             datastores[spec] = engine.build_datastore(load_progress())
+        if model not in said:                           # loaded now: say what it chose
+            said.add(model)
+            print(model_description(c.options, runtimes[model], AcceptanceMeter.prior).line(),
+                  file=sys.stderr)
         replayers.append(Replayer(c.options, runtimes[model], checker,
                                   datastores.get(spec) if engine.uses_datastore else None))
     return next(iter(runtimes.values())), replayers

@@ -5,11 +5,11 @@ from __future__ import annotations
 import gc
 
 from inkling.completion.errors import InklingError
+from inkling.completion.model_report import model_description
 from inkling.runtime.errors import ModelError
 
 from inkling.lsp.language_server import InklingServer
 from inkling.lsp.progress import WorkDoneProgress
-from inkling.lsp.server_stats import forward_in_use
 
 
 async def load_model(ls: InklingServer) -> None:
@@ -25,10 +25,8 @@ async def load_model(ls: InklingServer) -> None:
         ls.show_once(f"inkling: {exc}")
         return
     progress.end("ready")
-    used = forward_in_use(ls.engine)
-    ls.log(f"model {runtime.path} loaded on {runtime.device} ({runtime.dtype}), "
-           f"{used['kind']} forward" + (f" ({used['note']})" if used["note"] else ""))
     await prepare_drafting(ls)
+    ls.log(await ls.worker.run(_loaded_line, ls.engine))
     # long-lived objects out of the collector's sweeps (docs/decisions/keystroke-work.md)
     gc.freeze()
     ls.status("ready", f"model {runtime.path.name} ready: "
@@ -51,3 +49,10 @@ async def prepare_drafting(ls: InklingServer) -> None:
         ls.log(line)
     for step, exc in report.failed:
         ls.show_once(f"inkling: {step} not built: {exc}")
+
+
+def _loaded_line(engine) -> str:
+    """The load's choices as one log line (a job on the model worker)."""
+    line = model_description(engine.options, engine.load_model(),
+                             engine.acceptance.prior).line()
+    return line.removeprefix("inkling: ") + " loaded"

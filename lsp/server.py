@@ -20,7 +20,8 @@ from inkling.lsp import convert
 from inkling.lsp.completing import complete
 from inkling.lsp.language_server import InklingServer
 from inkling.lsp.model_loading import load_model, prepare_drafting
-from inkling.lsp.server_stats import drafting_in_use, forward_in_use, threads_in_use
+from inkling.lsp.server_stats import (drafting_in_use, forward_in_use, model_in_use,
+                                      threads_in_use)
 
 log = logging.getLogger("inkling.server")
 STATS = "inkling/stats"
@@ -209,6 +210,7 @@ def _engine_stats(engine: Engine) -> dict:
     return {"documents": len(engine.documents.uris()),
             "refreshes": engine.stats.refreshes, "learnt": engine.stats.learnt,
             "undrafted": engine.stats.undrafted,   # drafting idled for them
+            "model": model_in_use(engine),         # what the load chose; None until it loads
             "forward": forward_in_use(engine),     # None until the model loads
             "drafting": drafting_in_use(engine),   # the mode that runs, and why
             "threads": threads_in_use(engine),     # and on a GPU

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import math
 
 from inkling.completion.drafting.draft_mode import in_use
+from inkling.completion.model_report import model_description
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -61,6 +62,14 @@ def drafting_in_use(engine) -> dict | None:
     if not engine.model_loaded:
         return None
     return in_use(engine.options, engine.load_model(), engine.acceptance.prior)
+
+
+def model_in_use(engine) -> dict | None:
+    """What the load chose (``ModelDescription.as_dict``); None before the model loads."""
+    if not engine.model_loaded:
+        return None
+    return model_description(engine.options, engine.load_model(),
+                             engine.acceptance.prior).as_dict()
 
 
 def _round(v):

@@ -106,8 +106,9 @@ class ForwardChoice:
     def _auto_native(self) -> NativeLlama | None:
         """The native forward if auto chooses it, else None (``note`` says why); decided once."""
         if self._auto_refusal is None:
-            self._auto_refusal = native_llama.refusal(self.runtime.model, auto=True) or \
-                self._unbuilt()
+            rt = self.runtime
+            self._auto_refusal = native_llama.refusal(rt.model, auto=True, params=rt.params) \
+                or self._unbuilt()
         return None if self._auto_refusal else self._try_native()
 
     def _unbuilt(self) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable
 
 from inkling.runtime.errors import ModelError
-from inkling.runtime.model_size import SMALL_MODEL_PARAMS
+from inkling.runtime.model_size import SMALL_MODEL_PARAMS, checkpoint_of
 
 # Families whose attention uses rotary position embeddings in the half-split layout.
 ROTARY_MODEL_TYPES = frozenset({
@@ -107,15 +107,17 @@ def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
     model_setup.quiet_transformers()
     dev = model_setup.pick_device(device)
     dt = model_setup.pick_dtype(dtype, dev)
+    from inkling.runtime.int8_weights import is_int8_folder   # lazy: it imports torch
+    checkpoint = checkpoint_of(path, is_int8_folder(path))   # counted as stored, not as laid out
     report("reading weights", 0.7)
     model = model_setup.read_model(path, dt, dev)
-    n_params = sum(p.numel() for p in model.parameters())
-    n_threads = pick_threads(threads, dev, n_params)
+    n_threads = pick_threads(threads, dev, checkpoint.params)
     if n_threads is not None:
         torch.set_num_threads(n_threads)
     model_setup.lay_out(model, dev, forward)
     runtime = model_setup.new_runtime(path, cfg, model, dev, dt,
-                                      thread_choice(threads, n_threads, n_params))
+                                      thread_choice(threads, n_threads, checkpoint.params))
+    runtime.checkpoint = checkpoint
     model_setup.settle_forward(runtime, forward, report)
     report("ready", 1.0)
     if runtime.encoder.rule == "whole":

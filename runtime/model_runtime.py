@@ -14,6 +14,7 @@ from inkling.runtime.errors import ModelError
 from inkling.runtime.fim import FimFormat
 from inkling.runtime.forward_choice import FORWARDS, ForwardChoice
 from inkling.runtime.forwards import Forward
+from inkling.runtime.model_size import Checkpoint
 from inkling.runtime.native_llama import NativeLlama
 from inkling.runtime.reference_forward import cache_keyword
 from inkling.runtime.thread_choice import ThreadChoice
@@ -48,6 +49,7 @@ class ModelRuntime:
     compact_refusal: str = ""
     threads: ThreadChoice | None = field(default=None, repr=False)  # None: left as is (GPU)
     forwards: ForwardChoice | None = field(default=None, repr=False)  # shared by replace()
+    checkpoint: Checkpoint | None = field(default=None, repr=False)  # None: not from a folder
 
     def __post_init__(self) -> None:
         if self.encoder is None:
@@ -58,6 +60,13 @@ class ModelRuntime:
     @property
     def vocab_size(self) -> int:
         return int(self.model.config.vocab_size)
+
+    @property
+    def params(self) -> int:
+        """The parameters as the checkpoint stores them (else as the model holds them)."""
+        if self.checkpoint is not None:
+            return self.checkpoint.params
+        return sum(p.numel() for p in self.model.parameters())
 
     def encode(self, text: str) -> list[int]:
         return self.encoder.encode(text)

@@ -95,10 +95,11 @@ def load_extension(wait: bool = True):
     return EXTENSION_BUILD.get(wait)
 
 
-def refusal(model: torch.nn.Module, auto: bool = False) -> str | None:
-    """Why the native layers cannot (or, ``auto``, should not) run ``model``, else None."""
+def refusal(model: torch.nn.Module, auto: bool = False, params: int | None = None) -> str | None:
+    """Why the native layers cannot (or, ``auto``, should not) run ``model``, else None.
+    ``params``: its size as the checkpoint stores it (else counted from ``model``)."""
     if auto:
-        size = sum(p.numel() for p in model.parameters())
+        size = params if params is not None else sum(p.numel() for p in model.parameters())
         if size >= SMALL_MODEL_PARAMS:
             return (f"{size / 1e6:.0f} M parameters: the native layers pay for models under "
                     f"{SMALL_MODEL_PARAMS // 1_000_000} M (model.forward native asks for them)")
