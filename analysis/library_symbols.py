@@ -4,9 +4,12 @@ packages (read once). Thread-safe: its own lock guards the parsed modules (the E
 worker and the Workspace's threads may both ask); a module is parsed outside the lock."""
 from __future__ import annotations
 
+import os
 import pkgutil
+import site
 import threading
 from collections import OrderedDict
+from pathlib import Path
 
 from inkling.analysis.python_parsers import PythonParsers
 from inkling.analysis.stdlib_modules import StdlibModules
@@ -56,10 +59,32 @@ class LibrarySymbols:
             self.stdlib.extension_names(name) is not None
 
     def installed(self) -> frozenset[str]:
-        """The top-level modules of ``sys.path`` (the installed packages), read once."""
+        """The top-level modules of the installed packages (``installed_paths``), read once."""
         if self._installed is None:
             try:
-                self._installed = frozenset(m.name for m in pkgutil.iter_modules())
-            except Exception:        # noqa: BLE001 - a broken sys.path entry
+                self._installed = frozenset(m.name for m in pkgutil.iter_modules(
+                    [str(p) for p in installed_paths()]))
+            except Exception:        # noqa: BLE001 - a broken path entry
                 self._installed = frozenset()
         return self._installed
+
+
+def installed_paths() -> list[Path]:
+    """The environment's site-packages folders, the folders their ``.pth`` files add, and
+    PYTHONPATH's: not the process's working folder or the folders a script put on
+    ``sys.path``, which are inkling's own and would make suggestions depend on how it runs."""
+    sites = [Path(p) for p in site.getsitepackages()]
+    if site.ENABLE_USER_SITE:
+        sites.append(Path(site.getusersitepackages()))
+    found = [p for p in sites if p.is_dir()]
+    for folder in list(found):
+        for pth in sorted(folder.glob("*.pth")):
+            try:
+                lines = pth.read_text(encoding="utf-8", errors="replace").splitlines()
+            except OSError:
+                continue
+            found += [(folder / line.strip()).resolve() for line in lines
+                      if line.strip() and not line.startswith(("#", "import ", "import\t"))
+                      and (folder / line.strip()).is_dir()]
+    found += [Path(p) for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    return list(dict.fromkeys(found))
