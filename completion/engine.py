@@ -100,7 +100,8 @@ class Engine:
         if wanted(c):
             self.editor.subscribe_analysis()       # the walk below feeds its symbol index
         runtime = self.load_model(progress)
-        return prepare(c, self.draft_mode(runtime), self.sources, runtime, self.workspace, progress)
+        mode = resolved(self.options, runtime, self.acceptance.prior, measure=True)  # timed if uncached
+        return prepare(c, mode, self.sources, runtime, self.workspace, progress)
 
     def complete(self, uri: str, position: Position, k: int | None = None,
                  trigger: Trigger = Trigger.AUTOMATIC, cancelled: Callable[[], bool] = lambda: False

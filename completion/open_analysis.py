@@ -7,6 +7,7 @@ import logging
 
 from inkling.analysis import AnalysisOptions, CodeAnalysis
 from inkling.analysis.vocabulary import TokenVocabulary
+from inkling.analysis.vocabulary_cache import cached_vocabulary
 from inkling.analysis.workspace import Workspace
 from inkling.runtime.model_runtime import ModelRuntime
 
@@ -23,11 +24,17 @@ def wanted(c: CompletionOptions) -> bool:
 
 
 def token_vocabulary(runtime: ModelRuntime) -> TokenVocabulary:
-    """The monitor's index of the vocabulary, built once per model and shared, read-only: the
-    preparation builds it, not a first completion (docs/decisions/monitor-masks.md)."""
+    """The monitor's index of the vocabulary, read from the user cache or built once per
+    model and shared, read-only: the preparation makes it, not a first completion
+    (docs/decisions/monitor-masks.md)."""
+    return vocabulary_and_origin(runtime)[0]
+
+
+def vocabulary_and_origin(runtime: ModelRuntime) -> tuple[TokenVocabulary, bool]:
+    """(``token_vocabulary(runtime)``, whether it was read from the user cache)."""
     found = runtime.attached.get("token_vocabulary")
     if found is None:
-        found = runtime.attached["token_vocabulary"] = TokenVocabulary.from_tokenizer(
+        found = runtime.attached["token_vocabulary"] = cached_vocabulary(
             runtime.tokenizer, runtime.vocab_size)
     return found
 

@@ -11,7 +11,7 @@ from inkling.runtime.model_runtime import ModelRuntime
 from inkling.completion.decoding.names import Decoder, DraftMode
 from inkling.completion.drafting.sources import DraftSources
 from inkling.completion.errors import InklingError
-from inkling.completion.open_analysis import token_vocabulary
+from inkling.completion.open_analysis import vocabulary_and_origin
 from inkling.completion.options import CompletionOptions
 from inkling.completion.progress import Progress
 
@@ -61,8 +61,10 @@ def prepare(c: CompletionOptions, draft: str, sources: DraftSources, runtime: Mo
 
 def _vocabulary_summary(runtime: ModelRuntime) -> str:
     t0 = time.perf_counter()
-    vocab = token_vocabulary(runtime)
-    return f"monitor vocabulary index: {vocab.size:,} ids ({time.perf_counter() - t0:.2f} s)"
+    vocab, cached = vocabulary_and_origin(runtime)
+    how = "read from the cache" if cached else "indexed"
+    return f"monitor vocabulary index: {vocab.size:,} ids, {how} in " \
+           f"{time.perf_counter() - t0:.2f} s"
 
 
 def _summary(store, none: str) -> str:

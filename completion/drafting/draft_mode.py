@@ -1,17 +1,25 @@
-"""Which drafting ``completion.draft auto`` runs, decided once a load: ``suffix`` where a forward of
-the drafter's prior tree costs less, in one-row forwards, than the tokens it is expected to yield,
-else ``none`` (docs/decisions/drafting-by-device.md)."""
+"""Which drafting ``completion.draft auto`` runs: ``suffix`` where a forward of the drafter's
+prior tree costs less, in one-row forwards, than the tokens it is expected to yield, else
+``none`` (docs/decisions/drafting-by-device.md). The forwards are timed once per machine,
+model, forward, dtype and threads and kept in the user cache; where nothing is kept yet a
+load that may not wait (``inkling complete``) drafts nothing and says so, and one that may
+(the server's preparation, the replay) measures."""
 from __future__ import annotations
 
+import logging
 import statistics
 import time
 from dataclasses import dataclass
+from enum import StrEnum
 
 import torch
 
 from inkling.cache.modes import CacheMode
 from inkling.cache.prompt_cache import PromptCache
 from inkling.runtime.model_runtime import ModelRuntime
+from inkling.runtime.native_build import cpu_features
+from inkling.runtime.user_cache import (cache_folder, digest, machine_fingerprint, read_record,
+                                        weights_fingerprint, write_record)
 
 from inkling.completion.decoding.names import DraftMode
 
@@ -19,6 +27,15 @@ TREE_ROWS = (8, 16)      # the tree sizes the suffix drafter verifies (rows, roo
 PRIOR_ROWS = 16          # the row bucket of its tree at the meter's prior (AcceptanceMeter.limits)
 CONTEXT = 512            # cached tokens before the timed rows: a typical prompt's length
 ROUNDS = 5               # timed rounds (after one to warm up); the median is kept
+RECORD_VERSION = 1       # of the cached timings' key and body
+
+log = logging.getLogger(__name__)
+
+
+class DraftState(StrEnum):
+    MEASURED = "measured"                    # timed by this process
+    CACHED = "cached"                        # an earlier load's timing, read back untimed
+    NOT_MEASURED = "not measured yet"        # nothing timed: auto drafts nothing meanwhile
 
 
 @dataclass(frozen=True)
@@ -27,49 +44,80 @@ class DraftChoice:
     reason: str                   # why, with the figures
     forward: str                  # the forward measured: native | compact | reference
     ms: dict[int, float]          # rows -> ms of one forward after CONTEXT cached tokens
+    state: DraftState = DraftState.MEASURED
 
     def report(self) -> dict:
         """What ``inkling/stats`` and the replay's config say of it."""
         return {"mode": self.mode, "reason": self.reason, "forward": self.forward,
-                "rows": list(self.ms), "forward_ms": [round(ms, 3) for ms in self.ms.values()]}
+                "state": self.state, "rows": list(self.ms),
+                "forward_ms": [round(ms, 3) for ms in self.ms.values()]}
 
 
-def resolved(options, runtime: ModelRuntime, prior: float) -> DraftMode:
-    """``completion.draft`` of ``options`` (InklingOptions) as it runs: ``auto`` as measured."""
+def resolved(options, runtime: ModelRuntime, prior: float, measure: bool = False) -> DraftMode:
+    """``completion.draft`` of ``options`` (InklingOptions) as it runs: ``auto`` as kept or
+    cached, else measured now where ``measure``, else none (not measured yet)."""
     mode = DraftMode(options.completion.draft)
-    return choice_for(runtime, options.model.forward, prior).mode if mode == DraftMode.AUTO \
-        else mode
+    if mode != DraftMode.AUTO:
+        return mode
+    forward = options.model.forward
+    choice = (choice_for if measure else known)(runtime, forward, prior)
+    if choice.state == DraftState.NOT_MEASURED and not runtime.attached.get(("draft_said",
+                                                                             choice.forward)):
+        runtime.attached[("draft_said", choice.forward)] = True
+        log.warning("inkling: %s", choice.reason)       # once a load and forward
+    return choice.mode
 
 
 def in_use(options, runtime: ModelRuntime, prior: float) -> dict:
     """``inkling/stats``'s drafting: ``DraftChoice.report`` with "mode" (what runs) and "asked"."""
-    asked, forward = options.completion.draft, options.model.forward
-    choice = measured(runtime, forward)
-    about = choice.report() if choice is not None else {
-        "forward": runtime.forward_kind(forward), "rows": [], "forward_ms": []}
+    asked = options.completion.draft
+    about = known(runtime, options.model.forward, prior).report()
     if asked != DraftMode.AUTO:
         about["reason"] = f"completion.draft is {asked}"
     return {**about, "mode": resolved(options, runtime, prior), "asked": asked}
 
 
+def said(options, runtime: ModelRuntime, prior: float) -> str:
+    """One line of the drafting that runs and why, for a command's stderr."""
+    about = in_use(options, runtime, prior)
+    return f"drafting: {about['mode']} ({about['asked']}, {about['state']}: {about['reason']})"
+
+
 def choice_for(runtime: ModelRuntime, forward: str, prior: float) -> DraftChoice:
-    """The choice for ``runtime``'s ``forward``, measured on the first call and kept with it."""
-    kind = runtime.forward_kind(forward)
-    key = ("draft_choice", kind)
-    found = runtime.attached.get(key)
-    if found is None:
-        found = runtime.attached[key] = choose(forward_ms(runtime, forward), prior, kind)
+    """The choice for ``runtime``'s ``forward``: kept or cached, else measured now (and
+    cached for the next load)."""
+    found = known(runtime, forward, prior)
+    if found.state != DraftState.NOT_MEASURED:
+        return found
+    kind, key = found.forward, _record_key(runtime, found.forward)
+    ms = forward_ms(runtime, forward)
+    if key is not None:
+        write_record(_record_path(key), key, {"ms": {str(r): v for r, v in ms.items()}})
+    found = runtime.attached[("draft_choice", kind)] = choose(ms, prior, kind)
     return found
 
 
-def measured(runtime: ModelRuntime | None, forward: str) -> DraftChoice | None:
-    """The choice already made for ``runtime``'s ``forward``, or None (nothing measured)."""
-    if runtime is None:
-        return None
-    return runtime.attached.get(("draft_choice", runtime.forward_kind(forward)))
+def known(runtime: ModelRuntime, forward: str, prior: float) -> DraftChoice:
+    """The choice kept with ``runtime``, else decided from a cached timing (no forward run),
+    else a ``NOT_MEASURED`` choice of none."""
+    kind = runtime.forward_kind(forward)
+    found = runtime.attached.get(("draft_choice", kind))
+    if found is not None:
+        return found
+    key = _record_key(runtime, kind)
+    ms = _cached_ms(key) if key is not None else None
+    if ms is None:
+        return DraftChoice(DraftMode.NONE, "completion.draft auto: what drafting costs is not "
+                           f"measured yet for this model and forward ({kind}) here, so it does "
+                           "not draft; the server measures it after load, once, and keeps it",
+                           kind, {}, DraftState.NOT_MEASURED)
+    found = runtime.attached[("draft_choice", kind)] = choose(ms, prior, kind,
+                                                              DraftState.CACHED)
+    return found
 
 
-def choose(ms: dict[int, float], prior: float, forward: str) -> DraftChoice:
+def choose(ms: dict[int, float], prior: float, forward: str,
+           state: DraftState = DraftState.MEASURED) -> DraftChoice:
     """``suffix`` where PRIOR_ROWS rows cost under 1 + ``prior`` one-row forwards, else ``none``."""
     rows, tokens = PRIOR_ROWS, 1 + prior
     ratio = ms[rows] / ms[1]
@@ -77,9 +125,45 @@ def choose(ms: dict[int, float], prior: float, forward: str) -> DraftChoice:
             f"forwards of {ms[1]:.2f} ms ({forward})"
     if ratio < tokens:
         return DraftChoice(DraftMode.SUFFIX, f"{costs}: under the {tokens:.1f} tokens a verified "
-                           "tree is expected to yield, so drafting pays", forward, ms)
+                           "tree is expected to yield, so drafting pays", forward, ms, state)
     return DraftChoice(DraftMode.NONE, f"{costs}: not under the {tokens:.1f} tokens a verified "
-                       "tree is expected to yield, so drafting would cost latency", forward, ms)
+                       "tree is expected to yield, so drafting would cost latency", forward, ms,
+                       state)
+
+
+def _record_key(runtime: ModelRuntime, kind: str) -> dict | None:
+    """What decides the timing of ``kind`` on ``runtime`` (kept with it); None where the
+    model's files cannot be read, so nothing is cached."""
+    found = runtime.attached.get(("draft_key", kind))
+    if found is None:
+        try:
+            weights = weights_fingerprint(runtime.path)
+        except OSError:
+            return None
+        device = runtime.device
+        found = runtime.attached[("draft_key", kind)] = {
+            "version": RECORD_VERSION, "model": str(runtime.path), "weights": weights,
+            "forward": kind, "dtype": str(runtime.dtype), "device": str(device),
+            "gpu": torch.cuda.get_device_name(device) if device.type == "cuda" else None,
+            "threads": list(runtime.threads.counts) if runtime.threads else None,
+            "torch": torch.__version__, "cpu": machine_fingerprint(cpu_features()),
+            "timing": [PRIOR_ROWS, list(TREE_ROWS), CONTEXT, ROUNDS]}
+    return found
+
+
+def _record_path(key: dict):
+    return cache_folder("drafting") / f"forward-ms-{digest(key)}.json"
+
+
+def _cached_ms(key: dict) -> dict[int, float] | None:
+    """rows -> ms cached under ``key``; None where none is, or it does not hold every row."""
+    body = read_record(_record_path(key), key)
+    try:
+        ms = {int(r): float(v) for r, v in body["ms"].items()}
+    except (TypeError, KeyError, ValueError, AttributeError):
+        return None
+    rows = {1, *TREE_ROWS}
+    return ms if set(ms) == rows and all(v > 0 for v in ms.values()) else None
 
 
 def forward_ms(runtime: ModelRuntime, forward: str, rows: tuple[int, ...] = (1, *TREE_ROWS),

@@ -703,12 +703,14 @@ def test_auto_drafts_only_where_a_tree_forward_costs_less_than_it_yields():
     assert choose({1: 1.0, 8: 1.5, 16: 2.0}, 1.0, "native").mode == "none"
     assert choose({1: 1.0, 8: 1.5, 16: 2.0}, 1.5, "native").mode == "suffix"
     assert cpu.report() == {"mode": "none", "reason": cpu.reason, "forward": "native",
-                            "rows": [1, 8, 16], "forward_ms": [1.1, 2.4, 12.7]}
+                            "state": "measured", "rows": [1, 8, 16],
+                            "forward_ms": [1.1, 2.4, 12.7]}
 
 
-def test_auto_is_measured_once_a_load_and_said(tiny_runtime, monkeypatch):
+def test_auto_is_measured_once_a_load_and_said(tiny_runtime, monkeypatch, tmp_path):
     from inkling.completion.drafting import draft_mode
     from inkling.lsp.server_stats import drafting_in_use
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))         # nothing cached yet
     key = ("draft_choice", tiny_runtime.forward_kind("auto"))
     tiny_runtime.attached.pop(key, None)
     calls = []
@@ -717,9 +719,16 @@ def test_auto_is_measured_once_a_load_and_said(tiny_runtime, monkeypatch):
                         lambda *a, **k: (calls.append(1), real(*a, **k))[1])
     engine = Engine(InklingOptions(), runtime=tiny_runtime)
     assert engine.options.completion.draft == "auto"
-    mode = engine.draft_mode(tiny_runtime)
+    # a completion's plan never measures: until something does, auto drafts nothing, said
+    assert engine.draft_mode(tiny_runtime) == "none" and not calls
+    said = drafting_in_use(engine)
+    assert (said["state"], said["rows"], said["mode"]) == ("not measured yet", [], "none")
+    assert "not measured yet" in said["reason"]
+    mode = draft_mode.resolved(engine.options, tiny_runtime, engine.acceptance.prior,
+                               measure=True)
     said = drafting_in_use(engine)
     assert said["mode"] == mode == tiny_runtime.attached[key].mode and said["asked"] == "auto"
+    assert said["state"] == "measured"
     assert said["rows"] == [1, 8, 16] and all(ms > 0 for ms in said["forward_ms"])
     assert (mode == "suffix") == (said["forward_ms"][2] / said["forward_ms"][0] < 2.0)
     Engine(InklingOptions(), runtime=tiny_runtime).draft_mode(tiny_runtime)
