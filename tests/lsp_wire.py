@@ -14,7 +14,9 @@ SERVER = [sys.executable, "-m", "inkling.cli.main", "serve"]
 
 
 class Wire:
-    def __init__(self, model_dir: Path, options: dict | None = None, log_level: str = "warning"):
+    def __init__(self, model_dir: Path, options: dict | None = None, log_level: str = "warning",
+                 ready: bool = True):
+        """Start, initialise and (``ready``) wait until the server is ready or failed."""
         self.proc = subprocess.Popen(SERVER + ["--log-level", log_level], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.responses: dict = {}              # id -> list of responses (one expected)
@@ -31,9 +33,13 @@ class Wire:
                                                               **(options or {})}})
         self.wait(self.last_id, 60)
         self.notify("initialized", {})
-        self.wait_for(lambda: any(n["method"] == "inkling/status" and
-                                  n["params"]["state"] in ("ready", "error")
-                                  for n in self.notifications), 120)
+        if ready:
+            self.wait_ready()
+
+    def wait_ready(self, timeout: float = 120) -> bool:
+        return self.wait_for(lambda: any(n["method"] == "inkling/status" and
+                                         n["params"]["state"] in ("ready", "error")
+                                         for n in self.notifications), timeout)
 
     # --------------------------------------------------------------- writing
     def frame(self, body: bytes) -> None:

@@ -196,3 +196,68 @@ def test_evaluation_of_several_drafts_counts_the_first_and_any(tiny_model_dir):
     s = three.summary()
     assert s["drafts"] == 3 and s["exact_any"] == three.exact_any
     assert s["exact_any_match"] == round(three.exact_any / three.lines, 4)
+
+
+def _complete_json(path, *flags):
+    """`inkling complete --json` at the end of a one-line file; (its JSON, its stderr lines)."""
+    import json
+    proc = run_process("complete", str(path), "--line", "2", "--col", "12", "--json",
+                       "--drafts", "1", "--max-new-tokens", "4", "--device", "cpu", *flags)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout), proc.stderr.splitlines()
+
+
+def _stored(folder):
+    """(parameters, bytes) of the folder's safetensors files, read by the safetensors package."""
+    import math
+    from safetensors import safe_open
+    params = nbytes = 0
+    for f in sorted(folder.glob("*.safetensors")):
+        with safe_open(str(f), framework="np") as h:
+            for name in h.keys():
+                s = h.get_slice(name)
+                params += math.prod(s.get_shape())
+                nbytes += math.prod(s.get_shape()) * {"F16": 2, "BF16": 2, "F32": 4}[s.get_dtype()]
+    return params, nbytes
+
+
+@pytest.mark.slow
+def test_complete_json_says_what_the_bundled_model_load_chose(bundled_model_dir, tmp_path):
+    """The `model` object has every field, from the folder as stored; `inkling complete` never
+    times drafting's forwards, so a model it has no timing for says drafting is not measured."""
+    import dataclasses
+    import json
+    import shutil
+    from tokenizers import Tokenizer
+    from inkling.runtime.chunked_encoder import ChunkedEncoder
+    from inkling.runtime.model_description import ModelDescription
+    f = tmp_path / "a.py"
+    f.write_text("def f(a):\n    return \n")
+    out, err = _complete_json(f)
+    model = out["model"]
+    assert list(model) == [fld.name for fld in dataclasses.fields(ModelDescription)]
+    cfg = json.loads((bundled_model_dir / "config.json").read_text())
+    meta = json.loads((bundled_model_dir / "inkling.json").read_text())
+    rule = ChunkedEncoder.for_tokenizer(Tokenizer.from_file(
+        str(bundled_model_dir / "tokenizer.json"))).rule
+    params, nbytes = _stored(bundled_model_dir)
+    assert model["path"] == str(bundled_model_dir.resolve())
+    assert model["family"] == cfg["model_type"]
+    assert (model["parameters"], model["checkpoint_bytes"], model["weights"]) == \
+        (params, nbytes, "float16")
+    assert model["resident_bytes"] >= 4 * params            # float32 on the CPU
+    assert (model["device"], model["dtype"]) == ("cpu", "float32")
+    assert (model["fim"], model["fim_order"], model["encoder_rule"]) == \
+        (meta["fim_family"], meta["fim_order"], rule)
+    assert model["forward"] in ("native", "compact") and model["forward_reason"]
+    assert model["drafting_state"] in ("cached", "not measured yet") and model["drafting_reason"]
+    said = [line for line in err if line.startswith("inkling: model ")]
+    assert len(said) == 1, err
+    for part in (f"{model['forward']} forward", "float16 weights", "float32 on cpu",
+                 f"drafting {model['drafting']} ({model['drafting_state']}: "):
+        assert part in said[0], (part, said[0])
+    copy = shutil.copytree(bundled_model_dir, tmp_path / "copy")   # no timing kept for it
+    fresh, _ = _complete_json(f, "--model", str(copy))
+    assert fresh["model"]["parameters"] == params
+    assert (fresh["model"]["drafting"], fresh["model"]["drafting_state"]) == \
+        ("none", "not measured yet")
