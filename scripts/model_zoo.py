@@ -565,3 +565,62 @@ def _complete(out: Path) -> bool:
         return json.loads((out / "zoo.json").read_text()).get("zoo_version") == ZOO_VERSION
     except (OSError, json.JSONDecodeError):
         return False
+
+
+# ---------------------------------------------------------------- the command line
+
+def _names(text: str, known, what: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    bad = [n for n in names if n not in known]
+    if bad:
+        raise ZooError(f"no {what} {', '.join(bad)} (known: {', '.join(known)})")
+    return names
+
+
+def _list(root: Path) -> None:
+    for name, spec in MODELS.items():
+        made = [v for v in VARIANTS if _complete(root / "models" / folder_name(name, v))]
+        print(f"{name:26} {spec.config['architectures'][0]:22} tokenizer {spec.tokenizer:15}"
+              f" made: {', '.join(made) or '-'}")
+    print(f"zoo: {root}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated (default: all)")
+    ap.add_argument("--variants", default="tiny,layers2",
+                    help="comma-separated of tiny, layers2, full (default: tiny,layers2)")
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--list", action="store_true", help="the models and what is made; nothing made")
+    ap.add_argument("--check", action="store_true",
+                    help="check each tokenizer against llama.cpp's reference encodings")
+    args = ap.parse_args(argv)
+    root = zoo_root()
+    try:
+        if args.list:
+            _list(root)
+            return 0
+        models = _names(args.models, MODELS, "model")
+        variants = _names(args.variants, VARIANTS, "variant")
+        sources(root)
+        if args.check:
+            failed = False
+            for family in TOKENIZERS:
+                ok, total, bad = check_tokenizer(family, root)
+                failed |= ok != total
+                print(f"tokenizer {family}: {ok} of {total} reference encodings equal"
+                      + (f"; differ: {[t[:30] for t in bad]}" if bad else ""))
+            if failed:
+                return 1
+        for name in models:
+            for variant in variants:
+                print(model_dir(name, variant, args.seed, root), flush=True)
+    except ZooError as exc:
+        _say(str(exc))
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
