@@ -108,7 +108,7 @@ def load(path: Path, key: str) -> TokenVocabulary | None:
         return _vocabulary(strings, arrays)
     except FileNotFoundError:
         return None
-    except (OSError, ValueError, KeyError, TypeError, IndexError) as exc:
+    except (OSError, EOFError, ValueError, KeyError, TypeError, IndexError) as exc:
         log.warning("vocabulary cache %s unreadable (%s); indexing again", path, exc)
         return None
 

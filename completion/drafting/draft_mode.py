@@ -6,7 +6,6 @@ load that may not wait (``inkling complete``) drafts nothing and says so, and on
 (the server's preparation, the replay) measures."""
 from __future__ import annotations
 
-import logging
 import statistics
 import time
 from dataclasses import dataclass
@@ -28,8 +27,6 @@ PRIOR_ROWS = 16          # the row bucket of its tree at the meter's prior (Acce
 CONTEXT = 512            # cached tokens before the timed rows: a typical prompt's length
 ROUNDS = 5               # timed rounds (after one to warm up); the median is kept
 RECORD_VERSION = 1       # of the cached timings' key and body
-
-log = logging.getLogger(__name__)
 
 
 class DraftState(StrEnum):
@@ -60,12 +57,7 @@ def resolved(options, runtime: ModelRuntime, prior: float, measure: bool = False
     if mode != DraftMode.AUTO:
         return mode
     forward = options.model.forward
-    choice = (choice_for if measure else known)(runtime, forward, prior)
-    if choice.state == DraftState.NOT_MEASURED and not runtime.attached.get(("draft_said",
-                                                                             choice.forward)):
-        runtime.attached[("draft_said", choice.forward)] = True
-        log.warning("inkling: %s", choice.reason)       # once a load and forward
-    return choice.mode
+    return (choice_for if measure else known)(runtime, forward, prior).mode
 
 
 def in_use(options, runtime: ModelRuntime, prior: float) -> dict:
@@ -75,12 +67,6 @@ def in_use(options, runtime: ModelRuntime, prior: float) -> dict:
     if asked != DraftMode.AUTO:
         about["reason"] = f"completion.draft is {asked}"
     return {**about, "mode": resolved(options, runtime, prior), "asked": asked}
-
-
-def said(options, runtime: ModelRuntime, prior: float) -> str:
-    """One line of the drafting that runs and why, for a command's stderr."""
-    about = in_use(options, runtime, prior)
-    return f"drafting: {about['mode']} ({about['asked']}, {about['state']}: {about['reason']})"
 
 
 def choice_for(runtime: ModelRuntime, forward: str, prior: float) -> DraftChoice:

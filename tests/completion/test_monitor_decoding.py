@@ -40,9 +40,12 @@ def test_without_the_monitor_a_random_model_writes_anything(tiny_runtime):
     assert not any(m.startswith(_first_name(text)) and _first_name(text) for m in MEMBERS)
 
 
-def test_the_vocabulary_index_is_prepared_once_a_model(tiny_model_dir, monkeypatch):
+def test_the_vocabulary_index_is_prepared_once_a_model(tiny_model_dir, monkeypatch, tmp_path):
     from inkling.analysis.vocabulary import TokenVocabulary
     from inkling.runtime.model_loader import load_runtime
+    from inkling.runtime.native_build import cache_root
+    monkeypatch.setenv("INKLING_NATIVE_CACHE", str(cache_root()))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))       # no index cached yet
     runtime = load_runtime(tiny_model_dir, device="cpu", dtype="float32")
     built = []
     real = TokenVocabulary.from_tokenizer
@@ -59,6 +62,12 @@ def test_the_vocabulary_index_is_prepared_once_a_model(tiny_model_dir, monkeypat
     engine.open("file:///w/box.py", TEXT)
     name = _first_name(engine.complete("file:///w/box.py", Position(6, 20)).drafts[0].text)
     assert len(built) == 1 and any(m.startswith(name) for m in MEMBERS) and name
+    # the next load reads it from the user cache, keyed by the tokenizer: nothing built
+    again = load_runtime(tiny_model_dir, device="cpu", dtype="float32")
+    prepared = Engine(InklingOptions().merged(options), runtime=again).prepare()
+    assert len(built) == 1 and not prepared.failed
+    assert any(line.startswith("monitor vocabulary index") and "read from the cache" in line
+               for line in prepared.done), prepared.done
 
 
 def test_edits_keep_the_analysis_in_step(tiny_runtime):
