@@ -550,6 +550,7 @@ def model_dir(name: str, variant: str = "tiny", seed: int = 0, root: Path | None
         _say(f"writing {out.name}")
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+        tmp.chmod(0o755)                           # as any model folder, not mkdtemp's own
         try:
             write_model(tmp, name, variant, seed, root)
         except BaseException:
