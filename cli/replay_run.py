@@ -12,7 +12,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from inkling.completion.drafting.acceptance import AcceptanceMeter
-from inkling.completion.drafting.draft_mode import choice_for
+from inkling.completion.drafting.draft_mode import choice_for, resolved
 from inkling.completion.engine import Engine
 from inkling.completion.errors import OptionError
 from inkling.completion.model_report import model_description
@@ -62,8 +62,9 @@ def _replayers(combos, via_lsp: bool):
         spec = c.options.completion.datastore
         if engine.uses_datastore and spec not in datastores:
             datastores[spec] = engine.build_datastore(load_progress())
-        if model not in said:                           # loaded now: say what it chose
-            said.add(model)
+        if model not in said:           # loaded now: say what it chose, drafting timed as
+            said.add(model)             # the trace's preparation would time it
+            resolved(c.options, runtimes[model], AcceptanceMeter.prior, measure=True)
             print(model_description(c.options, runtimes[model], AcceptanceMeter.prior).line(),
                   file=sys.stderr)
         replayers.append(Replayer(c.options, runtimes[model], checker,
