@@ -1,5 +1,4 @@
-"""What the Engine's load chose (runtime/model_description.py), drafting as it stands: what runs,
-its state (measured, cached, not measured yet, or forced by completion.draft) and why, read
+"""What the Engine's load chose (runtime/model_description.py), drafting as it stands, read
 from ``draft_mode.in_use``, which runs no forward."""
 from __future__ import annotations
 
