@@ -33,7 +33,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ZOO_VERSION = 1                    # bump when what a folder holds changes: folders are remade
+ZOO_VERSION = 2                    # bump when what a folder holds changes: folders are remade
+TOKENIZER_VERSION = 1              # bump when what a tokenizer holds changes: rebuilt
 SDIST_NAME = "llama-cpp-python"
 SDIST_VERSION = "0.3.36"
 SDIST_PIN = f"{SDIST_NAME}=={SDIST_VERSION}"
@@ -301,7 +302,7 @@ def tokenizer(family: str, root: Path | None = None):
     key = (family, str(root))
     if key in _TOKENIZERS:
         return _TOKENIZERS[key]
-    saved = root / f"tokenizers-v{ZOO_VERSION}" / f"{family}.json"
+    saved = root / f"tokenizers-v{TOKENIZER_VERSION}" / f"{family}.json"
     if not saved.is_file():            # reading a vocab file is slow: built once per zoo
         spec = TOKENIZERS[family]
         _say(f"building the {family} tokenizer from ggml-vocab-{spec.vocab}.gguf")
@@ -417,7 +418,7 @@ MODELS = {
         {"bos_token_id": 128000, "do_sample": True, "eos_token_id": 128001,
          "temperature": 0.6, "top_p": 0.9}),
 }
-TINY_HEAD_DIM = 8
+TINY_HEAD_DIM = 16                 # every tiny width a multiple of 32: GGUF Q8_0 quantizes it all
 
 
 def variant_config(config: dict, variant: str) -> dict:
