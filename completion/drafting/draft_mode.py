@@ -77,7 +77,7 @@ def choice_for(runtime: ModelRuntime, forward: str, prior: float) -> DraftChoice
         return found
     kind, key = found.forward, _record_key(runtime, found.forward)
     ms = forward_ms(runtime, forward)
-    if key is not None:
+    if key is not None and plausible(ms):
         write_record(_record_path(key), key, {"ms": {str(r): v for r, v in ms.items()}})
     found = runtime.attached[("draft_choice", kind)] = choose(ms, prior, kind)
     return found
@@ -100,6 +100,13 @@ def known(runtime: ModelRuntime, forward: str, prior: float) -> DraftChoice:
     found = runtime.attached[("draft_choice", kind)] = choose(ms, prior, kind,
                                                               DraftState.CACHED)
     return found
+
+
+def plausible(ms: dict[int, float]) -> bool:
+    """Whether a timing may be kept for later loads: a one-row forward that cost over twice
+    the widest tree's was slowed by something else (a busy machine), so it decides this load
+    only."""
+    return ms[1] <= 2 * ms[max(ms)]
 
 
 def choose(ms: dict[int, float], prior: float, forward: str,

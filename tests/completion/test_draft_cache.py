@@ -137,3 +137,16 @@ def test_inkling_complete_says_not_measured_and_measures_nothing(model_dir, cach
     assert run.returncode == 0, run.stderr
     assert "not measured yet" not in run.stderr, run.stderr      # the cached timing decides
     assert len(records(cache_home)) == 1
+
+
+def test_a_timing_slowed_by_a_busy_machine_decides_the_load_only(model_dir, cache_home,
+                                                                 monkeypatch):
+    """One row costing over twice the widest tree is noise: used now, not kept for later."""
+    noisy = {1: 40.0, 8: 2.0, 16: 3.0}
+    monkeypatch.setattr(draft_mode, "forward_ms", lambda *a, **k: dict(noisy))
+    runtime = load(model_dir)
+    choice = choice_for(runtime, "auto", PRIOR)
+    assert choice.ms == noisy and choice.mode == "suffix" and not records(cache_home)
+    monkeypatch.setattr(draft_mode, "forward_ms", lambda *a, **k: {1: 1.0, 8: 3.0, 16: 6.0})
+    kept = choice_for(load(model_dir), "auto", PRIOR)
+    assert kept.mode == "none" and len(records(cache_home)) == 1
