@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import fcntl
 import hashlib
 import json
@@ -129,6 +130,7 @@ def sources(root: Path | None = None) -> Path:
         sdist = _download(root / "sdist")
         _say(f"extracting the vocab files and the GGUF converter from {sdist.name}")
         tmp = Path(tempfile.mkdtemp(prefix=".extract-", dir=root))
+        tmp.chmod(0o755)
         try:
             with tarfile.open(sdist) as tar:
                 members = [m for m in tar.getmembers() if m.isfile() and _wanted(m.name)]
@@ -428,7 +430,7 @@ def variant_config(config: dict, variant: str) -> dict:
     field as they are."""
     if variant not in VARIANTS:
         raise ZooError(f"no variant {variant!r} (known: {', '.join(VARIANTS)})")
-    cfg = dict(config)
+    cfg = copy.deepcopy(config)
     if variant == "full":
         return cfg
     cfg["num_hidden_layers"] = 2
@@ -452,7 +454,8 @@ def tensor_shapes(config: dict) -> dict[str, tuple[int, ...]]:
     from transformers import AutoConfig, AutoModelForCausalLM  # lazy: as torch
     from transformers.utils import logging as hf_logging  # lazy: as torch
     hf_logging.set_verbosity_error()
-    cfg = {k: v for k, v in config.items() if k not in ("architectures", "torch_dtype")}
+    cfg = {k: copy.deepcopy(v) for k, v in config.items()     # transformers edits nested
+           if k not in ("architectures", "torch_dtype")}          # dicts (rope_scaling) in place
     hf_config = AutoConfig.for_model(cfg.pop("model_type"), **cfg)
     with torch.device("meta"):
         model = AutoModelForCausalLM.from_config(hf_config)
