@@ -23,6 +23,7 @@ from typing import Callable
 import torch
 
 from inkling.runtime import native_lock
+from inkling.runtime.user_cache import cache_folder
 
 log = logging.getLogger(__name__)
 
@@ -80,8 +81,7 @@ def cache_root() -> Path:
     """Where built modules live: $INKLING_NATIVE_CACHE, else the user's cache folder."""
     if os.environ.get(CACHE_ENV):
         return Path(os.environ[CACHE_ENV]).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
-    return Path(base) / "inkling" / "native"
+    return cache_folder("native")
 
 
 def time_limit() -> float:

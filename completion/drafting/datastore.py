@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -13,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from inkling.models.corpus import load_corpus
+from inkling.runtime.user_cache import cache_folder
 
 from inkling.completion.progress import Progress
 from inkling.completion.drafting.datastore_specs import validate_datastore_spec
@@ -53,8 +53,7 @@ class Datastore:
 
 
 def cache_dir() -> Path:
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "inkling" / "datastore"
+    return cache_folder("datastore")
 
 
 def build_datastore(spec: str, tokenizer_json: str, encode_batch, progress: Progress | None = None,
