@@ -94,13 +94,13 @@ class Engine:
         return self.sources.build_datastore(self.options.completion.datastore,
                                             self.load_model(), progress)
 
-    def prepare(self, progress: Progress | None = None) -> Prepared:
+    def prepare(self, progress: Progress | None = None, measure: bool = True) -> Prepared:
         """Load the model and build, once, what completions search besides the document."""
         c = self.options.completion
         if wanted(c):
             self.editor.subscribe_analysis()       # the walk below feeds its symbol index
         runtime = self.load_model(progress)
-        mode = resolved(self.options, runtime, self.acceptance.prior, measure=True)  # timed if uncached
+        mode = resolved(self.options, runtime, self.acceptance.prior, measure=measure)  # timed if uncached
         return prepare(c, mode, self.sources, runtime, self.workspace, progress)
 
     def complete(self, uri: str, position: Position, k: int | None = None,

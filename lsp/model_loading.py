@@ -1,9 +1,15 @@
-"""Loading the model and preparing drafting as jobs on the model worker, with progress and
-status; a failure is shown once and the server keeps serving."""
+"""Loading the model, preparing drafting and timing ``completion.draft auto`` as jobs on the
+model worker, with progress and status; a failure is shown once and the server keeps serving.
+The timing comes after "ready", a round per job, so that no completion waits for it."""
 from __future__ import annotations
 
+import asyncio
 import gc
 
+from lsprotocol import types as lsp
+
+from inkling.completion.decoding.names import DraftMode
+from inkling.completion.drafting.draft_mode import DraftState, known, measuring
 from inkling.completion.errors import InklingError
 from inkling.completion.model_report import model_description
 from inkling.runtime.errors import ModelError
@@ -31,6 +37,8 @@ async def load_model(ls: InklingServer) -> None:
     gc.freeze()
     ls.status("ready", f"model {runtime.path.name} ready: "
               f"{ls.engine.options.mechanisms_text()}")
+    ls.idle.on_quiet = lambda: _spawn(time_drafting(ls))    # a forward built since: timed
+    await time_drafting(ls)
 
 
 async def prepare_drafting(ls: InklingServer) -> None:
@@ -39,7 +47,7 @@ async def prepare_drafting(ls: InklingServer) -> None:
     progress = WorkDoneProgress(ls, "prepare", "indexing")
     await progress.begin("inkling: indexing")
     try:
-        report = await ls.worker.run(ls.engine.prepare, progress.report)
+        report = await ls.worker.run(ls.engine.prepare, progress.report, False)  # untimed
     except (OSError, InklingError) as exc:
         progress.end("failed")
         ls.show_once(f"inkling: indexing failed: {exc}")
@@ -56,3 +64,62 @@ def _loaded_line(engine) -> str:
     line = model_description(engine.options, engine.load_model(),
                              engine.acceptance.prior).line()
     return line.removeprefix("inkling: ") + " loaded"
+
+
+async def time_drafting(ls: InklingServer) -> None:
+    """Time ``completion.draft auto``'s forwards where nothing is kept or cached: one round
+    per model-worker job, each queued once the last has run, so a completion queued meanwhile
+    runs between two rounds. Until it lands auto drafts none ("not measured yet"); from the
+    next completion on, what it decided; a decision to draft then builds what drafting reads."""
+    steps = await ls.worker.run(_timing_steps, ls.engine)
+    if steps is None:
+        return
+    runtime, rounds = steps
+    ls.log(TIMING_LINE)
+    choice = None
+    try:
+        while choice is None and not ls.worker.closed:
+            choice = await ls.worker.run(_timing_step, ls.engine, runtime, rounds)
+    except (ModelError, InklingError, OSError, RuntimeError) as exc:
+        ls.log(f"completion.draft auto: timing failed ({exc}); drafting stays none",
+               lsp.MessageType.Warning)
+        return
+    if choice is None or choice is _STOPPED:
+        return
+    ls.log(f"model {runtime.path}: drafting {choice.mode} ({choice.state}: {choice.reason})")
+    if choice.mode == DraftMode.SUFFIX:
+        await prepare_drafting(ls)
+
+
+TIMING_LINE = "completion.draft auto: timing forwards between completions"
+_STOPPED = object()      # the model the timing ran on was replaced
+_TASKS: set = set()      # the quiet-time timings running (a task needs a reference)
+
+
+def _spawn(timing) -> None:
+    task = asyncio.ensure_future(timing)
+    _TASKS.add(task)
+    task.add_done_callback(_TASKS.discard)
+
+
+def _timing_steps(engine):
+    """(runtime, the timing's steps) where auto has nothing kept or cached, else None (a job
+    on the model worker)."""
+    o = engine.options
+    if not engine.model_loaded or o.completion.draft != DraftMode.AUTO:
+        return None
+    runtime, forward, prior = engine.load_model(), o.model.forward, engine.acceptance.prior
+    timing = ("draft_timing", runtime.forward_kind(forward))      # once per forward
+    if timing in runtime.attached or known(runtime, forward, prior).state != \
+            DraftState.NOT_MEASURED:
+        return None
+    runtime.attached[timing] = True
+    return runtime, measuring(runtime, forward, prior)
+
+
+def _timing_step(engine, runtime, rounds):
+    """One round of the timing (a job on the model worker): None, the choice once it lands,
+    or _STOPPED where another model has been loaded since."""
+    if not engine.model_loaded or engine.load_model() is not runtime:
+        return _STOPPED
+    return next(rounds)

@@ -31,6 +31,10 @@ class ModelWorker:
         self._current: dict[str, CancelToken] = {}
         self._closed = False
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def run(self, fn, *args, **kwargs) -> asyncio.Future:
         return asyncio.wrap_future(self._pool.submit(fn, *args, **kwargs))
 

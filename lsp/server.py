@@ -19,7 +19,7 @@ from inkling.completion.prompt.repo_context import uri_path
 from inkling.lsp import convert
 from inkling.lsp.completing import complete
 from inkling.lsp.language_server import InklingServer
-from inkling.lsp.model_loading import load_model, prepare_drafting
+from inkling.lsp.model_loading import load_model, prepare_drafting, time_drafting
 from inkling.lsp.server_stats import (drafting_in_use, forward_in_use, model_in_use,
                                       threads_in_use)
 
@@ -90,6 +90,7 @@ async def did_change_configuration(ls: InklingServer, params: lsp.DidChangeConfi
         await load_model(ls)
     elif ls.engine.model_loaded:
         await prepare_drafting(ls)                     # builds only what is missing
+        await time_drafting(ls)                        # auto asked for now: timed once
 
 
 @feature(lsp.TEXT_DOCUMENT_DID_OPEN)

@@ -2,14 +2,15 @@
 prior tree costs less, in one-row forwards, than the tokens it is expected to yield, else
 ``none`` (docs/decisions/drafting-by-device.md). The forwards are timed once per machine,
 model, forward, dtype and threads and kept in the user cache; where nothing is kept yet a
-load that may not wait (``inkling complete``) drafts nothing and says so, and one that may
-(the server's preparation, the replay) measures."""
+load that may not wait (``inkling complete``) drafts nothing and says so; the server times
+it once ready, a round per job between completions (``measuring``), and the replay measures."""
 from __future__ import annotations
 
 import statistics
 import time
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import Generator, Iterator
 
 import torch
 
@@ -75,8 +76,24 @@ def choice_for(runtime: ModelRuntime, forward: str, prior: float) -> DraftChoice
     found = known(runtime, forward, prior)
     if found.state != DraftState.NOT_MEASURED:
         return found
-    kind, key = found.forward, _record_key(runtime, found.forward)
-    ms = forward_ms(runtime, forward)
+    return _kept(runtime, found.forward, forward_ms(runtime, forward), prior)
+
+
+def measuring(runtime: ModelRuntime, forward: str,
+              prior: float) -> Iterator[DraftChoice | None]:
+    """``choice_for`` a round of forwards at a time: None after each round, then the choice.
+    The server runs one step per model-worker job, so a completion queued meanwhile waits for
+    one round at most, never for the whole timing."""
+    found = known(runtime, forward, prior)
+    if found.state == DraftState.NOT_MEASURED:
+        ms = yield from timed_rounds(runtime, forward)
+        found = _kept(runtime, found.forward, ms, prior)
+    yield found
+
+
+def _kept(runtime: ModelRuntime, kind: str, ms: dict[int, float], prior: float) -> DraftChoice:
+    """The choice ``ms`` makes, kept with ``runtime`` and cached where ``plausible``."""
+    key = _record_key(runtime, kind)
     if key is not None and plausible(ms):
         write_record(_record_path(key), key, {"ms": {str(r): v for r, v in ms.items()}})
     found = runtime.attached[("draft_choice", kind)] = choose(ms, prior, kind)
@@ -95,7 +112,7 @@ def known(runtime: ModelRuntime, forward: str, prior: float) -> DraftChoice:
     if ms is None:
         return DraftChoice(DraftMode.NONE, "completion.draft auto: what drafting costs is not "
                            f"measured yet for this model and forward ({kind}) here, so it does "
-                           "not draft; the server measures it after load, once, and keeps it",
+                           "not draft; the server times it once ready, and keeps it",
                            kind, {}, DraftState.NOT_MEASURED)
     found = runtime.attached[("draft_choice", kind)] = choose(ms, prior, kind,
                                                               DraftState.CACHED)
@@ -162,11 +179,25 @@ def _cached_ms(key: dict) -> dict[int, float] | None:
 def forward_ms(runtime: ModelRuntime, forward: str, rows: tuple[int, ...] = (1, *TREE_ROWS),
                context: int = CONTEXT, rounds: int = ROUNDS) -> dict[int, float]:
     """rows -> median ms of a forward of that many chained rows after ``context`` cached tokens."""
+    steps = timed_rounds(runtime, forward, rows, context, rounds)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value
+
+
+def timed_rounds(runtime: ModelRuntime, forward: str, rows: tuple[int, ...] = (1, *TREE_ROWS),
+                 context: int = CONTEXT, rounds: int = ROUNDS
+                 ) -> Generator[None, None, dict[int, float]]:
+    """``forward_ms`` as steps: yields after the context's prefill and after each round,
+    returns rows -> median ms."""
     n = max(1, min(context, runtime.context_limit - max(rows) - 1))
     cache = PromptCache(runtime, CacheMode.FULL, forward=forward)
     cache.extend(_filler(runtime, n), last_only=True)
     times: dict[int, list[float]] = {r: [] for r in rows}
     for round_ in range(rounds + 1):
+        yield
         for r in rows:
             ms = _timed_tree(cache, r, runtime.device)
             cache.truncate(n)
