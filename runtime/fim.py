@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tokenizers import Tokenizer
+
+from inkling.runtime.errors import ModelError
+
 ORDERS = ("psm", "spm")
 
 
@@ -21,12 +25,15 @@ class FimFormat:
               token_id: dict[str, int]) -> list[int]:
         """Token ids of a fill-in-the-middle prompt in ``order``."""
         if order not in self.orders:
-            raise ValueError(f"model family {self.family!r} has no {order!r} prompt order "
-                             f"(it knows {', '.join(self.orders)})")
+            raise ModelError(self.order_error(order))
         pre, suf, mid = token_id[self.prefix], token_id[self.suffix], token_id[self.middle]
         if order == "psm":
             return [pre, *prefix_ids, suf, *suffix_ids, mid]
         return [pre, suf, *suffix_ids, mid, *prefix_ids]
+
+    def order_error(self, order: str) -> str:
+        return (f"fill-in-the-middle order {order!r}: model family {self.family!r} knows only "
+                f"{', '.join(self.orders)}")
 
     @staticmethod
     def edges(order: str, n_prefix: int, n_suffix: int) -> tuple[int, int]:
@@ -60,3 +67,27 @@ def detect_format(vocab: dict[str, int], family_hint: str | None = None) -> FimF
     hinted = [f for f in candidates if f.family == family_hint]
     others = [f for f in candidates if f is not INKLING]
     return (hinted or others or [None])[0]
+
+
+def added_tokens(tokenizer: Tokenizer) -> dict[str, int]:
+    """The vocabulary's added tokens by text: control tokens, never pieces BPE merges to."""
+    return {t.content: i for i, t in tokenizer.get_added_tokens_decoder().items()}
+
+
+def stop_ids(fim: FimFormat | None, added: dict[str, int], eos: list[int]) -> frozenset[int]:
+    """The family's own end tokens and markers that are added tokens here, and the eos ids."""
+    names = (*fim.end, fim.prefix, fim.suffix, fim.middle) if fim is not None else ()
+    return frozenset({added[t] for t in names if t in added} | set(eos))
+
+
+def bos_id(tokenizer: Tokenizer, tokenizer_config: dict) -> int | None:
+    """The BOS the tokenizer puts first: tokenizer_config's add_bos_token where it says, else
+    the post-processor's (what encoding with special tokens puts before the text)."""
+    if "add_bos_token" in tokenizer_config:
+        bos = tokenizer_config.get("bos_token")
+        bos = bos.get("content") if isinstance(bos, dict) else bos
+        return tokenizer.token_to_id(bos) if tokenizer_config["add_bos_token"] and bos else None
+    plain = tokenizer.encode("a", add_special_tokens=False).ids
+    ids = tokenizer.encode("a").ids
+    first = ids[0] if len(ids) > len(plain) and ids[1:1 + len(plain)] == plain else None
+    return first if first in added_tokens(tokenizer).values() else None

@@ -41,6 +41,7 @@ class ModelRuntime:
     context_limit: int
     device: torch.device
     dtype: torch.dtype
+    bos_id: int | None = None    # every prompt starts with it, where the tokenizer adds one
     stats: ForwardStats = field(default_factory=ForwardStats)
     encoder: ChunkedEncoder | None = field(default=None, repr=False)    # memoizes lines' ids
     attached: dict = field(default_factory=dict, repr=False)  # loaded once for the Engines

@@ -16,7 +16,7 @@ from inkling.runtime import native_llama
 from inkling.runtime.compact_llama import CompactLlama, refusal
 from inkling.runtime.cpu_layout import lay_out_for_cpu
 from inkling.runtime.errors import ModelError
-from inkling.runtime.fim import KNOWN_FORMATS, detect_format
+from inkling.runtime.fim import added_tokens, bos_id, detect_format, stop_ids
 from inkling.runtime.gqa_attention import use_packed_gqa
 from inkling.runtime.int8_weights import is_int8_folder, load_int8_model
 from inkling.runtime.model_runtime import ModelRuntime
@@ -92,17 +92,36 @@ def _inkling_meta(path: Path) -> dict:
 
 
 def text_fields(path: Path, cfg: dict, meta: dict) -> dict:
-    """The tokenizer, FIM format and order, stop ids and context limit (config, inkling.json)."""
+    """The tokenizer, BOS, FIM format and order, stop ids (the family's own end tokens, the
+    eos ids) and context limit, from the folder's tokenizer files, config and inkling.json."""
     tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
     fim = detect_format(tokenizer.get_vocab(with_added_tokens=True), meta.get("fim_family"))
     order = meta.get("fim_order") or (fim.orders[0] if fim else "none")
-    stop_names = {t for f in KNOWN_FORMATS for t in (*f.end, f.prefix, f.suffix, f.middle)}
-    stop_ids = {tokenizer.token_to_id(t) for t in stop_names} - {None}
-    eos = cfg.get("eos_token_id")
-    stop_ids.update(eos if isinstance(eos, list) else [eos] if isinstance(eos, int) else [])
+    if fim is None:
+        log.warning("%s: no fill-in-the-middle tokens in its vocabulary: it completes from "
+                    "the prefix alone", path)
+    elif order not in fim.orders:
+        raise ModelError(f"{path / 'inkling.json'}: {fim.order_error(order)}")
+    eos = [*_ids(cfg.get("eos_token_id")),
+           *_ids(_json_file(path / "generation_config.json").get("eos_token_id"))]
     context = int(meta.get("trained_context") or cfg.get("max_position_embeddings") or 2048)
     return {"tokenizer": tokenizer, "fim": fim, "fim_order": order,
-            "stop_ids": frozenset(stop_ids), "context_limit": min(context, 8192)}
+            "bos_id": bos_id(tokenizer, _json_file(path / "tokenizer_config.json")),
+            "stop_ids": stop_ids(fim, added_tokens(tokenizer), eos),
+            "context_limit": min(context, 8192)}
+
+
+def _ids(value) -> list[int]:
+    """A config's token id field (an id, a list of ids, or none) as a list."""
+    return [value] if isinstance(value, int) else [v for v in value or () if isinstance(v, int)]
+
+
+def _json_file(path: Path) -> dict:
+    try:
+        found = json.loads(path.read_text()) if path.is_file() else {}
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"{path} cannot be read: {exc}") from None
+    return found if isinstance(found, dict) else {}
 
 
 def settle_forward(runtime: ModelRuntime, forward: str, report: Progress) -> None:

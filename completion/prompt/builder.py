@@ -1,6 +1,7 @@
 """Fill-in-the-middle prompts within a token budget: windows around the cursor cut on a line grid,
 so that typing leaves the rest of the prompt and its cache alone; ``\\n`` line ends, and a
-repository-context block first (docs/decisions/prompt-order.md)."""
+repository-context block first, after the BOS where the model's tokenizer adds one
+(docs/decisions/prompt-order.md)."""
 from __future__ import annotations
 
 import dataclasses
@@ -9,6 +10,7 @@ from dataclasses import dataclass
 from inkling.runtime.model_runtime import ModelRuntime
 
 from inkling.completion.edit_extent import EditExtent
+from inkling.completion.errors import OptionError
 from inkling.completion.options import CompletionOptions
 from inkling.completion.prompt.token_ids import TokenIds
 
@@ -25,7 +27,7 @@ class Prompt:
     suffix_ids: list[int]
     first_line: int = 0       # the document line where the prefix window starts
     lines_below: int = 0      # document lines after the suffix window's end
-    context: int = 0          # ids of the repository-context block at the start of ``ids``
+    context: int = 0          # ids before the windows' (the BOS, the repository-context block)
     healed: str = ""          # text taken off the prefix's end; the output must start with it
 
     def edge_zones(self, runtime: ModelRuntime, order: str
@@ -187,8 +189,26 @@ def grid_lines(budget: int, step: float) -> int:
 
 
 def fim_order(c: CompletionOptions, runtime: ModelRuntime) -> str:
-    """The fill-in-the-middle order ``c.fim_order`` names (auto: the model family's)."""
-    return c.fim_order if c.fim_order != "auto" else runtime.fim_order
+    """The fill-in-the-middle order ``c.fim_order`` names (auto: the model family's); an
+    OptionError naming the family's orders where it has no such order."""
+    if c.fim_order == "auto":
+        return runtime.fim_order
+    if runtime.fim is None:
+        raise OptionError(f"completion.fim_order {c.fim_order}: model {runtime.path} has no "
+                          "fill-in-the-middle tokens: it completes from the prefix alone "
+                          "(use auto)")
+    if c.fim_order not in runtime.fim.orders:
+        raise OptionError(f"completion.fim_order {c.fim_order}: model {runtime.path}: "
+                          f"{runtime.fim.order_error(c.fim_order)}")
+    return c.fim_order
+
+
+def head_ids(runtime: ModelRuntime, context_ids) -> list[int]:
+    """What comes before the windows: the BOS where the tokenizer adds one (once), then
+    ``context_ids``."""
+    bos = runtime.bos_id
+    lead = [] if bos is None or list(context_ids[:1]) == [bos] else [bos]
+    return lead + list(context_ids)
 
 
 def prompt_at(runtime: ModelRuntime, text: str, offset: int, c: CompletionOptions,
@@ -217,7 +237,7 @@ def build_prompt(runtime: ModelRuntime, before: str, after: str, sizes: tuple[in
         if snapped != prefix:
             prefix, prefix_ids = snapped, runtime.encode(snapped)
     first_line = lines_cut + head.count("\n", 0, len(head) - len(prefix))
-    block = list(context_ids)
+    block = head_ids(runtime, context_ids)
     if runtime.fim is None:
         return Prompt(block + prefix_ids, prefix, "", prefix_ids, [], first_line,
                       context=len(block))
