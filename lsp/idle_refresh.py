@@ -19,7 +19,6 @@ class IdleRefresh:
         self._worker = worker
         self._log = log
         self._timer: asyncio.TimerHandle | None = None
-        self.on_quiet: Callable[[], None] | None = None   # more quiet-time work, on the loop
 
     def schedule(self) -> None:
         """Restart the quiet; no refresh while ``idle_refresh_ms`` is 0 or no model is loaded."""
@@ -38,8 +37,6 @@ class IdleRefresh:
         quiet_ms = self._engine.options.cache.idle_refresh_ms     # the timer's delay, passed
         future = self._worker.run(self._engine.idle, quiet_ms)
         future.add_done_callback(self._done)
-        if self.on_quiet is not None:
-            self.on_quiet()
 
     def _done(self, future: asyncio.Future) -> None:
         if not future.cancelled() and future.exception() is None and future.result():

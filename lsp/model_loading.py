@@ -3,7 +3,6 @@ model worker, with progress and status; a failure is shown once and the server k
 The timing comes after "ready", a round per job, so that no completion waits for it."""
 from __future__ import annotations
 
-import asyncio
 import gc
 
 from lsprotocol import types as lsp
@@ -37,7 +36,6 @@ async def load_model(ls: InklingServer) -> None:
     gc.freeze()
     ls.status("ready", f"model {runtime.path.name} ready: "
               f"{ls.engine.options.mechanisms_text()}")
-    ls.idle.on_quiet = lambda: _spawn(time_drafting(ls))    # a forward built since: timed
     await time_drafting(ls)
 
 
@@ -93,13 +91,6 @@ async def time_drafting(ls: InklingServer) -> None:
 
 TIMING_LINE = "completion.draft auto: timing forwards between completions"
 _STOPPED = object()      # the model the timing ran on was replaced
-_TASKS: set = set()      # the quiet-time timings running (a task needs a reference)
-
-
-def _spawn(timing) -> None:
-    task = asyncio.ensure_future(timing)
-    _TASKS.add(task)
-    task.add_done_callback(_TASKS.discard)
 
 
 def _timing_steps(engine):

@@ -68,6 +68,11 @@ def test_measuring_runs_a_round_per_step_then_gives_the_choice(runtime, monkeypa
 def test_a_job_queued_during_the_timing_runs_before_its_next_round(runtime, monkeypatch):
     ls, logs = _server(runtime)
     events: list = []
+    prepared = []
+
+    async def prepare(server):                   # a decision to draft builds its sources
+        prepared.append(server)
+    monkeypatch.setattr(model_loading, "prepare_drafting", prepare)
 
     async def scenario():
         loop = asyncio.get_running_loop()
@@ -88,6 +93,7 @@ def test_a_job_queued_during_the_timing_runs_before_its_next_round(runtime, monk
     assert choice.state == DraftState.MEASURED
     assert logs == [model_loading.TIMING_LINE,
                     f"model {runtime.path}: drafting {choice.mode} (measured: {choice.reason})"]
+    assert prepared == ([ls] if choice.mode == "suffix" else [])
     ls.worker = ModelWorker()
     try:
         asyncio.run(model_loading.time_drafting(ls))          # kept: nothing runs, nothing said
