@@ -77,8 +77,9 @@ class PromptCache:
         self.ids, self.stale, self.past = [], [], None
 
     def consistent(self) -> bool:
-        """Whether the store holds one entry for each id (and stale flag)."""
-        return _stored(self.past) == len(self.ids) == len(self.stale)
+        """Whether the store holds one entry for each id (and stale flag), in every layer."""
+        held = {0} if self.past is None else self.past.lengths()
+        return held == {len(self.ids)} and len(self.ids) == len(self.stale)
 
     def truncate(self, n: int) -> None:
         """Keep the first ``n`` cached tokens."""

@@ -41,6 +41,10 @@ class KVBuffers:
     def get_seq_length(self) -> int:
         return self.length
 
+    def lengths(self) -> set[int]:
+        """The entries every layer holds: one value (all layers share ``length``)."""
+        return {self.length}
+
     @property
     def layers(self) -> list[LayerView]:
         n = self.length

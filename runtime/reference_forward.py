@@ -13,6 +13,7 @@ class ReferenceForward:
         self.model = model
         self.embed = model.get_input_embeddings()
         self.keyword = cache_keyword(model)
+        self.window, self.hybrid = sliding_window(model.config)
 
     @property
     def device(self) -> torch.device:
@@ -24,12 +25,45 @@ class ReferenceForward:
 
     def forward(self, kv, embeds: torch.Tensor, positions: torch.Tensor,
                 mask: torch.Tensor | None = None, keep: int = 0) -> torch.Tensor:
-        """As ``Forward.forward``: logits [1, keep or n, vocab]."""
-        return self.model(inputs_embeds=embeds, **{self.keyword: kv}, position_ids=positions,
-                          attention_mask=mask, use_cache=True, logits_to_keep=keep).logits
+        """As ``Forward.forward``: logits [1, keep or n, vocab]; ``kv`` records the positions."""
+        masks = self._masks(kv, positions, mask, embeds.dtype)
+        logits = self.model(inputs_embeds=embeds, **{self.keyword: kv}, position_ids=positions,
+                            attention_mask=masks, use_cache=True, logits_to_keep=keep).logits
+        kv.record(positions)
+        return logits
+
+    def _masks(self, kv, positions: torch.Tensor, mask: torch.Tensor | None,
+               dtype: torch.dtype):
+        """``mask`` as given where no key can be a window behind a row, else with the window
+        applied by position (per layer type where the model mixes full and sliding layers)."""
+        if self.window is None or kv.length + positions.shape[-1] <= self.window:
+            return mask
+        full = causal_mask(kv.length, positions.shape[-1], dtype, positions.device) \
+            if mask is None else mask
+        keys = torch.cat((kv.positions.to(positions.device), positions[0]))       # [L]
+        far = positions[0][:, None] - keys[None, :] >= self.window                # [n, L]
+        windowed = full.masked_fill(far[None, None], torch.finfo(full.dtype).min)
+        return {"full_attention": full, "sliding_attention": windowed} if self.hybrid \
+            else windowed
 
     def picks_threads(self, rows: int) -> bool:
         return False
+
+
+def causal_mask(past: int, n: int, dtype: torch.dtype, device: torch.device) -> torch.Tensor:
+    """The additive mask [1, 1, n, past + n] of ``n`` rows after ``past`` cached entries."""
+    sees = torch.ones(n, past + n, dtype=torch.bool, device=device).tril(past)
+    return torch.zeros(sees.shape, dtype=dtype, device=device).masked_fill(
+        ~sees, torch.finfo(dtype).min)[None, None]
+
+
+def sliding_window(config) -> tuple[int | None, bool]:
+    """(the window of ``config``'s sliding layers or None, whether full layers run beside them)."""
+    window = getattr(config, "sliding_window", None)
+    types = set(getattr(config, "layer_types", None) or ())
+    if window is None or (types and "sliding_attention" not in types):
+        return None, False
+    return int(window), "full_attention" in types
 
 
 def cache_keyword(model) -> str:
