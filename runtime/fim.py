@@ -25,15 +25,14 @@ class FimFormat:
               token_id: dict[str, int]) -> list[int]:
         """Token ids of a fill-in-the-middle prompt in ``order``."""
         if order not in self.orders:
-            raise ModelError(self.order_error(order))
+            raise ModelError(f"fill-in-the-middle order {order!r}: {self.known_orders()}")
         pre, suf, mid = token_id[self.prefix], token_id[self.suffix], token_id[self.middle]
         if order == "psm":
             return [pre, *prefix_ids, suf, *suffix_ids, mid]
         return [pre, suf, *suffix_ids, mid, *prefix_ids]
 
-    def order_error(self, order: str) -> str:
-        return (f"fill-in-the-middle order {order!r}: model family {self.family!r} knows only "
-                f"{', '.join(self.orders)}")
+    def known_orders(self) -> str:
+        return f"model family {self.family!r} knows only {' and '.join(self.orders)}"
 
     @staticmethod
     def edges(order: str, n_prefix: int, n_suffix: int) -> tuple[int, int]:

@@ -101,7 +101,7 @@ def text_fields(path: Path, cfg: dict, meta: dict) -> dict:
         log.warning("%s: no fill-in-the-middle tokens in its vocabulary: it completes from "
                     "the prefix alone", path)
     elif order not in fim.orders:
-        raise ModelError(f"{path / 'inkling.json'}: {fim.order_error(order)}")
+        raise ModelError(f"{path / 'inkling.json'}: fim_order {order!r}: {fim.known_orders()}")
     eos = [*_ids(cfg.get("eos_token_id")),
            *_ids(_json_file(path / "generation_config.json").get("eos_token_id"))]
     context = int(meta.get("trained_context") or cfg.get("max_position_embeddings") or 2048)

@@ -198,8 +198,8 @@ def fim_order(c: CompletionOptions, runtime: ModelRuntime) -> str:
                           "fill-in-the-middle tokens: it completes from the prefix alone "
                           "(use auto)")
     if c.fim_order not in runtime.fim.orders:
-        raise OptionError(f"completion.fim_order {c.fim_order}: model {runtime.path}: "
-                          f"{runtime.fim.order_error(c.fim_order)}")
+        raise OptionError(f"completion.fim_order {c.fim_order}: {runtime.fim.known_orders()} "
+                          f"(model {runtime.path})")
     return c.fim_order
 
 

@@ -1,9 +1,11 @@
 """How a model family writes other files of the repository before the completed file's prompt
-(``RepoFormat`` per family below; Code Llama has none, so gets no block)."""
+(``RepoFormat`` per family below, chosen by the FIM format the vocabulary has; Code Llama and a
+model with no FIM tokens have none, so get no block)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from inkling.runtime.fim import added_tokens
 from inkling.runtime.model_runtime import ModelRuntime
 
 
@@ -16,9 +18,9 @@ class RepoFormat:
     comment: str | None = None        # no special token: the path in this comment line
 
     def available(self, runtime: ModelRuntime) -> bool:
-        """Whether the model's vocabulary has this format's special tokens."""
-        needed = [t for t in (self.file_sep, self.repo_name) if t]
-        return all(runtime.tokenizer.token_to_id(t) is not None for t in needed)
+        """Whether the model's vocabulary has this format's special tokens as added tokens."""
+        added = added_tokens(runtime.tokenizer)
+        return all(t in added for t in (self.file_sep, self.repo_name) if t)
 
     def head_ids(self, repo: str, runtime: ModelRuntime) -> list[int]:
         """What opens the block: the repository's name where the format has one."""
