@@ -1,6 +1,7 @@
 """Line-by-line tokenization gives exactly the ids of tokenizing the text whole."""
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -8,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tokenizers import Regex, Tokenizer, models, normalizers, pre_tokenizers, trainers
 
-from inkling.runtime.chunked_encoder import (LLAMA3_PATTERN, QWEN2_PATTERN, ChunkedEncoder,
-                                           split_rule)
+from inkling.runtime.chunked_encoder import (CUTS, LLAMA3_PATTERN, QWEN2_PATTERN, ChunkedEncoder,
+                                           Rule, split_rule, tokenizer_rule)
 
 BUNDLED = Path(__file__).resolve().parents[2] / "models" / "inkling-tiny" / "tokenizer.json"
 CODE = [
@@ -46,9 +47,17 @@ TOKENIZERS = {
         pre_tokenizers.ByteLevel(add_prefix_space=False)])),
     "llama3": lambda: _trained(_split(LLAMA3_PATTERN)),
     "qwen2": lambda: _trained(_split(QWEN2_PATTERN), normalizers.NFC()),
+    # DeepSeek-Coder's published pre-tokenizer: its first step isolates every line break
+    "deepseek": lambda: _trained(pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex("[\r\n]"), "isolated"),
+        pre_tokenizers.Split(Regex(r"\s?\p{L}+"), "isolated"),
+        pre_tokenizers.Split(Regex(r"\s?\p{P}+"), "isolated"),
+        pre_tokenizers.Digits(individual_digits=True),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)]),
+        normalizers.Sequence([])),
 }
 RULES = {"bundled": "non-space", "gpt2": "non-space", "digits": "non-space",
-         "llama3": "alnum", "qwen2": "alnum"}
+         "llama3": "line-start", "qwen2": "line-start", "deepseek": "newline"}
 _built: dict[str, Tokenizer] = {}
 
 
@@ -81,7 +90,7 @@ def test_pieces_give_the_ids_of_the_whole_text(name, text):
     assert encoder.encode(text) == whole            # again, from remembered pieces
 
 
-@pytest.mark.parametrize("name", ["bundled", "llama3"])
+@pytest.mark.parametrize("name", ["bundled", "llama3", "deepseek"])
 def test_code_is_cut_into_lines_and_only_changed_lines_are_tokenized(name):
     tok = tokenizer(name)
     calls: list[str] = []
@@ -89,7 +98,8 @@ def test_code_is_cut_into_lines_and_only_changed_lines_are_tokenized(name):
         t, add_special_tokens=False).ids, RULES[name])
     text = "".join(f"value_{i} = base * {i}\nname_{i} = value_{i}\n" for i in range(40))
     encoder.encode(text)
-    assert len(encoder.pieces(text)) == 81      # a piece per line, and the last "\n"
+    # a piece per line, and the last "\n" where the cut is before the line break
+    assert len(encoder.pieces(text)) == (81 if RULES[name] == "non-space" else 80)
     calls.clear()
     edited = text.replace("name_7 = value_7", "name_7 = value_7 + 1")
     assert encoder.encode(edited) == tok.encode(edited, add_special_tokens=False).ids
@@ -109,9 +119,62 @@ def test_code_is_cut_into_lines_and_only_changed_lines_are_tokenized(name):
     (None, None),
 ])
 def test_unknown_or_unsafe_tokenizers_are_tokenized_whole(pre, norm):
-    assert split_rule(pre, norm) == "whole"
-    encoder = ChunkedEncoder(lambda t: [len(t)], split_rule(pre, norm))
+    rule, reason = split_rule(pre, norm)
+    assert rule == "whole" and reason
+    encoder = ChunkedEncoder(lambda t: [len(t)], rule)
     assert encoder.pieces("a\nb\n") == ["a\nb\n"] and encoder.encode("a\nb\n") == [4]
+
+
+GPT2_STEP = {"type": "ByteLevel", "add_prefix_space": False, "use_regex": True}
+
+
+@pytest.mark.parametrize("pre, norm, added, says", [
+    (GPT2_STEP, {"type": "Lowercase"}, [], "normalizer Lowercase"),
+    (GPT2_STEP, {"type": "Sequence", "normalizers": [{"type": "NFC"}, {"type": "NFKC"}]}, [],
+     "normalizer NFKC"),
+    (GPT2_STEP, None, [{"content": "<br>\n", "lstrip": False, "rstrip": False}],
+     "'<br>\\n' holds a line break"),
+    (GPT2_STEP, None, [{"content": "<mask>", "lstrip": True, "rstrip": False}],
+     "'<mask>' strips the whitespace"),
+    ({"type": "Sequence", "pretokenizers": [
+        {"type": "Split", "pattern": {"Regex": QWEN2_PATTERN}, "behavior": "Removed",
+         "invert": False}]}, None, [], "step 1, Split on Qwen2's pattern, Removed"),
+    ({"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": True},
+        {"type": "ByteLevel", "add_prefix_space": False, "use_regex": False}]}, None, [],
+     "no pre-tokenizer step separates"),
+    ({"type": "Sequence", "pretokenizers": [
+        {"type": "Digits", "individual_digits": True}, {"type": "Punctuation"}]}, None, [],
+     "step 2, Punctuation"),
+    (None, None, [], "no pre-tokenizer"),
+])
+def test_whole_says_why(pre, norm, added, says):
+    rule, reason = split_rule(pre, norm, added)
+    assert rule == "whole" and says in reason
+
+
+def test_a_safe_rule_names_the_step_that_separates():
+    rule, reason = tokenizer_rule(tokenizer("deepseek"))
+    assert rule == "newline" and reason.startswith("pre-tokenizer step 1, Split on line breaks")
+    assert ChunkedEncoder.for_tokenizer(tokenizer("digits")).reason.startswith(
+        "pre-tokenizer step 2, ByteLevel")
+
+
+def test_a_truncating_or_padding_tokenizer_is_tokenized_whole():
+    tok = Tokenizer.from_str(tokenizer("bundled").to_str())
+    tok.enable_truncation(8)
+    assert tokenizer_rule(tok) == ("whole", "the tokenizer truncates or pads what it encodes")
+    tok.no_truncation()
+    tok.enable_padding(length=8)
+    assert tokenizer_rule(tok).rule == "whole"
+
+
+def test_the_bundled_model_keeps_its_cuts():
+    """The bundled model's rule and pieces are what they were before the rules grew."""
+    encoder = ChunkedEncoder.for_tokenizer(tokenizer("bundled"))
+    assert encoder.rule == Rule.NON_SPACE and CUTS[Rule.NON_SPACE].pattern == r"(?<=\S)(?=\n)"
+    for text in CODE:
+        assert encoder.pieces(text) == re.split(r"(?<=\S)(?=\n)", text)
 
 
 def test_an_unknown_rule_is_refused():
