@@ -27,7 +27,7 @@ class Prompt:
     suffix_ids: list[int]
     first_line: int = 0       # the document line where the prefix window starts
     lines_below: int = 0      # document lines after the suffix window's end
-    context: int = 0          # ids before the windows' (the BOS, the repository-context block)
+    context: int = 0          # ids before the windows: the BOS, the repository-context block
     healed: str = ""          # text taken off the prefix's end; the output must start with it
 
     def edge_zones(self, runtime: ModelRuntime, order: str
