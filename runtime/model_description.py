@@ -26,7 +26,7 @@ class ModelDescription:
     dtype: str                # the type the forward computes in
     fim: str                  # the fill-in-the-middle format's family, or none
     fim_order: str            # psm | spm, or none
-    encoder_rule: str         # where prompt lines are cut: non-space | alnum | whole (no cut)
+    encoder_rule: str         # where prompt lines are cut: newline | line-start | non-space | whole
     drafting: str             # what runs: suffix | none | prompt-lookup
     drafting_state: str       # measured | cached | not measured yet | forced
     drafting_reason: str

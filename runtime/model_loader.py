@@ -121,6 +121,6 @@ def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
     model_setup.settle_forward(runtime, forward, report)
     report("ready", 1.0)
     if runtime.encoder.rule == "whole":
-        log.info("%s: its pre-tokenizer has no known safe line cuts; prompt windows are "
-                 "tokenized whole at every completion", path)
+        log.info("%s: prompt windows are tokenized whole at every completion (%s)", path,
+                 runtime.encoder.reason or "no safe line cut")
     return runtime
