@@ -21,6 +21,7 @@ from inkling.completion.options import InklingOptions
 from inkling.completion.result import GuardCut
 
 from inkling.lsp.convert import ACCEPT_COMMAND       # the command an inline item runs when taken
+from inkling.lsp.model_loading import TIMING_FAILED
 
 
 class LspEngine:
@@ -69,6 +70,17 @@ class LspEngine:
             await asyncio.sleep(0.02)
         if self.status.get("state") == "error":
             raise InklingError(f"inkling serve: {self.status.get('message')}")
+        await self._drafting_decided()
+
+    async def _drafting_decided(self) -> None:
+        """Wait out drafting's first timing, which the server runs once ready, so that the
+        replay's completions draft from the first as an in-process replay's do."""
+        while not any(m.startswith(TIMING_FAILED) for m in self.messages):
+            stats = await self.client.protocol.send_request_async("inkling/stats", {})
+            model = _plain(stats).get("model")
+            if model is None or _plain(model).get("drafting_state") != "not measured yet":
+                return
+            await asyncio.sleep(0.05)
 
     def shutdown(self) -> None:
         async def stop():
@@ -202,6 +214,11 @@ class LspEngine:
                                                                  {"quietMs": quiet_ms})
         answer = self._call(ask())
         return answer.refreshed if hasattr(answer, "refreshed") else answer["refreshed"]
+
+
+def _plain(found) -> dict:
+    """A JSON object the client gave back (a named tuple, or a dict) as a dict."""
+    return found._asdict() if hasattr(found, "_asdict") else dict(found)
 
 
 def _drafts(texts: list[str], items) -> list[Draft]:

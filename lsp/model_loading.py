@@ -79,7 +79,7 @@ async def time_drafting(ls: InklingServer) -> None:
         while choice is None and not ls.worker.closed:
             choice = await ls.worker.run(_timing_step, ls.engine, runtime, rounds)
     except (ModelError, InklingError, OSError, RuntimeError) as exc:
-        ls.log(f"completion.draft auto: timing failed ({exc}); drafting stays none",
+        ls.log(f"{TIMING_FAILED} ({exc}); drafting stays none",
                lsp.MessageType.Warning)
         return
     if choice is None or choice is _STOPPED:
@@ -90,6 +90,7 @@ async def time_drafting(ls: InklingServer) -> None:
 
 
 TIMING_LINE = "completion.draft auto: timing forwards between completions"
+TIMING_FAILED = "completion.draft auto: timing failed"
 _STOPPED = object()      # the model the timing ran on was replaced
 
 
