@@ -96,9 +96,10 @@ class DynamicKV(DynamicCache):
 
     def append_from(self, other: "DynamicKV", start: int, end: int, delta: int,
                     rotate: Rotate | None) -> None:
+        delta = delta if rotate is not None else 0         # an entry's position: its rotation's
         for layer, src in zip(self.layers, other.layers):
             keys = src.keys[..., start:end, :]
-            if rotate is not None and delta:
+            if delta:
                 keys = rotate(keys, delta)
             layer.keys = torch.cat((layer.keys, keys), dim=-2)
             layer.values = torch.cat((layer.values, src.values[..., start:end, :]), dim=-2)
