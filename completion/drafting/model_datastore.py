@@ -112,10 +112,12 @@ def build_model_datastore(runtime, sequences: list[np.ndarray], line_end_ids: fr
 
 
 def fim_prompt(runtime, prefix: list[int], suffix: list[int]) -> list[int]:
-    """The prompt the engine would build for a cursor between ``prefix`` and ``suffix``."""
+    """The prompt the engine would build for a cursor between ``prefix`` and ``suffix``,
+    the BOS first where the tokenizer adds one."""
+    bos = [] if runtime.bos_id is None else [runtime.bos_id]
     if runtime.fim is None:
-        return list(prefix)
-    return runtime.fim.build(runtime.fim_order, prefix, suffix, TokenIds(runtime))
+        return bos + list(prefix)
+    return bos + runtime.fim.build(runtime.fim_order, prefix, suffix, TokenIds(runtime))
 
 
 def line_of(generated: list[int], line_end_ids, stop_ids) -> list[int]:
