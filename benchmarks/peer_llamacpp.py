@@ -523,10 +523,12 @@ def greedy_prompts(runtime, texts: list[str]) -> list[tuple[str, list[int]]]:
             before = "\n".join(lines[max(0, cut - 40):cut]) + "\n" + lines[cut][:half]
             after = lines[cut][half:] + "\n" + "\n".join(lines[cut + 1:cut + 15])
             prefix = runtime.encode(before)
+            bos = [] if runtime.bos_id is None else [runtime.bos_id]   # as the engine's prompts
             if kind == "plain":
-                ids = prefix
+                ids = bos + prefix
             else:
-                ids = runtime.fim.build(kind, prefix, runtime.encode(after), TokenIds(runtime))
+                ids = bos + runtime.fim.build(kind, prefix, runtime.encode(after),
+                                              TokenIds(runtime))
             out.append((f"file {n + 1} {kind} ({len(ids)} tokens)", ids))
     return out
 
