@@ -100,7 +100,7 @@ class Engine:
         if wanted(c):
             self.editor.subscribe_analysis()       # the walk below feeds its symbol index
         runtime = self.load_model(progress)
-        mode = resolved(self.options, runtime, self.acceptance.prior, measure=measure)  # timed if uncached
+        mode = resolved(self.options, runtime, self.acceptance.prior, measure=measure)
         return prepare(c, mode, self.sources, runtime, self.workspace, progress)
 
     def complete(self, uri: str, position: Position, k: int | None = None,
