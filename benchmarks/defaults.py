@@ -59,7 +59,7 @@ def _write_quick(folder: Path) -> list[Path]:
 
 
 def _run(traces: list[Path], out: Path, report: str | None, model: str) -> float:
-    cmd = [str(REPO / ".venv" / "bin" / "inkling"), "replay", *map(str, traces),
+    cmd = [sys.executable, "-m", "inkling.cli.main", "replay", *map(str, traces),
            *(["--model", model] if model else []),
            "--compare", "completion.draft=auto,none,suffix",
            "--compare", "completion.monitor=on,off",
