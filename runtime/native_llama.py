@@ -114,8 +114,9 @@ def refusal(model: torch.nn.Module, auto: bool = False, params: int | None = Non
                     m.down_proj):
             if not isinstance(lin, InputMajorLinear):
                 return f"{type(lin).__name__} layers (the native layers read [in, out] weights)"
-            if lin.bias is not None:
-                return "biases in the attention projections"
+        if any(lin.bias is not None for lin in (a.o_proj, m.gate_proj, m.up_proj, m.down_proj)):
+            return ("biases in the output projection or the MLP (the native layers add "
+                    "q / k / v biases only)")
     if not torch.is_tensor(getattr(block.input_layernorm, "weight", None)):
         return "norms without a weight"
     return None
@@ -143,12 +144,15 @@ class NativeLlama(CompactLlama):
 
     def repack(self) -> None:
         """Copy the weights into the kernel's panels again (after changing them in place).
-        float16 where every weight is a float16 value (the same sums), int8 where the model holds
-        int8."""
+        16-bit where every weight is such a value (the same sums: ``panel_storage``), int8 where
+        the model holds int8; the q / k / v biases as they are."""
         weights: list[torch.Tensor] = []
         names: list[str] = []          # each weight's name in the model (its int8 values')
+        biases: list[torch.Tensor] = []                 # q, k, v a layer (empty: none)
         for i, block in enumerate(self.model.model.layers):
             a, m = block.self_attn, block.mlp
+            biases += [torch.empty(0) if lin.bias is None else lin.bias.detach().contiguous()
+                       for lin in (a.q_proj, a.k_proj, a.v_proj)]
             weights += [block.input_layernorm.weight,
                         *(lin.weight_t for lin in (a.q_proj, a.k_proj, a.v_proj, a.o_proj)),
                         block.post_attention_layernorm.weight,
@@ -160,20 +164,21 @@ class NativeLlama(CompactLlama):
         head = _head_weight(self.model)
         int8 = getattr(self.model, "inkling_int8", {})
         head_name = "lm_head.weight" if "lm_head.weight" in int8 else "model.embed_tokens.weight"
-        self.half = half_panels(self.extension, [w for w, n in zip(weights, names)
-                                                 if n not in int8] +
-                                ([head] if head_name not in int8 else []))
+        self.biases = biases if any(b.numel() for b in biases) else []
+        self.storage = panel_storage(self.extension, [w for w, n in zip(weights, names)
+                                                      if n not in int8] +
+                                     ([head] if head_name not in int8 else []))
         self.weights = [w.detach().contiguous() if w.dim() == 1 else
                         self._panels(w, int8.get(n)) for w, n in zip(weights, names)]
         self.vocab = int(head.shape[1]) if head is not None else 0
         self.head_panels = None if head is None else self._panels(head, int8.get(head_name))
 
     def _panels(self, w: torch.Tensor, int8) -> torch.Tensor:
-        """w [in, out] as panels: int8 from the model's (int8, scale), else float16 / 32."""
+        """w [in, out] as panels: int8 from the model's (int8, scale), else ``storage``'s."""
         if int8 is not None:
             q, scale = int8
             return self.extension.pack_int8_panels(q.t().contiguous(), scale.contiguous())
-        return self.extension.pack_panels(w.detach().contiguous(), self.half)
+        return self.extension.pack_panels(w.detach().contiguous(), self.storage)
 
     def new_buffers(self, dtype: torch.dtype, device: torch.device) -> NativeBuffers:
         return NativeBuffers.for_config(self.config, dtype, device)
@@ -197,9 +202,9 @@ class NativeLlama(CompactLlama):
         cos, sin = self.rope(embeds, positions)                           # [n, d] each
         x = embeds[0].contiguous().clone()                               # [n, hidden]
         hidden = self.extension.layers_forward(
-            x, self.weights, kv.keys, kv.values, past, cos.contiguous(), sin.contiguous(),
-            _additive(mask, self.no_mask), self.final_norm, self.eps, self.scaling,
-            self.heads, self.kv_heads, keep, ATTEND_MANY_ROWS)             # [keep or n, hidden]
+            x, self.weights, self.biases, kv.keys, kv.values, past, cos.contiguous(),
+            sin.contiguous(), _additive(mask, self.no_mask), self.final_norm, self.eps,
+            self.scaling, self.heads, self.kv_heads, keep, ATTEND_MANY_ROWS)  # [keep or n, hidden]
         kv.length = past + n
         if self.head_panels is None:
             return self.head(hidden)[None]                                # [1, keep, vocab]
@@ -216,16 +221,21 @@ def _head_weight(model: torch.nn.Module) -> torch.Tensor | None:
     return head.weight.t().contiguous()
 
 
-def half_panels(extension, weights: list[torch.Tensor | None]) -> bool:
-    """Whether ``weights``' 2-D panels can be float16: each a float16 value, and ``fast_half``."""
-    if not extension.fast_half():
-        return False
-    for w in weights:
-        if w is None or w.dim() != 2:
-            continue
-        if not torch.equal(w.to(torch.float16).to(torch.float32), w):
-            return False
-    return True
+def panel_storage(extension, weights: list[torch.Tensor | None]) -> str:
+    """The 16-bit storage ``weights``' 2-D panels can have, else float32: float16 where each is
+    a float16 value (``fast_half``), else bfloat16 where each is a bfloat16 value (a bfloat16
+    checkpoint read as float32, whose small weights float16 cannot hold; ``fast_bfloat16``)."""
+    panels = [w for w in weights if w is not None and w.dim() == 2]
+    if extension.fast_half() and _all_values_of(panels, torch.float16):
+        return "float16"
+    if extension.fast_bfloat16() and _all_values_of(panels, torch.bfloat16):
+        return "bfloat16"
+    return "float32"
+
+
+def _all_values_of(weights: list[torch.Tensor], dtype: torch.dtype) -> bool:
+    """Whether every float32 weight is a ``dtype`` value (converts there and back unchanged)."""
+    return all(torch.equal(w.to(dtype).to(torch.float32), w) for w in weights)
 
 
 def _additive(mask: torch.Tensor | None, empty: torch.Tensor) -> torch.Tensor:

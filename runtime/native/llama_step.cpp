@@ -5,12 +5,16 @@
 // projections, rotary embeddings, the new keys and values written into the document's
 // preallocated buffers, grouped-query attention over the cache (causal, or under an
 // additive mask), the output projection, the SiLU-gated MLP, the residual adds, and the
-// final norm of the kept rows. The output layer (project_packed) runs on the same kernel.
+// final norm of the kept rows. The q / k / v projections may carry biases (Qwen2), added to
+// the finished sums as the compact forward adds them. The output layer (project_packed)
+// runs on the same kernel.
 //
 // A projection's weights are a copy of the model's [in, out] ones (cpu_layout.py's
 // InputMajorLinear.weight_t) cut into panels of 16 columns, each one contiguous run
 // (pack_panels, once at load), float32 or, where every weight is a float16 value, float16
-// (half the bytes to stream; each converts to the same float32, so the same sums), or int8
+// (half the bytes to stream; each converts to the same float32, so the same sums), else
+// bfloat16 where every weight is a bfloat16 value (a bfloat16 checkpoint: half the bytes,
+// widened by a shift, the same sums again), or int8
 // with a float32 scale per column (pack_int8_panels: a quarter of the bytes; the column's
 // sums of x * int8 are scaled once at the end). A projection takes each panel's rows eight at a time, its
 // 8 x 16 sums in registers over the whole input (five to seven rows padded to eight);
@@ -31,6 +35,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
 namespace {
@@ -92,8 +97,10 @@ inline float dot(const float* a, const float* b, int64_t d) {
 // run (made once, when the model is loaded: cache/native_llama.py).
 constexpr int64_t TILE = 16;    // two vectors of eight floats
 
-torch::Tensor pack_panels(torch::Tensor w, bool half) {
+torch::Tensor pack_panels(torch::Tensor w, const std::string& storage) {
   check(w, "w");
+  TORCH_CHECK(storage == "float32" || storage == "float16" || storage == "bfloat16",
+              "storage: float32, float16 or bfloat16, not ", storage);
   TORCH_CHECK(w.dim() == 2, "w: [in, out] needed");
   const int64_t in = w.size(0), out = w.size(1), strips = (out + TILE - 1) / TILE;
   auto panels = torch::zeros({strips, in, TILE}, w.options());
@@ -104,10 +111,10 @@ torch::Tensor pack_panels(torch::Tensor w, bool half) {
     for (int64_t i = 0; i < in; ++i)
       std::copy_n(src + i * out + p * TILE, width, dst + (p * in + i) * TILE);
   }
-  if (!half) return panels;
-  auto halves = panels.to(torch::kHalf);
+  if (storage == "float32") return panels;
+  auto halves = panels.to(storage == "float16" ? torch::kHalf : torch::kBFloat16);
   TORCH_CHECK(torch::equal(halves.to(torch::kFloat32), panels),
-              "w: not every weight is a float16 value (its panels must stay float32)");
+              "w: not every weight is a ", storage, " value (its panels must stay float32)");
   return halves;
 }
 
@@ -152,6 +159,15 @@ bool fast_half() {
 #endif
 }
 
+// Whether bfloat16 panels are widened eight at a time (AVX2); without it one at a time.
+bool fast_bfloat16() {
+#if defined(__AVX2__)
+  return true;
+#else
+  return false;
+#endif
+}
+
 // the 16 weights of one panel row as two vectors of eight, from float32 panels or from
 // float16 ones (each float16 value converts to float32 exactly: the same products)
 inline void load16(const float* p, v8& lo, v8& hi) {
@@ -177,6 +193,23 @@ INKLING_INLINE void load16(const at::Half* p, v8& lo, v8& hi) {
 #endif
 }
 
+// 16 bfloat16 weights as two vectors of eight floats: each one's bits are a float32's top
+// half, so a shift widens it exactly (the float32 panels' products)
+INKLING_INLINE void load16(const at::BFloat16* p, v8& lo, v8& hi) {
+#if defined(__AVX2__)
+  const __m128i* q = reinterpret_cast<const __m128i*>(p);
+  const __m256i a = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(q)), 16);
+  const __m256i b = _mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(q + 1)), 16);
+  std::memcpy(&lo, &a, sizeof lo);
+  std::memcpy(&hi, &b, sizeof hi);
+#else
+  for (int j = 0; j < 8; ++j) {
+    lo[j] = __builtin_bit_cast(float, static_cast<uint32_t>(p[j].x) << 16);
+    hi[j] = __builtin_bit_cast(float, static_cast<uint32_t>(p[j + 8].x) << 16);
+  }
+#endif
+}
+
 // 16 int8 weights as two vectors of eight floats (exact: small integers); their column
 // scales are applied to the finished sums (scale16)
 INKLING_INLINE void load16(const int8_t* p, v8& lo, v8& hi) {
@@ -198,6 +231,7 @@ INKLING_INLINE void load16(const int8_t* p, v8& lo, v8& hi) {
 // others hold the weights themselves)
 INKLING_INLINE void scale16(const float*, int64_t, v8&, v8&) {}
 INKLING_INLINE void scale16(const at::Half*, int64_t, v8&, v8&) {}
+INKLING_INLINE void scale16(const at::BFloat16*, int64_t, v8&, v8&) {}
 INKLING_INLINE void scale16(const int8_t* wp, int64_t in, v8& a0, v8& a1) {
   float s[TILE];
   std::memcpy(s, wp + in * TILE, sizeof s);
@@ -296,8 +330,8 @@ void project_as(const float* x, int64_t n, int64_t in, const W* panels, int64_t 
   if (rest > 4) std::copy_n(ypad.data(), rest * out, y + full * out);
 }
 
-// project_as for panels of any storage (pack_panels': float32, or float16 when every
-// weight is a float16 value: half the bytes a product reads, the same sums; or
+// project_as for panels of any storage (pack_panels': float32, or float16 / bfloat16 when
+// every weight is such a value: half the bytes a product reads, the same sums; or
 // pack_int8_panels': int8 with column scales, a quarter of the bytes)
 void project(const float* x, int64_t n, int64_t in, const torch::Tensor& panels, int64_t out,
              float* y) {
@@ -305,6 +339,8 @@ void project(const float* x, int64_t n, int64_t in, const torch::Tensor& panels,
   const int64_t stride = panels.size(1) * TILE;          // elements a strip
   if (panels.scalar_type() == torch::kHalf)
     project_as(x, n, in, panels.data_ptr<at::Half>(), out, y, stride);
+  else if (panels.scalar_type() == torch::kBFloat16)
+    project_as(x, n, in, panels.data_ptr<at::BFloat16>(), out, y, stride);
   else if (panels.scalar_type() == torch::kChar)
     project_as(x, n, in, panels.data_ptr<int8_t>(), out, y, stride);
   else
@@ -503,9 +539,17 @@ void check(const torch::Tensor& t, const char* what) {
 void check_panels(const torch::Tensor& t, const char* what) {
   TORCH_CHECK(t.device().is_cpu() && t.is_contiguous() && t.dim() == 3 && t.size(2) == TILE &&
               (t.scalar_type() == torch::kFloat32 || t.scalar_type() == torch::kHalf ||
-               t.scalar_type() == torch::kChar),
-              what, ": contiguous CPU panels [strips, in, ", TILE, "] of float32, float16 "
-              "or int8 (with its scales) are needed");
+               t.scalar_type() == torch::kBFloat16 || t.scalar_type() == torch::kChar),
+              what, ": contiguous CPU panels [strips, in, ", TILE, "] of float32, float16, "
+              "bfloat16 or int8 (with its scales) are needed");
+}
+
+// y [n, out] += bias [out] on each row (after the product, as torch's mm + bias)
+void add_bias(float* y, int64_t n, int64_t out, const torch::Tensor& bias) {
+  if (bias.numel() == 0) return;
+  const float* b = bias.data_ptr<float>();
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t c = 0; c < out; ++c) y[r * out + c] += b[c];
 }
 
 }  // namespace
@@ -513,13 +557,16 @@ void check_panels(const torch::Tensor& t, const char* what) {
 // x [n, hidden] (the embeddings; updated in place to the residual stream);
 // layer_weights: per layer in_norm [hidden], q [hidden, H*d], k [hidden, kv*d],
 // v [hidden, kv*d], o [H*d, hidden], post_norm [hidden], gate [hidden, I], up [hidden, I],
-// down [I, hidden] (9 tensors a layer; the projections as pack_panels' panels); keys / values [layers, 1, kv, cap, d] with the
+// down [I, hidden] (9 tensors a layer; the projections as pack_panels' panels); biases:
+// empty, or per layer q [H*d], k [kv*d], v [kv*d] (each empty where that projection has
+// none); keys / values [layers, 1, kv, cap, d] with the
 // cache's first `past` entries (the new rows' are written at past .. past + n);
 // cos / sin [n, d] (sin with its first half negated); mask: empty, or [n, past + n]
 // additive; many_rows: from this many rows attention runs as attend_many. Returns the
 // final norm of the last `keep` rows (all when keep == 0): [keep or n, hidden].
 torch::Tensor layers_forward(torch::Tensor x, std::vector<torch::Tensor> layer_weights,
-                             torch::Tensor keys, torch::Tensor values, int64_t past,
+                             std::vector<torch::Tensor> biases, torch::Tensor keys,
+                             torch::Tensor values, int64_t past,
                              torch::Tensor cos, torch::Tensor sin, torch::Tensor mask,
                              torch::Tensor final_norm, double eps, double scale,
                              int64_t heads, int64_t kv_heads, int64_t keep, int64_t many_rows) {
@@ -537,6 +584,8 @@ torch::Tensor layers_forward(torch::Tensor x, std::vector<torch::Tensor> layer_w
   }
   const int64_t n = x.size(0), hidden = x.size(1);
   const int64_t layers = static_cast<int64_t>(layer_weights.size() / 9);
+  TORCH_CHECK(biases.empty() || static_cast<int64_t>(biases.size()) == 3 * layers,
+              "biases: none, or q / k / v a layer");
   const int64_t cap = keys.size(3), d = keys.size(4);
   TORCH_CHECK(keys.size(0) == layers && keys.size(2) == kv_heads, "keys: wrong shape");
   TORCH_CHECK(past + n <= cap, "keys: no room for ", n, " rows after ", past);
@@ -549,6 +598,11 @@ torch::Tensor layers_forward(torch::Tensor x, std::vector<torch::Tensor> layer_w
   }
   TORCH_CHECK(d % LANES == 0, "head_dim ", d, " is not a multiple of ", LANES);
   const int64_t qdim = heads * d, kvdim = kv_heads * d;
+  for (size_t i = 0; i < biases.size(); ++i) {
+    if (biases[i].numel() == 0) continue;
+    check(biases[i], "a bias");
+    TORCH_CHECK(biases[i].numel() == (i % 3 == 0 ? qdim : kvdim), "a bias: wrong size");
+  }
   const int64_t inter = panel_in(layer_weights[8]);   // down's panels [strips, inter, TILE]
   auto opts = x.options();
   auto h = torch::empty({n, hidden}, opts);
@@ -581,6 +635,11 @@ torch::Tensor layers_forward(torch::Tensor x, std::vector<torch::Tensor> layer_w
     project(hp, n, hidden, w[1], qdim, qp);
     project(hp, n, hidden, w[2], kvdim, kp);
     project(hp, n, hidden, w[3], kvdim, vp);
+    if (!biases.empty()) {
+      add_bias(qp, n, qdim, biases[l * 3]);
+      add_bias(kp, n, kvdim, biases[l * 3 + 1]);
+      add_bias(vp, n, kvdim, biases[l * 3 + 2]);
+    }
     rotate(qp, n, heads, d, cp, sp);
     rotate(kp, n, kv_heads, d, cp, sp);
     for (int64_t r = 0; r < n; ++r)            // [n, kv, d] -> buffers [kv, cap, d]
@@ -610,14 +669,14 @@ torch::Tensor layers_forward(torch::Tensor x, std::vector<torch::Tensor> layer_w
   return outp;
 }
 
-// x [n, in] @ w [in, out] by the layers' projection (for tests and timing); half: w's
-// panels as float16 (every weight must be a float16 value)
-torch::Tensor project_rows(torch::Tensor x, torch::Tensor w, bool half) {
+// x [n, in] @ w [in, out] by the layers' projection (for tests and timing); storage: w's
+// panels as float32, float16 or bfloat16 (every weight must be such a value)
+torch::Tensor project_rows(torch::Tensor x, torch::Tensor w, const std::string& storage) {
   check(x, "x");
   check(w, "w");
   TORCH_CHECK(x.size(1) == w.size(0), "x and w do not chain");
   auto y = torch::empty({x.size(0), w.size(1)}, x.options());
-  auto panels = pack_panels(w, half);
+  auto panels = pack_panels(w, storage);
   project(x.data_ptr<float>(), x.size(0), x.size(1), panels, w.size(1), y.data_ptr<float>());
   return y;
 }
@@ -636,15 +695,16 @@ torch::Tensor project_packed(torch::Tensor x, torch::Tensor panels, int64_t out)
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("project_rows", &project_rows, "x @ w by the layers' projection", py::arg("x"),
-        py::arg("w"), py::arg("half") = false);
+        py::arg("w"), py::arg("storage") = "float32");
   // the long calls release the GIL: the server's event loop answers while a forward runs
   m.def("project_packed", &project_packed, "x @ w from w's panels",
         py::call_guard<py::gil_scoped_release>());
   m.def("pack_panels", &pack_panels, "w [in, out] as the projections' panels", py::arg("w"),
-        py::arg("half") = false);
+        py::arg("storage") = "float32");
   m.def("pack_int8_panels", &pack_int8_panels,
         "int8 w [in, out] and its column scales [out] as the projections' int8 panels");
   m.def("fast_half", &fast_half, "whether float16 panels are read by F16C");
+  m.def("fast_bfloat16", &fast_bfloat16, "whether bfloat16 panels are widened by AVX2");
   m.def("layers_forward", &layers_forward, "the decoder layers of a few rows, in place",
         py::call_guard<py::gil_scoped_release>());
 }

@@ -3,12 +3,12 @@
 The same PromptCache paths as test_compact_forward.py (prefill in chunks, some larger
 than the native rows, appends, chains, draft trees and their accepted paths, pie splices
 with re-rotated keys, a branch's gathered cache, superposed embeddings) on random-weight
-Llama and Mistral models, grouped and not: logits within 1e-4 of the reference, greedy
-tokens identical, the buffers' keys and values within float rounding. The C++ sums in
-its own order, so equality to the bit is not expected; the result must not depend on the
-thread count. Where every weight is a float16 value the panels are float16, and their
-sums must equal the float32 panels' to the bit. What it cannot run is refused with the
-reason.
+Llama, Mistral and Qwen2 (q / k / v biases) models, grouped and not: logits within 1e-4 of
+the reference, greedy tokens identical, the buffers' keys and values within float
+rounding. The C++ sums in its own order, so equality to the bit is not expected; the
+result must not depend on the thread count. Where every weight is a float16 value the panels are float16 (else
+bfloat16 where every weight is a bfloat16 value), and their sums must equal the float32
+panels' to the bit. What it cannot run is refused with the reason.
 """
 import pytest
 import torch
@@ -22,7 +22,7 @@ from inkling.cache.prompt_cache import PromptCache
 from test_compact_forward import FAMILIES, _ids, _model
 from test_compact_forward import _same as _close     # within 1e-4, the same argmax
 
-NATIVE_FAMILIES = [k for k in sorted(FAMILIES) if k != "qwen2"]       # qwen2: biases
+NATIVE_FAMILIES = sorted(FAMILIES)
 
 
 @pytest.fixture(scope="module", params=NATIVE_FAMILIES)
@@ -132,12 +132,12 @@ def test_float16_panels_make_the_same_sums_as_float32_ones():
     for n in (1, 2, 3, 4, 5, 7, 8, 9, 17, 64):
         x = torch.randn(n, 256, generator=g)
         w = torch.randn(256, 200, generator=g).half().float()
-        y = ext.project_rows(x, w, True)
-        assert torch.equal(y, ext.project_rows(x, w, False))
+        y = ext.project_rows(x, w, "float16")
+        assert torch.equal(y, ext.project_rows(x, w))
         assert torch.allclose(y, x @ w, atol=1e-4, rtol=1e-5)
-        assert torch.equal(ext.project_packed(x, ext.pack_panels(w, True), 200), y)
+        assert torch.equal(ext.project_packed(x, ext.pack_panels(w, "float16"), 200), y)
     with pytest.raises(RuntimeError, match="not every weight is a float16 value"):
-        ext.pack_panels(torch.full((4, 3), 0.1), True)
+        ext.pack_panels(torch.full((4, 3), 0.1), "float16")
     with pytest.raises(RuntimeError, match="do not fit"):
         ext.project_packed(torch.randn(2, 4), ext.pack_panels(torch.randn(4, 40)), 50)
 
@@ -160,7 +160,7 @@ def test_float16_valued_weights_run_float16_panels(half_valued, monkeypatch):
     native = rt.native_forward()
     if not load_extension().fast_half():
         pytest.skip("this CPU has no F16C: the panels stay float32")
-    assert native.half and native.head_panels.dtype == torch.float16
+    assert native.storage == "float16" and native.head_panels.dtype == torch.float16
     assert all(w.dtype == torch.float16 for w in native.weights if w.dim() == 3)
     # the same logits as the reference, greedy tokens the same, through every cache path
     both = _both(rt)
@@ -170,9 +170,9 @@ def test_float16_valued_weights_run_float16_panels(half_valued, monkeypatch):
     for a, b in zip(out["reference"], out["native"]):
         _close(a, b)
     # float16 panels give the float32 panels' bits, layers and output layer, at any rows
-    monkeypatch.setattr(native_llama, "half_panels", lambda *a: False)
+    monkeypatch.setattr(native_llama, "panel_storage", lambda *a: "float32")
     wide = native_llama.NativeLlama(rt.model)
-    assert not wide.half and wide.head_panels.dtype == torch.float32
+    assert wide.storage == "float32" and wide.head_panels.dtype == torch.float32
     embeds = rt.model.get_input_embeddings()(torch.tensor([[5, 6, 7, 8, 9, 10, 11, 12, 13]]))
     outs = []
     for forward in (native, wide):
@@ -192,7 +192,7 @@ def test_the_thread_count_does_not_change_a_bit(tmp_path, half):
         from transformers import AutoModelForCausalLM
         AutoModelForCausalLM.from_pretrained(path).half().save_pretrained(path)
     rt = load_runtime(path, device="cpu", dtype="float32")
-    assert rt.native_forward().half == (half and load_extension().fast_half())
+    assert (rt.native_forward().storage == "float16") == (half and load_extension().fast_half())
     before = torch.get_num_threads()
     outs = []
     try:
@@ -215,9 +215,13 @@ def test_what_the_native_forward_cannot_run_is_refused(tmp_path, monkeypatch):
     assert "float32" in half.auto_note()                         # saying why not native
     with pytest.raises(ModelError, match="native layers are float32"):   # native: at load
         load_runtime(tmp_path / "half", device="cpu", dtype="bfloat16", forward="native")
-    qwen = load_runtime(_model(tmp_path, "qwen2"), device="cpu", dtype="float32")
-    with pytest.raises(ModelError, match="biases"):
-        qwen.forward_kind("native")
+    # q / k / v biases run (Qwen2: the families above); an output projection's are refused
+    biased = load_runtime(make_tiny_model(tmp_path / "bias", attention_bias=True),
+                          device="cpu", dtype="float32")
+    assert biased.model.model.layers[0].self_attn.o_proj.bias is not None
+    with pytest.raises(ModelError, match="biases in the output projection or the MLP"):
+        biased.forward_kind("native")
+    assert PromptCache(biased, "full").forward.name == "compact"
 
 
 def test_auto_is_native_where_it_is_built(tiny_model_dir):
