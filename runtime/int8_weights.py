@@ -59,19 +59,37 @@ def split_int8(tensors: dict[str, torch.Tensor]
     return state, int8
 
 
-def load_int8_model(path: Path, dtype: torch.dtype):
-    """An int8 folder's model: dequantized weights in ``dtype``, the int8 in ``inkling_int8``."""
-    from transformers import AutoConfig, AutoModelForCausalLM  # lazy: int8_convert skips it
-    config = AutoConfig.from_pretrained(path, local_files_only=True)
-    config._attn_implementation = "sdpa"
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)  # no float16 rounding
-    state, int8 = split_int8(read_tensors(path))
-    missing, unexpected = model.load_state_dict(state, strict=False)
-    tied = {"lm_head.weight"} if getattr(config, "tie_word_embeddings", False) else set()
-    if set(missing) - tied or unexpected:
-        raise ModelError(f"model {path}: int8 weights do not match its config (missing "
-                         f"{sorted(set(missing) - tied)[:3]}, unexpected {unexpected[:3]})")
-    model.tie_weights()
-    model.to(dtype)
+def take_int8(int8: dict[str, tuple[torch.Tensor, torch.Tensor]]):
+    """The reader's ``take`` for an int8 folder: NAME.int8 and NAME.scale read as NAME's float
+    weight, the pair kept in ``int8``; a scale is read with its weight."""
+    from inkling.runtime.checkpoint_reader import read_tensor  # lazy: int8_convert skips it
+
+    def take(tensors: dict, key: str) -> tuple[str, torch.Tensor] | None:
+        if key.endswith(SCALE_SUFFIX):
+            return None
+        t = read_tensor(tensors, key)
+        if not key.endswith(INT8_SUFFIX):
+            return key, t
+        name = key.removesuffix(INT8_SUFFIX)
+        scale = read_tensor(tensors, name + SCALE_SUFFIX) if name + SCALE_SUFFIX in tensors \
+            else None
+        if scale is None or t.dtype != torch.int8 or scale.shape != t.shape[:1]:
+            raise ModelError(f"{key}: an int8 weight needs {name}{SCALE_SUFFIX} of "
+                             f"[{t.shape[0]}] float32 beside it")
+        int8[name] = (t, scale.float())
+        return name, dequantize(t, scale.float())
+    return take
+
+
+def load_int8_model(path: Path, dtype: torch.dtype, cls: type | None = None):
+    """An int8 folder's model read lean as ``cls`` (the reader's table; None: transformers'
+    auto class): dequantized weights in ``dtype``, the int8 pairs in ``inkling_int8``."""
+    from inkling.runtime.checkpoint_reader import read_lean  # lazy: int8_convert skips it
+    if cls is None:
+        from transformers import AutoConfig, MODEL_FOR_CAUSAL_LM_MAPPING  # lazy: other families
+        config = AutoConfig.from_pretrained(path, local_files_only=True)
+        cls = MODEL_FOR_CAUSAL_LM_MAPPING[type(config)]
+    int8: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+    model = read_lean(path, cls, dtype, take_int8(int8))
     model.inkling_int8 = int8
     return model

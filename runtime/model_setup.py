@@ -9,15 +9,14 @@ from typing import Callable
 
 import torch
 from tokenizers import Tokenizer
-from transformers import AutoModelForCausalLM
 from transformers.utils import logging as hf_logging
 
 from inkling.runtime import native_llama
+from inkling.runtime.checkpoint_reader import family_class, read_lean
 from inkling.runtime.compact_llama import CompactLlama, refusal
 from inkling.runtime.cpu_layout import lay_out_for_cpu
 from inkling.runtime.errors import ModelError
 from inkling.runtime.fim import added_tokens, bos_id, detect_format, stop_ids
-from inkling.runtime.gqa_attention import use_packed_gqa
 from inkling.runtime.int8_weights import is_int8_folder, load_int8_model
 from inkling.runtime.model_runtime import ModelRuntime
 from inkling.runtime.thread_choice import ThreadChoice
@@ -49,10 +48,17 @@ def pick_dtype(name: str, device: torch.device) -> torch.dtype:
 
 
 def read_model(path: Path, dtype: torch.dtype, device: torch.device) -> torch.nn.Module:
-    """The folder's model (int8 weights or transformers' own), on ``device``, in eval mode."""
+    """The folder's model, on ``device``, in eval mode: a family of the reader's table read
+    lean (``checkpoint_reader.py``), another through transformers' ``from_pretrained``."""
+    cls = family_class(json.loads((path / "config.json").read_text()).get("model_type", ""))
     try:
-        model = load_int8_model(path, dtype) if is_int8_folder(path) else \
-            AutoModelForCausalLM.from_pretrained(
+        if is_int8_folder(path):
+            model = load_int8_model(path, dtype, cls)
+        elif cls is not None:
+            model = read_lean(path, cls, dtype)
+        else:
+            from transformers import AutoModelForCausalLM  # lazy: other families only
+            model = AutoModelForCausalLM.from_pretrained(
                 path, dtype=dtype, local_files_only=True, use_safetensors=True,
                 trust_remote_code=False, attn_implementation="sdpa")
     except (OSError, ValueError, KeyError) as exc:
@@ -63,6 +69,7 @@ def read_model(path: Path, dtype: torch.dtype, device: torch.device) -> torch.nn
 
 def lay_out(model: torch.nn.Module, device: torch.device, forward: str = "auto") -> None:
     """Lay the layers out for the CPU there and pack GQA; ``forward`` native: no oneDNN packing."""
+    from inkling.runtime.gqa_attention import use_packed_gqa  # lazy: transformers' modeling
     if device.type == "cpu":
         lay_out_for_cpu(model, pack=forward != "native")
     use_packed_gqa(model)
