@@ -26,13 +26,12 @@ class MaskRecipe:
     ids: np.ndarray                 # token ids then set to ``value``
     value: bool = True
 
-    def build(self, vocab: TokenVocabulary) -> np.ndarray:
-        if "all" in self.bases:
-            mask = np.ones(vocab.size, dtype=bool)
+    def build(self, vocab: TokenVocabulary, base: np.ndarray | None = None) -> np.ndarray:
+        """The dense mask; ``base``, where given, is ``bases``' OR (copied, not changed)."""
+        if base is not None:
+            mask = base.copy()
         else:
-            mask = np.zeros(vocab.size, dtype=bool)
-            for name in self.bases:
-                mask |= getattr(vocab, name)
+            mask = bases_mask(vocab, self.bases)
         if len(self.ids):
             mask[self.ids] = self.value
         return mask
@@ -40,6 +39,24 @@ class MaskRecipe:
     @property
     def nbytes(self) -> int:
         return int(self.ids.nbytes) + 64
+
+
+def bases_mask(vocab: TokenVocabulary, bases: tuple[str, ...]) -> np.ndarray:
+    """bool [vocab]: the OR of ``bases``' dense masks (every token for "all")."""
+    if "all" in bases:
+        return np.ones(vocab.size, dtype=bool)
+    mask = np.zeros(vocab.size, dtype=bool)
+    for name in bases:
+        mask |= getattr(vocab, name)
+    return mask
+
+
+def longest_in(prefixes: set, kept: dict) -> int:
+    """The longest string in ``prefixes``, kept in ``kept`` by the set's identity."""
+    found = kept.get(id(prefixes))
+    if found is None or found[0] is not prefixes:
+        found = kept[id(prefixes)] = (prefixes, max(map(len, prefixes), default=0))
+    return found[1]
 
 
 @dataclass
@@ -51,6 +68,9 @@ class MaskCache:
     _recipes: OrderedDict = field(default_factory=OrderedDict, repr=False)
     _recipe_bytes: int = 0
     _sorted: dict = field(default_factory=dict, repr=False)
+    _longest_of: dict = field(default_factory=dict, repr=False)
+    _bases: dict = field(default_factory=dict, repr=False)       # bases -> their dense OR
+    _target_dotted: list | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def names_mask(self, names: frozenset, typed: str, lead: str = NONE, escape: bool = False,
@@ -116,22 +136,20 @@ class MaskCache:
             self._collect(ids, rests, v.exact, v.ends_with, v.prefixes)
             if escape and not typed:
                 bases.append("escape_plain")
-        return MaskRecipe(tuple(bases), np.unique(np.asarray(ids, dtype=np.int32)))
+        return MaskRecipe(tuple(bases), np.asarray(ids, dtype=np.int32))
 
     def _collect(self, ids: list, rests, exact: dict, ends_with: dict, prefixes: set) -> None:
-        """Tokens that are a prefix of some ``r`` in ``rests``, or ``r`` and a name's end."""
-        seen = set()
+        """Tokens that are a prefix of some ``r`` in ``rests``, or ``r`` and a name's end.
+        ``prefixes`` is closed under prefixes, so the heads it holds are those a walk along
+        each ``r`` reaches; heads past the longest name token cannot be in it."""
+        longest = longest_in(prefixes, self._longest_of)
+        heads = {r[:i] for r in rests for i in range(1, min(len(r), longest) + 1)}
+        heads &= prefixes
+        for p in heads:
+            found = exact.get(p)
+            if found:
+                ids.extend(found)
         for r in rests:
-            for i in range(1, len(r) + 1):
-                p = r[:i]
-                if p not in prefixes:
-                    break
-                if p in seen:
-                    continue
-                seen.add(p)
-                found = exact.get(p)
-                if found:
-                    ids.extend(found)
             if r:
                 found = ends_with.get(r)
                 if found:
@@ -147,8 +165,8 @@ class MaskCache:
         return MaskRecipe(tuple(sorted(bases)), inner.ids)
 
     def _read_recipe(self, parts, typed, after_keyword, keyword_arg) -> MaskRecipe:
-        ids = np.unique(np.concatenate([self._read_ids(p, typed, after_keyword)
-                                        for p in parts + (STRING_PREFIXES,)]))
+        ids = np.concatenate([self._read_ids(p, typed, after_keyword)
+                              for p in parts + (STRING_PREFIXES,)])     # repeats: harmless
         if after_keyword:
             return MaskRecipe(("not_blank_name", "string_start"), ids)
         bases = set()
@@ -181,7 +199,7 @@ class MaskCache:
             self._collect(ids, rests, v.lead_exact, v.lead_ends_with, v.lead_prefixes)
         if not after_keyword:
             self._collect(ids, rests, v.exact, v.ends_with, v.prefixes)
-        recipe = MaskRecipe((), np.unique(np.asarray(ids, dtype=np.int32)))
+        recipe = MaskRecipe((), np.asarray(ids, dtype=np.int32))
         self._keep_recipe(key, recipe)
         return recipe.ids
 
@@ -210,8 +228,7 @@ class MaskCache:
         v = self.vocab
         allowed: list[int] = []
         if targets:
-            allowed.extend(tid for tid, head, rest in v.dotted
-                           if not rest or ends_target(v.texts[tid][1 + len(head):]))
+            allowed.extend(self._dotted_targets())
         for n in names:
             for i in range(1, len(n) + 1):
                 p = n[:i]
@@ -227,6 +244,14 @@ class MaskCache:
         if allowed:
             keep[np.asarray(allowed, dtype=np.int64)] = False
         return MaskRecipe(("all",), np.flatnonzero(keep).astype(np.int32), False)
+
+    def _dotted_targets(self) -> list[int]:
+        """The ``.name`` tokens that are a name alone or end a target (once a vocabulary)."""
+        if self._target_dotted is None:
+            v = self.vocab
+            self._target_dotted = [tid for tid, head, rest in v.dotted
+                                   if not rest or ends_target(v.texts[tid][1 + len(head):])]
+        return self._target_dotted
 
     def _remaining(self, names: frozenset, typed: str, limit: int | None = None) -> list[str]:
         ordered = self._sorted.get(names)
@@ -264,9 +289,19 @@ class MaskCache:
                 _, old = self._recipes.popitem(last=False)
                 self._recipe_bytes -= old.nbytes
 
+    def _base(self, bases: tuple[str, ...]) -> np.ndarray:
+        """``bases_mask`` of ``bases``, kept: a few combinations recur."""
+        with self._lock:
+            found = self._bases.get(bases)
+        if found is None:
+            found = bases_mask(self.vocab, bases)
+            with self._lock:
+                self._bases[bases] = found
+        return found
+
     def _keep_dense(self, dense_key, recipe: MaskRecipe, device):
         import torch        # lazy: only dense masks need torch
-        tensor = torch.from_numpy(recipe.build(self.vocab))
+        tensor = torch.from_numpy(recipe.build(self.vocab, self._base(recipe.bases)))
         if device is not None and str(device) != "cpu":
             tensor = tensor.to(device)
         with self._lock:

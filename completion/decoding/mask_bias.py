@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+import numpy as np
 import torch
 
 
@@ -42,9 +43,20 @@ class MaskBiases:
         return bias
 
 
+_TABLE = np.array([-np.inf, 0.0], dtype=np.float32)      # bias by allowed (0 or 1)
+
+
 def biased(mask: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
-    """The bias of ``mask`` for logits like ``like`` (made, not kept)."""
+    """The bias of ``mask`` for logits like ``like`` (made, not kept). On the CPU one numpy
+    pass over the mask: torch's fill reads an inverse it builds, and splits a large
+    vocabulary's arrays over threads (docs/decisions/monitor-masks.md)."""
     n = like.shape[-1]
+    if mask.device.type == "cpu" and like.device.type == "cpu":
+        bias = np.full(n, -np.inf, dtype=np.float32)          # ids past the mask: -inf
+        m = min(n, mask.shape[-1])
+        _TABLE.take(mask[:m].numpy().view(np.uint8), out=bias[:m])
+        out = torch.from_numpy(bias)
+        return out if like.dtype == torch.float32 else out.to(like.dtype)
     allowed = mask[:n].to(like.device)
     if allowed.shape[-1] < n:                       # ids the tokenizer does not know
         allowed = torch.cat((allowed, allowed.new_zeros(n - allowed.shape[-1])))
