@@ -12,6 +12,7 @@ from pathlib import Path
 from inkling.runtime.errors import ModelError
 
 SMALL_MODEL_PARAMS = 100_000_000
+NATIVE_AUTO_MAX_PARAMS = 600_000_000   # auto's native forward: docs/decisions/forward-choice.md
 SCALE_SUFFIX = ".scale"          # an int8 folder's per-channel scales: not parameters
 HEADER_MAX = 100 << 20           # a larger header is not a safetensors file
 DTYPE_NAMES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16",

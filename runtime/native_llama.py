@@ -9,9 +9,9 @@ import torch
 
 from inkling.runtime import native_build
 from inkling.runtime.compact_llama import CompactLlama
-from inkling.runtime.cpu_layout import InputMajorLinear
+from inkling.runtime.cpu_layout import InputMajorLinear, PackedLinear
 from inkling.runtime.kv_buffers import KVBuffers
-from inkling.runtime.model_size import SMALL_MODEL_PARAMS
+from inkling.runtime.model_size import NATIVE_AUTO_MAX_PARAMS
 
 log = logging.getLogger(__name__)
 
@@ -100,9 +100,10 @@ def refusal(model: torch.nn.Module, auto: bool = False, params: int | None = Non
     ``params``: its size as the checkpoint stores it (else counted from ``model``)."""
     if auto:
         size = params if params is not None else sum(p.numel() for p in model.parameters())
-        if size >= SMALL_MODEL_PARAMS:
-            return (f"{size / 1e6:.0f} M parameters: the native layers pay for models under "
-                    f"{SMALL_MODEL_PARAMS // 1_000_000} M (model.forward native asks for them)")
+        if size >= NATIVE_AUTO_MAX_PARAMS:
+            return (f"{size / 1e6:.0f} M parameters: the native layers are measured faster for "
+                    f"models under {NATIVE_AUTO_MAX_PARAMS // 1_000_000} M (model.forward "
+                    "native asks for them)")
     params = next(model.parameters())
     if params.device.type != "cpu":
         return f"the model is on {params.device.type} (the native layers are CPU code)"
@@ -112,7 +113,7 @@ def refusal(model: torch.nn.Module, auto: bool = False, params: int | None = Non
         a, m = block.self_attn, block.mlp
         for lin in (a.q_proj, a.k_proj, a.v_proj, a.o_proj, m.gate_proj, m.up_proj,
                     m.down_proj):
-            if not isinstance(lin, InputMajorLinear):
+            if not isinstance(lin, (InputMajorLinear, PackedLinear)):
                 return f"{type(lin).__name__} layers (the native layers read [in, out] weights)"
         if any(lin.bias is not None for lin in (a.o_proj, m.gate_proj, m.up_proj, m.down_proj)):
             return ("biases in the output projection or the MLP (the native layers add "
@@ -154,9 +155,9 @@ class NativeLlama(CompactLlama):
             biases += [torch.empty(0) if lin.bias is None else lin.bias.detach().contiguous()
                        for lin in (a.q_proj, a.k_proj, a.v_proj)]
             weights += [block.input_layernorm.weight,
-                        *(lin.weight_t for lin in (a.q_proj, a.k_proj, a.v_proj, a.o_proj)),
+                        *map(_weight_t, (a.q_proj, a.k_proj, a.v_proj, a.o_proj)),
                         block.post_attention_layernorm.weight,
-                        *(lin.weight_t for lin in (m.gate_proj, m.up_proj, m.down_proj))]
+                        *map(_weight_t, (m.gate_proj, m.up_proj, m.down_proj))]
             names += [f"model.layers.{i}.{n}.weight" for n in (
                 "input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
                 "self_attn.o_proj", "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj",
@@ -209,6 +210,14 @@ class NativeLlama(CompactLlama):
         if self.head_panels is None:
             return self.head(hidden)[None]                                # [1, keep, vocab]
         return self.extension.project_packed(hidden, self.head_panels, self.vocab)[None]
+
+
+def _weight_t(linear: torch.nn.Module) -> torch.Tensor:
+    """A layer's weight [in, out]: InputMajorLinear's own, a PackedLinear's unpacked (a copy,
+    for its panels: the compact forward keeps the packed one for longer forwards)."""
+    if isinstance(linear, PackedLinear):
+        return linear.weight.t().contiguous()
+    return linear.weight_t
 
 
 def _head_weight(model: torch.nn.Module) -> torch.Tensor | None:

@@ -11,7 +11,8 @@ from conftest import make_tiny_model
 from inkling.runtime import cpu_layout
 from inkling.runtime.errors import ModelError
 from inkling.runtime.model_loader import load_runtime
-from inkling.runtime.model_size import SMALL_MODEL_PARAMS, Checkpoint, checkpoint_of
+from inkling.runtime.model_size import (NATIVE_AUTO_MAX_PARAMS, SMALL_MODEL_PARAMS, Checkpoint,
+                                        checkpoint_of)
 from inkling.training.int8_convert import convert
 
 
@@ -70,13 +71,16 @@ def test_an_unreadable_checkpoint_is_named(tmp_path):
 
 
 def test_the_size_decisions_read_the_checkpoints_count(tiny_runtime):
-    """auto refuses the native forward over SMALL_MODEL_PARAMS as the checkpoint counts them,
-    whatever the model in memory holds; the loader's threads follow the same count."""
+    """auto refuses the native forward from NATIVE_AUTO_MAX_PARAMS as the checkpoint counts
+    them, whatever the model in memory holds; the loader's threads follow the same count."""
     large = dataclasses.replace(tiny_runtime, forwards=None, checkpoint=Checkpoint(
-        SMALL_MODEL_PARAMS + 1, 0, "float16"))
+        NATIVE_AUTO_MAX_PARAMS, 0, "float16"))
     assert laid_out_params(large.model) < SMALL_MODEL_PARAMS
     assert large.forward_kind("auto") == "compact"
-    assert large.auto_note().startswith(f"{(SMALL_MODEL_PARAMS + 1) / 1e6:.0f} M parameters")
+    assert large.auto_note().startswith(f"{NATIVE_AUTO_MAX_PARAMS / 1e6:.0f} M parameters")
+    below = dataclasses.replace(tiny_runtime, forwards=None, checkpoint=Checkpoint(
+        NATIVE_AUTO_MAX_PARAMS - 1, 0, "float16"))
+    assert below.forward_kind("auto") == "native"
     small = dataclasses.replace(tiny_runtime, forwards=None)
     assert not small.forwards.note().startswith(f"{small.params / 1e6:.0f} M parameters")
 

@@ -235,7 +235,7 @@ def test_auto_is_native_where_it_is_built(tiny_model_dir):
 
 
 def test_auto_leaves_large_models_to_the_compact_forward(tiny_model_dir, monkeypatch):
-    monkeypatch.setattr(native_llama, "SMALL_MODEL_PARAMS", 1000)
+    monkeypatch.setattr(native_llama, "NATIVE_AUTO_MAX_PARAMS", 1000)
     rt = load_runtime(tiny_model_dir, device="cpu", dtype="float32")
     assert rt.forwards.native is None                           # not even built
     assert PromptCache(rt, "full").forward.name == "compact"
@@ -243,20 +243,20 @@ def test_auto_leaves_large_models_to_the_compact_forward(tiny_model_dir, monkeyp
     assert PromptCache(rt, "full", forward="native").forward.name == "native"   # asked: it runs
 
 
-def test_native_asked_keeps_layers_that_would_be_packed_for_it(tiny_model_dir, monkeypatch):
-    """Projections large enough for oneDNN's packed layout (every layer of a 100 M model)
-    are packed where the compact forward may serve, which the native layers cannot read;
-    with model.forward native asked they stay [in, out] and the native layers run them,
-    within 1e-4 of the reference, the same greedy tokens."""
+@pytest.mark.parametrize("asked", ["native", "auto"])
+def test_layers_packed_for_the_compact_forward_run_native(tiny_model_dir, monkeypatch, asked):
+    """Projections large enough for oneDNN's packed layout (the MLP of a 0.5 B model) are
+    packed where the compact forward may serve (auto); the native layers make their panels
+    from an unpacked copy. With model.forward native asked they stay [in, out]. Either way
+    the native layers run them, within 1e-4 of the reference, the same greedy tokens."""
     from inkling.runtime import cpu_layout
     monkeypatch.setattr(cpu_layout, "PACK_MIN_WEIGHTS", 1000)
-    auto = load_runtime(tiny_model_dir, device="cpu", dtype="float32")
-    assert isinstance(auto.model.model.layers[0].mlp.up_proj, cpu_layout.PackedLinear)
-    with pytest.raises(ModelError, match="PackedLinear"):
-        PromptCache(auto, "full", forward="native")
-    rt = load_runtime(tiny_model_dir, device="cpu", dtype="float32", forward="native")
+    rt = load_runtime(tiny_model_dir, device="cpu", dtype="float32", forward=asked)
+    packed = isinstance(rt.model.model.layers[0].mlp.up_proj, cpu_layout.PackedLinear)
+    assert packed == (asked == "auto")
     caches = _both(rt)
     assert caches["native"].forward.name == "native"
+    assert PromptCache(rt, "full").forward.name == "native"
     prompt = _ids(rt, 70, seed=5)
     _close(*(c.extend(prompt)[-8:] for c in caches.values()))
     tokens = {}
