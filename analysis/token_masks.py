@@ -51,14 +51,6 @@ def bases_mask(vocab: TokenVocabulary, bases: tuple[str, ...]) -> np.ndarray:
     return mask
 
 
-def longest_in(prefixes: set, kept: dict) -> int:
-    """The longest string in ``prefixes``, kept in ``kept`` by the set's identity."""
-    found = kept.get(id(prefixes))
-    if found is None or found[0] is not prefixes:
-        found = kept[id(prefixes)] = (prefixes, max(map(len, prefixes), default=0))
-    return found[1]
-
-
 @dataclass
 class MaskCache:
     vocab: TokenVocabulary
@@ -68,7 +60,6 @@ class MaskCache:
     _recipes: OrderedDict = field(default_factory=OrderedDict, repr=False)
     _recipe_bytes: int = 0
     _sorted: dict = field(default_factory=dict, repr=False)
-    _longest_of: dict = field(default_factory=dict, repr=False)
     _bases: dict = field(default_factory=dict, repr=False)       # bases -> their dense OR
     _target_dotted: list | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
@@ -141,10 +132,8 @@ class MaskCache:
     def _collect(self, ids: list, rests, exact: dict, ends_with: dict, prefixes: set) -> None:
         """Tokens that are a prefix of some ``r`` in ``rests``, or ``r`` and a name's end.
         ``prefixes`` is closed under prefixes, so the heads it holds are those a walk along
-        each ``r`` reaches; heads past the longest name token cannot be in it."""
-        longest = longest_in(prefixes, self._longest_of)
-        heads = {r[:i] for r in rests for i in range(1, min(len(r), longest) + 1)}
-        heads &= prefixes
+        each ``r`` would reach."""
+        heads = {r[:i] for r in rests for i in range(1, len(r) + 1)} & prefixes
         for p in heads:
             found = exact.get(p)
             if found:
