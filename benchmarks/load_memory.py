@@ -1,26 +1,31 @@
 """What reading a model folder costs: peak and resident memory, and wall time, of one load in
 a fresh process, by transformers' ``from_pretrained`` (the route inkling had) or by the lean
-reader (runtime/checkpoint_reader.py), as far as the weights read or through the whole
-runtime (the CPU layout included).
+reader (runtime/checkpoint_reader.py), as far as the weights read or through the whole runtime
+(the CPU layout included). It backs docs/decisions/lean-reader.md.
 
-    /usr/bin/time -v python benchmarks/load_memory.py {old,new} {read,runtime} FOLDER DTYPE
+    python benchmarks/load_memory.py [--model FOLDER] [--dtypes float32,bfloat16] [--rounds 2]
+                                     [--quick] [--json OUT]
 
-Prints the wall seconds and the resident set after the load; ``/usr/bin/time -v`` gives the
-peak ("Maximum resident set size"). Run each case in its own process, interleaved.
-"""
+Every case (route x stage x dtype) runs in a process of its own, the cases interleaved round by
+round; a case prints its wall seconds, its resident set after the load and its peak (the
+process's ``ru_maxrss``). The model defaults to the bundled one; ``--quick`` runs one round in
+float32. Prints each case's median over the rounds."""
 from __future__ import annotations
 
 import gc
+import json
+import resource
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
 
-import torch
+REPO = Path(__file__).resolve().parents[1]
+ROUTES, STAGES = ("old", "new"), ("read", "runtime")
 
-from inkling.runtime import model_setup
 
-
-def old_read(path: Path, dtype: torch.dtype, device: torch.device) -> torch.nn.Module:
+def old_read(path: Path, dtype, device):
     """The route before the lean reader: transformers' auto class."""
     from transformers import AutoModelForCausalLM
     model = AutoModelForCausalLM.from_pretrained(
@@ -29,13 +34,15 @@ def old_read(path: Path, dtype: torch.dtype, device: torch.device) -> torch.nn.M
     return model.to(device).eval()
 
 
-def resident_gb() -> float:
+def resident_mb() -> float:
     status = Path("/proc/self/status").read_text()
-    return int(status.split("VmRSS:")[1].split()[0]) / 1e6
+    return int(status.split("VmRSS:")[1].split()[0]) / 1e3
 
 
-def main() -> None:
-    route, stage, folder, dtype = sys.argv[1:5]
+def one_case(route: str, stage: str, folder: str, dtype: str) -> dict:
+    """Load once in this process; its figures."""
+    import torch
+    from inkling.runtime import model_setup
     path = Path(folder).expanduser().resolve()
     if route == "old":
         model_setup.read_model = old_read
@@ -46,9 +53,41 @@ def main() -> None:
         from inkling.runtime.model_loader import load_runtime
         model = load_runtime(path, device="cpu", dtype=dtype, forward="compact").model
     gc.collect()
-    print(f"{route} {stage} {dtype}: {time.perf_counter() - start:.1f} s, "
-          f"resident {resident_gb():.2f} GB, {type(model).__name__}")
+    wall = time.perf_counter() - start
+    assert model is not None                        # held while the resident set is read
+    return {"wall_s": wall, "resident_mb": resident_mb(),
+            "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e3}
+
+
+def main() -> int:
+    if sys.argv[1:2] == ["--case"]:
+        print(json.dumps(one_case(*sys.argv[2:6])))
+        return 0
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from common import parser, write_json   # here: a case's process loads nothing else
+    ap = parser(__doc__)
+    ap.add_argument("--dtypes", default="float32,bfloat16")
+    ap.add_argument("--rounds", type=int, default=2)
+    args = ap.parse_args()
+    folder = args.model or str(REPO / "models" / "inkling-tiny")
+    dtypes = ["float32"] if args.quick else args.dtypes.split(",")
+    cases = [(r, s, d) for d in dtypes for s in STAGES for r in ROUTES]
+    runs: dict[tuple, list[dict]] = {c: [] for c in cases}
+    for n in range(1 if args.quick else args.rounds):
+        for case in cases if n % 2 == 0 else cases[::-1]:
+            out = subprocess.run([sys.executable, __file__, "--case", *case[:2], folder, case[2]],
+                                 capture_output=True, text=True, check=True)
+            runs[case].append(json.loads(out.stdout.strip().splitlines()[-1]))
+    figures = {}
+    for (route, stage, dtype), got in runs.items():
+        med = {k: statistics.median(g[k] for g in got) for k in got[0]}
+        figures[f"{dtype}.{stage}.{route}"] = med
+        print(f"{dtype:9} {stage:8} {route}: peak {med['peak_mb']:8.0f} MB, resident "
+              f"{med['resident_mb']:8.0f} MB, {med['wall_s']:.1f} s")
+    print(f"{folder}; {len(runs[cases[0]])} rounds")
+    write_json(args.json, figures)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -88,6 +88,7 @@ BENCHMARKS = [
               ["check", str(RECORDING.relative_to(REPO))], ["check", str(RECORDING.relative_to(REPO))],
               no_recording),
     Benchmark("code_versions", "code_versions", [BASELINE], ["HEAD"]),
+    Benchmark("load_memory", "load_memory", [], []),
     Benchmark("gpu_suite", "gpu_suite", ["--results", "{tmp}"], ["--results", "{tmp}"], no_cuda),
 ]
 

@@ -63,19 +63,19 @@ def lay_out_for_cpu(model: torch.nn.Module, pack: bool = True) -> int:
     tied = None
     if isinstance(emb, torch.nn.Embedding):
         tied = emb.weight.data_ptr()
-    swapped = 0
-    for parent in list(model.modules()):
-        for name, child in list(parent.named_children()):
-            if type(child) is not torch.nn.Linear:
-                continue
-            is_tied = tied is not None and child.weight.data_ptr() == tied
-            if pack and PackedLinear.suits(child.weight, is_tied):
-                setattr(parent, name, PackedLinear(child.weight, child.bias))
-                swapped += 1
-                continue
-            weight_t = child.weight.detach().t().contiguous()            # [in, out]
-            if is_tied:                                                   # a view: [vocab, hidden]
-                emb.weight = torch.nn.Parameter(weight_t.t(), requires_grad=False)
-            setattr(parent, name, InputMajorLinear(weight_t, child.bias))
-            swapped += 1
-    return swapped
+    # by name, so that each replaced layer's weight is freed as it goes (peak memory at load)
+    found = [(path, name) for path, parent in model.named_modules()
+             for name, child in parent.named_children() if type(child) is torch.nn.Linear]
+    for path, name in found:
+        parent = model.get_submodule(path)
+        child = getattr(parent, name)
+        is_tied = tied is not None and child.weight.data_ptr() == tied
+        if pack and PackedLinear.suits(child.weight, is_tied):
+            setattr(parent, name, PackedLinear(child.weight, child.bias))
+            continue
+        weight_t = child.weight.detach().t().contiguous()                # [in, out]
+        if is_tied:                                                       # a view: [vocab, hidden]
+            emb.weight = torch.nn.Parameter(weight_t.t(), requires_grad=False)
+        setattr(parent, name, InputMajorLinear(weight_t, child.bias))
+        del child
+    return len(found)
