@@ -89,6 +89,7 @@ BENCHMARKS = [
               no_recording),
     Benchmark("code_versions", "code_versions", [BASELINE], ["HEAD"]),
     Benchmark("load_memory", "load_memory", [], []),
+    Benchmark("native_step", "native_step", ["--float32-panels"], []),
     Benchmark("gpu_suite", "gpu_suite", ["--results", "{tmp}"], ["--results", "{tmp}"], no_cuda),
 ]
 
