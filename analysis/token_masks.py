@@ -130,15 +130,19 @@ class MaskCache:
         return MaskRecipe(tuple(bases), np.asarray(ids, dtype=np.int32))
 
     def _collect(self, ids: list, rests, exact: dict, ends_with: dict, prefixes: set) -> None:
-        """Tokens that are a prefix of some ``r`` in ``rests``, or ``r`` and a name's end.
-        ``prefixes`` is closed under prefixes, so the heads it holds are those a walk along
-        each ``r`` would reach."""
-        heads = {r[:i] for r in rests for i in range(1, len(r) + 1)} & prefixes
-        for p in heads:
-            found = exact.get(p)
-            if found:
-                ids.extend(found)
+        """Tokens that are a prefix of some ``r`` in ``rests``, or ``r`` and a name's end."""
+        seen = set()
         for r in rests:
+            for i in range(1, len(r) + 1):
+                p = r[:i]
+                if p not in prefixes:
+                    break
+                if p in seen:
+                    continue
+                seen.add(p)
+                found = exact.get(p)
+                if found:
+                    ids.extend(found)
             if r:
                 found = ends_with.get(r)
                 if found:
