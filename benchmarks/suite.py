@@ -72,6 +72,7 @@ BENCHMARKS = [
     Benchmark("defaults_reporting", "defaults", ["--runs", "1", "--trace-files", *reporting_traces()],
               []),
     Benchmark("monitor_pays", "monitor_pays", ["--set", "reporting"], []),
+    Benchmark("monitor_vocab", "monitor_vocab", ["--zoo", "qwen2.5-coder-0.5b"], []),
     Benchmark("cache_modes", "cache_modes", ["--max-functions", "2"], []),
     Benchmark("cache_kl", "cache_kl", [], []),
     Benchmark("lossless", "lossless", ["--held-out"], []),
