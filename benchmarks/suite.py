@@ -31,7 +31,7 @@ REPO = store.REPO
 LLAMACPP_BUILD = Path.home() / ".cache" / "inkling"
 RECORDING = REPO / "benchmarks" / "store" / "recorded_outputs_base.json"
 REPORTING = "benchmarks/traces/reporting"
-BASELINE = "114903f"    # the commit the recorded outputs (RECORDING) were recorded at
+BASELINE = "1750a51"    # the commit the recorded outputs (RECORDING) were recorded at
 
 
 @dataclass(frozen=True)
