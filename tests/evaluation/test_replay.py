@@ -421,8 +421,9 @@ def test_engine_refusals_surface_as_one_line(tmp_path, tiny_model_dir, capsys, m
                   {"kind": "complete", "path": "a.py", "position": pos(0, 0), "expected": "x"})
     assert main(["replay", trace, "--model", str(tiny_model_dir), "--device", "cpu",
                  "--drafts", "3"]) == 2
-    err = capsys.readouterr().err.strip()
-    assert err == "inkling: error: the number of drafts must be between 1 and 16, got 30"
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "inkling: error: the number of drafts must be between 1 and 16, got 30"
+    assert all(line.startswith("inkling: model ") for line in err[:-1]), err   # the load line
 
 
 def test_report_marks_unmeasured_metrics(replayer):
