@@ -39,3 +39,16 @@ def zoo_tokenizer(family: str):
         return zoo.tokenizer(family)
     except zoo.ZooError as exc:
         pytest.skip(f"the model zoo cannot be made here: {exc}")
+
+
+def zoo_runtimes():
+    """A loader of tiny zoo runtimes by name (float32, CPU), each loaded once: for a
+    module-scoped fixture."""
+    from inkling.runtime.model_loader import load_runtime   # lazy: torch only when used
+    loaded = {}
+
+    def runtime(name):
+        if name not in loaded:
+            loaded[name] = load_runtime(zoo_model(name), device="cpu", dtype="float32")
+        return loaded[name]
+    return runtime

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from zoo_models import ZOO_MODELS, zoo_model
+from zoo_models import ZOO_MODELS, zoo_model, zoo_runtimes
 from inkling.completion.errors import OptionError
 from inkling.completion.options import InklingOptions
 from inkling.completion.prompt.builder import build_prompt, fim_order
@@ -45,13 +45,7 @@ MARKERS = {"qwen2.5-coder-0.5b": ("<|repo_name|>", "<|file_sep|>"),
 
 @pytest.fixture(scope="module")
 def runtimes():
-    loaded = {}
-
-    def runtime(name):
-        if name not in loaded:
-            loaded[name] = load_runtime(zoo_model(name), device="cpu", dtype="float32")
-        return loaded[name]
-    return runtime
+    return zoo_runtimes()
 
 
 def _block(rt):

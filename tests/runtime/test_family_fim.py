@@ -10,7 +10,7 @@ import logging
 import pytest
 from tokenizers import Tokenizer
 
-from zoo_models import ZOO_MODELS, zoo_model
+from zoo_models import ZOO_MODELS, zoo_model, zoo_runtimes
 from inkling.runtime.fim import KNOWN_FORMATS, added_tokens, bos_id
 from inkling.runtime.model_description import describe
 from inkling.runtime.model_loader import load_runtime
@@ -31,13 +31,7 @@ FORCED = ("none", "forced", "completion.draft is none")
 
 @pytest.fixture(scope="module")
 def runtimes():
-    loaded = {}
-
-    def runtime(name):
-        if name not in loaded:
-            loaded[name] = load_runtime(zoo_model(name), device="cpu", dtype="float32")
-        return loaded[name]
-    return runtime
+    return zoo_runtimes()
 
 
 def _eos(path) -> set[int]:
