@@ -1,13 +1,13 @@
 """Load any local Hugging Face causal LM directory offline (safetensors, no remote code)."""
 from __future__ import annotations
 
-import json
 import logging
 import os
 from pathlib import Path
 from typing import Callable
 
 from inkling.runtime.errors import ModelError
+from inkling.runtime.model_files import check_weights, read_config
 from inkling.runtime.model_size import SMALL_MODEL_PARAMS, checkpoint_of
 
 # Families whose attention uses rotary position embeddings in the half-split layout.
@@ -25,23 +25,13 @@ Progress = Callable[[str, float], None]
 log = logging.getLogger(__name__)
 
 
-def _read_config(path: Path) -> dict:
-    cfg_path = path / "config.json"
-    if not cfg_path.is_file():
-        raise ModelError(f"model path {path} has no config.json (is it a Hugging Face model folder?)")
-    try:
-        return json.loads(cfg_path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ModelError(f"model config {cfg_path} cannot be read: {exc}") from None
-
-
 def check_model_dir(path: Path) -> dict:
     """Everything that can be checked without importing torch; returns config.json."""
     if not path.exists():
         raise ModelError(f"model path {path} does not exist")
     if not path.is_dir():
         raise ModelError(f"model path {path} is not a folder")
-    cfg = _read_config(path)
+    cfg = read_config(path)
     model_type = cfg.get("model_type", "?")
     has_rope_fields = any(k in cfg for k in ("rope_theta", "rope_parameters", "rope_scaling"))
     if model_type in NON_ROTARY_MODEL_TYPES or cfg.get("alibi") or (
@@ -52,9 +42,12 @@ def check_model_dir(path: Path) -> dict:
     if cfg.get("auto_map"):
         raise ModelError(f"model {path} needs remote code (auto_map in config.json); "
                          "inkling does not run code shipped with a model")
-    if not any(path.glob("*.safetensors")):
+    weights = sorted(path.glob("*.safetensors"))
+    if not weights:
         raise ModelError(f"model {path} has no .safetensors weights "
                          "(inkling loads safetensors only, never pickled .bin files)")
+    for file in weights:
+        check_weights(file)
     if not (path / "tokenizer.json").is_file():
         raise ModelError(f"model {path} has no tokenizer.json (a fast tokenizer is required)")
     return cfg

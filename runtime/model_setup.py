@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Callable
 
 import torch
+from huggingface_hub.errors import StrictDataclassError
+from safetensors import SafetensorError
 from tokenizers import Tokenizer
 from transformers.utils import logging as hf_logging
 
@@ -61,7 +63,10 @@ def read_model(path: Path, dtype: torch.dtype, device: torch.device) -> torch.nn
             model = AutoModelForCausalLM.from_pretrained(
                 path, dtype=dtype, local_files_only=True, use_safetensors=True,
                 trust_remote_code=False, attn_implementation="sdpa")
-    except (OSError, ValueError, KeyError) as exc:
+    except StrictDataclassError as exc:              # transformers' config refused a field
+        why = " ".join(str(exc).split()).split(". Errors:")[0]
+        raise ModelError(f"model config {path / 'config.json'}: {why}") from None
+    except (OSError, ValueError, KeyError, SafetensorError) as exc:
         raise ModelError(f"model {path} cannot be loaded: {str(exc).splitlines()[0]}") from None
     model.to(device).eval()
     return model
