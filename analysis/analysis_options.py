@@ -3,10 +3,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from inkling.analysis.workspace_files import MAX_FILE_BYTES
+
 
 @dataclass(frozen=True)
 class AnalysisOptions:
-    max_file_bytes: int = 1_000_000        # workspace files larger than this are not indexed
+    max_file_bytes: int = MAX_FILE_BYTES   # workspace files larger than this are not indexed
     max_files: int = 5_000                 # workspace files indexed per folder
     max_total_bytes: int = 64_000_000      # bytes read per folder while indexing
     max_symbol_bytes: int = 1_000_000      # open documents larger than this get no symbols

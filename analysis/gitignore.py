@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pathspec
 
+from inkling.analysis.workspace_files import read_text
+
 
 @dataclass(frozen=True)
 class GitIgnore:
@@ -19,10 +21,8 @@ class GitIgnore:
 
     @staticmethod
     def load(folder: Path) -> "GitIgnore":
-        try:
-            return GitIgnore.parse((folder / ".gitignore").read_text("utf-8", "replace"))
-        except OSError:
-            return GitIgnore(None)
+        text, _ = read_text(folder / ".gitignore", errors="replace")
+        return GitIgnore(None) if text is None else GitIgnore.parse(text)
 
     def decision(self, rel: str, is_dir: bool) -> bool | None:
         """True: ignored, False: re-included by ``!``, None: no rule matched. ``rel`` is

@@ -12,6 +12,7 @@ from typing import Callable
 from inkling.analysis.module_paths import resolve_relative
 from inkling.analysis.symbol_index import SymbolIndex
 from inkling.analysis.symbols import FileSymbols, ImportBinding
+from inkling.analysis.workspace_files import read_text
 
 UNUSED = 1 << 30                 # the distance of an imported name the file never uses
 MAX_FOLLOW = 4                   # re-exports followed at most this deep
@@ -152,10 +153,10 @@ class ImportedDefinitions:
             return []
         cached = self._lines.get(path)
         if cached is None or cached[0] != version:
-            try:
-                lines = path.read_text(encoding="utf-8", errors="replace").split("\n")
-            except OSError:
+            text, _ = read_text(path, errors="replace")
+            if text is None:
                 return []
+            lines = text.split("\n")
             cached = self._lines[path] = (version, lines)
         return cached[1]
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Protocol
 from urllib.parse import unquote, urlparse
 
+from inkling.analysis.workspace_files import MAX_FILE_BYTES, read_bytes
 from inkling.analysis.workspace_filter import WorkspaceFilter
 from inkling.analysis.workspace_watcher import WorkspaceWatcher
 
@@ -33,7 +34,7 @@ BATCH = 256                      # files read and handed to subscribers at once
 @dataclass(frozen=True)
 class WorkspaceLimits:
     max_files: int = 20_000                # files read by one walk
-    max_file_bytes: int = 1 << 20          # larger files are skipped
+    max_file_bytes: int = MAX_FILE_BYTES   # larger files are skipped
     max_total_bytes: int = 256 << 20       # bytes read by one walk
 
 
@@ -79,17 +80,10 @@ class WalkReport:
 
 
 def read_text(path: Path, max_bytes: int) -> tuple[str | None, str]:
-    """(text, "") or (None, why the file was skipped)."""
-    try:
-        if path.is_symlink():
-            return None, "symlinks"
-        if path.stat().st_size > max_bytes:
-            return None, "huge files"
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None, "vanished files"
-    except OSError:
-        return None, "unreadable files"
+    """(text, "") or (None, why the file was skipped): no symlink, no binary file."""
+    data, why = read_bytes(path, max_bytes, follow_symlinks=False)
+    if data is None:
+        return None, why
     if b"\0" in data[:8192]:
         return None, "binary files"
     try:

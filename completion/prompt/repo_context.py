@@ -11,6 +11,7 @@ from urllib.parse import unquote, urlparse
 
 from inkling.analysis import CodeAnalysis
 from inkling.analysis.imported_definitions import UNUSED, ImportedDefinitions
+from inkling.analysis.workspace_files import read_text
 from inkling.runtime.model_runtime import ModelRuntime
 
 from inkling.completion.document import Document
@@ -73,9 +74,8 @@ class RepoContext:
 
     def touch_file(self, path: Path) -> None:
         """A file changed on disk: a recent file, its text as read now."""
-        try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
+        text, _ = read_text(path)
+        if text is None:
             return
         path = path.resolve()
         self.recent.touch(path.as_uri(), relative(path, self.roots), lambda: text)
