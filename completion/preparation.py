@@ -42,8 +42,8 @@ def prepare(c: CompletionOptions, draft: str, sources: DraftSources, runtime: Mo
     elif workspace.waiting:
         workspace.walk()                     # no folder yet: one added is walked for them
     if uses_datastore(c, draft):
-        steps.append(("datastore", lambda: sources.build_datastore(
-            c.datastore, runtime, progress).summary()))
+        steps.append(("datastore", lambda: sources.build_datastore(   # another's build:
+            c.datastore, runtime, progress, wait=False).summary()))   # serve without it
     if draft == DraftMode.SUFFIX:
         steps.append(("model datastore", lambda: _summary(sources.model_datastore(
             runtime, c.model_datastore), "no model datastore")))

@@ -22,7 +22,7 @@ from typing import Callable
 
 import torch
 
-from inkling.runtime import native_lock
+from inkling.runtime import build_lock
 from inkling.runtime.user_cache import cache_folder
 
 log = logging.getLogger(__name__)
@@ -168,22 +168,21 @@ def build(p: Plan, progress: Progress | None = None) -> Path:
         p.failed.write_text(f"{exc}\n")
         raise
     finally:
-        native_lock.release(fd)
+        build_lock.release(fd)
 
 
 def _wait_for_lock(p: Plan, progress: Progress | None) -> int:
     """The lock of ``p`` once no live builder holds it; BuildFailed past limit + WAIT_GRACE_S."""
-    start = time.monotonic()
-    while (fd := native_lock.take(p.lock)) is None:
-        who = native_lock.holder(p.lock) or {}
-        waited = time.monotonic() - start
-        if waited > p.limit_s + WAIT_GRACE_S:
-            raise BuildFailed(f"another native build ({native_lock.describe(who)}) held "
-                              f"its lock {p.lock} for more than {waited:.0f} s")
+    def waiting(who: dict, waited: float) -> None:
         if progress:
-            progress(f"waiting for the native build of {native_lock.describe(who)}: "
+            progress(f"waiting for the native build of {build_lock.describe(who)}: "
                      f"{waited:.0f} s")
-        time.sleep(1.0)
+    limit = p.limit_s + WAIT_GRACE_S
+    fd = build_lock.wait_take(p.lock, limit, "the native build", waiting)
+    if fd is None:
+        who = build_lock.holder(p.lock) or {}
+        raise BuildFailed(f"another native build ({build_lock.describe(who)}) held "
+                          f"its lock {p.lock} for more than {limit:.0f} s")
     return fd
 
 
@@ -256,9 +255,9 @@ def _first_error(log_path: Path) -> str:
 
 def start_background(p: Plan, source: Path = SOURCE) -> str:
     """Start a builder in its own session (a Ctrl-C spares it) unless one runs; says which."""
-    who = native_lock.holder(p.lock)
+    who = build_lock.holder(p.lock)
     if who is not None:
-        return f"a build is running ({native_lock.describe(who)})"
+        return f"a build is running ({build_lock.describe(who)})"
     with open(p.folder / "builder.log", "ab") as sink:
         proc = subprocess.Popen([sys.executable, "-m", "inkling.runtime.native_build",
                                  "--source", str(source)], stdin=subprocess.DEVNULL,

@@ -1,6 +1,8 @@
 """A retrieval datastore for drafting (REST): a large fixed body of code indexed once, so that
 common code drafts where the document and workspace have nothing. ``completion.datastore``:
-``none``, ``corpus`` (the bundled model's training files) or a folder; corpus ids are cached."""
+``none``, ``corpus`` (the bundled model's training files) or a folder; corpus ids are cached,
+built by one process per machine under a ``build_lock``: another that finds it building serves
+without it (``Deferred``) and takes the cache up once written."""
 from __future__ import annotations
 
 import hashlib
@@ -12,6 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from inkling.models.corpus import load_corpus
+from inkling.runtime import build_lock
 from inkling.runtime.user_cache import cache_folder
 
 from inkling.completion.progress import Progress
@@ -21,6 +24,32 @@ from inkling.completion.drafting.workspace_index import WorkspaceIndex
 
 log = logging.getLogger("inkling.datastore")
 _BATCH = 64                       # files tokenized per progress step
+LOCK_WAIT_S = 600.0               # a waiting caller builds alone past this (the cache is renamed in)
+WHAT = "the corpus datastore's build"
+
+
+class Building(Exception):
+    """Another live process builds the cache at ``lock`` now (``holder``: who, in words)."""
+
+    def __init__(self, lock: Path, holder: str):
+        super().__init__(holder)
+        self.lock, self.holder = lock, holder
+
+
+@dataclass(frozen=True)
+class Deferred:
+    """A datastore another process is building: drafting goes on without it meanwhile."""
+    spec: str
+    lock: Path
+    holder: str
+
+    def summary(self) -> str:
+        return (f"datastore {self.spec}: being built by {self.holder}; drafting goes on "
+                f"without it and takes it up from the cache once written")
+
+    def ready(self) -> bool:
+        """Whether to build again: that builder has ended (the cache written, or it failed)."""
+        return build_lock.holder(self.lock) is None
 
 
 @dataclass
@@ -57,9 +86,10 @@ def cache_dir() -> Path:
 
 
 def build_datastore(spec: str, tokenizer_json: str, encode_batch, progress: Progress | None = None,
-                    cache: Path | None = None) -> Datastore | None:
+                    cache: Path | None = None, wait: bool = True) -> Datastore | Deferred | None:
     """The datastore ``spec`` names, or None; ``tokenizer_json`` keys the token-id ``cache``
-    (default ``cache_dir()``), which is optional: a failure to write it is logged."""
+    (default ``cache_dir()``), which is optional: a failure to write it is logged. Where
+    another process builds that cache: wait for it, or (not ``wait``) Deferred at once."""
     validate_datastore_spec(spec)
     if spec == "none":
         return None
@@ -71,8 +101,11 @@ def build_datastore(spec: str, tokenizer_json: str, encode_batch, progress: Prog
     if progress:
         progress("reading the corpus", 0.0)
     files = load_corpus().train
-    ids, from_cache = corpus_ids(files, tokenizer_json, encode_batch, progress,
-                                 cache or cache_dir())
+    try:
+        ids, from_cache = corpus_ids(files, tokenizer_json, encode_batch, progress,
+                                     cache or cache_dir(), wait)
+    except Building as busy:
+        return Deferred(spec, busy.lock, busy.holder)
     if progress:
         progress("indexing the corpus", 0.95)
     index = SuffixIndex()
@@ -83,22 +116,55 @@ def build_datastore(spec: str, tokenizer_json: str, encode_batch, progress: Prog
 
 
 def corpus_ids(files, tokenizer_json: str, encode_batch, progress: Progress | None,
-               cache: Path) -> tuple[list, bool]:
-    """(token ids of ``files``, whether from ``cache``), cached per tokenizer and texts."""
-    key = hashlib.sha256(tokenizer_json.encode())
-    for f in files:
-        key.update(f"{f.relpath}\0{hashlib.sha1(f.text.encode()).hexdigest()}\n".encode())
-    path = cache / f"corpus-{key.hexdigest()[:24]}.npz"
+               cache: Path, wait: bool = True) -> tuple[list, bool]:
+    """(token ids of ``files``, whether from ``cache``), cached per tokenizer and texts and
+    tokenized under the cache's lock; Building where another process holds it and not ``wait``."""
+    path = corpus_cache(files, tokenizer_json, cache)
     ids = _load(path, len(files))
     if ids is not None:
         return ids, True
-    ids = []
-    for i in range(0, len(files), _BATCH):
-        ids += encode_batch([f.text for f in files[i:i + _BATCH]])
+    fd = _lock(path.with_suffix(".lock"), wait, progress)
+    try:
+        ids = _load(path, len(files))            # written by the build waited for
+        if ids is not None:
+            return ids, True
+        ids = []
+        for i in range(0, len(files), _BATCH):
+            ids += encode_batch([f.text for f in files[i:i + _BATCH]])
+            if progress:
+                progress("tokenizing the corpus", 0.9 * min(1.0, (i + _BATCH) / len(files)))
+        _save(path, ids)
+        return ids, False
+    finally:
+        if fd is not None:
+            build_lock.release(fd)
+
+
+def corpus_cache(files, tokenizer_json: str, cache: Path) -> Path:
+    """The cache file of ``files``' ids under ``tokenizer_json`` (its lock: ``.lock`` beside)."""
+    key = hashlib.sha256(tokenizer_json.encode())
+    for f in files:
+        key.update(f"{f.relpath}\0{hashlib.sha1(f.text.encode()).hexdigest()}\n".encode())
+    return cache / f"corpus-{key.hexdigest()[:24]}.npz"
+
+
+def _lock(lock: Path, wait: bool, progress: Progress | None) -> int | None:
+    """The build's lock, waited for where ``wait``; None (build alone) past LOCK_WAIT_S or where
+    the cache folder is unwritable; Building where it is held and not ``wait``."""
+    def waiting(who: dict, waited: float) -> None:
         if progress:
-            progress("tokenizing the corpus", 0.9 * min(1.0, (i + _BATCH) / len(files)))
-    _save(path, ids)
-    return ids, False
+            progress(f"waiting for the datastore build of {build_lock.describe(who)}: "
+                     f"{waited:.0f} s", 0.0)
+    try:
+        if wait:
+            return build_lock.wait_take(lock, LOCK_WAIT_S, WHAT, waiting)
+        fd = build_lock.take(lock, WHAT)
+        if fd is None:
+            raise Building(lock, build_lock.describe(build_lock.holder(lock) or {}))
+        return fd
+    except OSError as exc:
+        log.warning("datastore lock %s not taken (%s); building without it", lock, exc)
+        return None
 
 
 def _load(path: Path, n: int) -> list[np.ndarray] | None:

@@ -10,7 +10,7 @@ from inkling.runtime.model_runtime import ModelRuntime
 from inkling.completion.errors import OptionError
 from inkling.completion.prompt.builder import normalise_eol
 from inkling.completion.drafting import model_datastore as md
-from inkling.completion.drafting.datastore import Datastore, build_datastore
+from inkling.completion.drafting.datastore import Datastore, Deferred, build_datastore
 from inkling.completion.drafting.document_tokens import DocumentTokens
 from inkling.completion.drafting.suffix_index import LazyIndex, SuffixIndex
 from inkling.completion.drafting.suggestion_history import SuggestionHistory
@@ -24,6 +24,7 @@ class DraftSources:
         self.history = SuffixIndex(min_merge=512)    # accepted completions
         self.workspace: WorkspaceIndex | None = None  # the workspace's files, once indexed
         self.datastore = datastore                   # the corpus datastore, once built
+        self.deferred: Deferred | None = None        # the datastore another process builds
         self._documents: dict[str, tuple[str, int, LazyIndex]] = {}   # uri -> (text, offset, index)
         self._suggestions: dict[str, SuggestionHistory] = {}
         self._tokens: DocumentTokens | None = None   # paragraphs tokenized once
@@ -67,7 +68,7 @@ class DraftSources:
     def ngram_sources(self, uri: str, text: str, offset: int, runtime: ModelRuntime) -> dict:
         """What superposed decoding takes n-gram counts from: the indexes and the corpus."""
         sources = self.indexes(uri, text, offset, runtime)
-        if self.datastore is not None:
+        if self._current_datastore(runtime) is not None:
             sources["datastore"] = self.datastore
         return sources
 
@@ -77,7 +78,7 @@ class DraftSources:
         sources = self.indexes(uri, text, offset, runtime)
         if uri in self._suggestions:
             sources["suggestions"] = self._suggestions[uri]
-        if self.datastore is not None:
+        if self._current_datastore(runtime) is not None:
             sources["datastore"] = self.datastore
         model_store = self.model_datastore(runtime, model_spec)
         if model_store is not None:
@@ -88,12 +89,29 @@ class DraftSources:
         """``completion.datastore`` is now ``spec``: another spec's datastore is dropped."""
         if self.datastore is not None and self.datastore.spec != spec:
             self.datastore = None
+        if self.deferred is not None and self.deferred.spec != spec:
+            self.deferred = None
 
-    def build_datastore(self, spec: str, runtime: ModelRuntime, progress=None):
-        """The datastore ``spec`` names (None for ``none``), built once and kept."""
+    def build_datastore(self, spec: str, runtime: ModelRuntime, progress=None,
+                        wait: bool = True) -> Datastore | Deferred | None:
+        """The datastore ``spec`` names (None for ``none``), built once and kept; Deferred where
+        another process builds it and not ``wait`` (taken up by a later completion)."""
         if self.datastore is None or self.datastore.spec != spec:
-            self.datastore = build_datastore(spec, runtime.tokenizer.to_str(),
-                                             runtime.encode_batch, progress)
+            built = build_datastore(spec, runtime.tokenizer.to_str(), runtime.encode_batch,
+                                    progress, wait=wait)
+            self.deferred = built if isinstance(built, Deferred) else None
+            if self.deferred is not None:
+                return self.deferred
+            self.datastore = built
+        return self.datastore
+
+    def _current_datastore(self, runtime: ModelRuntime) -> Datastore | None:
+        """The datastore, a deferred one taken up once its builder has ended (a lock probe)."""
+        d = self.deferred
+        if d is not None and self.datastore is None and d.ready():
+            built = self.build_datastore(d.spec, runtime, wait=False)
+            if isinstance(built, Datastore):
+                log.info("%s; taken up after the build by %s", built.summary(), d.holder)
         return self.datastore
 
     def model_datastore(self, runtime: ModelRuntime, spec: str):

@@ -1,4 +1,4 @@
-"""The native forward's build (runtime/native_build.py, native_lock.py): a start never waits
+"""The native forward's build (runtime/native_build.py, build_lock.py): a start never waits
 on a build it cannot see.
 
 The locking and time-limit tests run a fake compiler (a shell script that notes its pid,
@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from lsp_wire import Wire
-from inkling.runtime import native_build, native_llama, native_lock
+from inkling.runtime import build_lock, native_build, native_llama
 from inkling.runtime.errors import ModelError
 from inkling.runtime.model_loader import load_runtime
 from inkling.cache.prompt_cache import PromptCache
@@ -97,7 +97,7 @@ def test_a_lock_left_by_a_dead_process_is_taken_over(fake, caplog):
     p.folder.mkdir(parents=True)
     p.lock.write_text(json.dumps({"pid": gone.pid, "host": socket.gethostname(),
                                   "started": time.time() - 100}))
-    assert native_lock.holder(p.lock) is None            # its process is gone: not held
+    assert build_lock.holder(p.lock) is None            # its process is gone: not held
     caplog.set_level("INFO")
     t0 = time.monotonic()
     assert native_build.build(p) == p.module and p.module.read_text() == "module\n"
@@ -112,7 +112,7 @@ def test_a_live_build_is_waited_for_and_not_started_twice(fake):
                                 "--source", str(fake.source)], stdout=subprocess.PIPE,
                                stderr=subprocess.STDOUT)
     deadline = time.monotonic() + 20
-    while (who := native_lock.holder(p.lock)) is None and time.monotonic() < deadline:
+    while (who := build_lock.holder(p.lock)) is None and time.monotonic() < deadline:
         time.sleep(0.1)
     assert who is not None and who["pid"] == builder.pid and who["host"] == socket.gethostname()
     said = native_build.start_background(p, fake.source)
@@ -134,7 +134,7 @@ def test_the_time_limit_stops_the_compiler(fake, monkeypatch):
     assert not alive(pid)                                # the compiler's group was killed
     assert "time limit" in native_build.failure(p)
     assert not p.module.exists() and not list(p.folder.glob(".*.tmp.so"))
-    assert native_lock.holder(p.lock) is None
+    assert build_lock.holder(p.lock) is None
 
 
 def test_auto_serves_the_compact_forward_while_it_builds_and_after_it_failed(
@@ -225,7 +225,7 @@ def test_a_build_killed_mid_compile_leaves_the_next_start_serving(tmp_path):
     [folder] = (tmp_path / "cache").iterdir()
     lock = folder / "build.lock"
     assert json.loads(lock.read_text())["pid"] == first.pid   # left naming the killed build
-    assert native_lock.holder(lock) is None and not (folder / "inkling_llama_step.so").exists()
+    assert build_lock.holder(lock) is None and not (folder / "inkling_llama_step.so").exists()
 
     code = tmp_path / "small.py"
     code.write_text("import os\n\ndef exists(path):\n    return os.path.\n")

@@ -1,5 +1,6 @@
-"""The native build's lock: one builder at a time per module, never a wait on one that is gone.
-A ``flock`` the kernel releases however its holder ends; the file names the holder for messages."""
+"""A build's lock, one builder per machine of what is built once and cached (the native layers,
+the corpus datastore), never a wait on one that is gone: a ``flock`` the kernel releases however
+its holder ends, so a dead holder's lock is free; the file names the holder for messages."""
 from __future__ import annotations
 
 import json
@@ -8,6 +9,7 @@ import os
 import socket
 import time
 from pathlib import Path
+from typing import Callable
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +24,7 @@ def holder(lock: Path) -> dict | None:
         os.close(fd)                 # (releases the flock where this call took it)
 
 
-def take(lock: Path) -> int | None:
+def take(lock: Path, what: str = "a build") -> int | None:
     """The lock's descriptor, flocked and naming this process; None where a live process has it."""
     lock.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
@@ -31,12 +33,27 @@ def take(lock: Path) -> int | None:
         return None
     left = _read_holder(fd)
     if left.get("pid"):
-        log.info("taking over the native build's lock from %s (its process is gone)",
-                 describe(left))
+        log.info("taking over the lock of %s from %s (its process is gone): %s",
+                 what, describe(left), lock)
     me = json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                      "started": time.time()}).encode()
     os.ftruncate(fd, 0)
     os.pwrite(fd, me, 0)
+    return fd
+
+
+def wait_take(lock: Path, limit_s: float, what: str = "a build",
+              waiting: Callable[[dict, float], None] | None = None) -> int | None:
+    """``take`` once no live process holds ``lock``, polled each second; None past ``limit_s``
+    seconds. ``waiting(holder, seconds waited)`` is told of each poll that found it held."""
+    start = time.monotonic()
+    while (fd := take(lock, what)) is None:
+        waited = time.monotonic() - start
+        if waited > limit_s:
+            return None
+        if waiting:
+            waiting(holder(lock) or {}, waited)
+        time.sleep(1.0)
     return fd
 
 
