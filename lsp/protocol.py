@@ -15,7 +15,8 @@ from typing import Any
 
 from lsprotocol import types as lsp
 from pygls.exceptions import (JsonRpcException, JsonRpcInternalError, JsonRpcInvalidParams,
-                              JsonRpcInvalidRequest, JsonRpcParseError, JsonRpcRequestCancelled)
+                              JsonRpcInvalidRequest, JsonRpcMethodNotFound, JsonRpcParseError,
+                              JsonRpcRequestCancelled)
 from pygls.protocol import (JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage,
                             LanguageServerProtocol)
 from pygls.protocol.language_server import lsp_method
@@ -118,14 +119,29 @@ class InklingProtocol(LanguageServerProtocol):
                 self._send_response(message.id, error=JsonRpcInvalidRequest(
                     f"{method}: the server is shutting down").to_response_error())
             return
-        if method is not None and not is_request and method != lsp.CANCEL_REQUEST \
+        if method is not None and method != lsp.CANCEL_REQUEST \
                 and method not in self.fm.features and method not in self.fm.builtin_features:
-            log.debug("ignored the notification %s (not handled here)", method)
+            self.unknown(message, method, is_request)
             return
         super().handle_message(message)
 
+    def unknown(self, message, method: str, is_request: bool) -> None:
+        """A method not served here: a request is answered Method not found, one info line
+        (an expected error); a notification is ignored, as the LSP spec says."""
+        if not is_request:
+            log.debug("ignored the notification %s (not handled here)", method)
+            return
+        log.info("refused %s: method not found", method)
+        self._send_response(message.id, error=JsonRpcMethodNotFound(
+            f"Method Not Found: {method}").to_response_error())
+
     def _handle_cancel_notification(self, msg_id) -> None:
-        """$/cancelRequest: cancel the request if it still runs (else the answer crossed it)."""
+        """$/cancelRequest: cancel the request if it still runs (else the answer crossed it);
+        an id no request can have is one info line, and nothing (a notification has no answer)."""
+        if not _usable_id(msg_id):
+            log.info("refused $/cancelRequest: \"id\" must be a string or an integer, got %s",
+                     json.dumps(msg_id)[:40])
+            return
         future = self._request_futures.pop(msg_id, None)
         if future is not None:
             future.cancel()

@@ -177,3 +177,38 @@ def test_requests_after_shutdown_are_refused_not_dropped(tiny_model_dir):
         assert w.proc.wait(10) == 0
     finally:
         w.kill()
+
+
+# 8. expected errors are one line at info (issue 71): a cancel no request can match, a method
+# not served here
+@pytest.fixture(scope="module")
+def info_wire(tiny_model_dir):
+    """A server of its own logging at info, where each expected error is one line."""
+    w = Wire(tiny_model_dir, log_level="info", ready=False)
+    yield w
+    w.kill()
+
+
+def _lines_with(wire, needle: str, count: int) -> list[str]:
+    wire.wait_for(lambda: sum(needle in line for line in wire.stderr) >= count, 10)
+    return [line for line in wire.stderr if needle in line]
+
+
+def test_a_cancel_whose_id_is_a_list_or_an_object_is_one_info_line(info_wire):
+    for bad in ([1], {"id": 1}):
+        info_wire.notify("$/cancelRequest", {"id": bad})
+    assert "result" in info_wire.call("inkling/stats", {})      # it keeps serving
+    lines = _lines_with(info_wire, "$/cancelRequest", 2)
+    assert len(lines) == 2 and all(" INFO " in line for line in lines), lines
+    assert '[1]' in lines[0] and '{"id": 1}' in lines[1]
+    assert not [line for line in info_wire.stderr if "unhashable" in line]
+    assert info_wire.popups() == []
+
+
+def test_an_unknown_method_is_one_info_line(info_wire):
+    assert _error(info_wire.call("inkling/noSuchThing", {}))["code"] == -32601
+    info_wire.notify("inkling/noSuchNotice", {})            # a notification: ignored
+    assert "result" in info_wire.call("inkling/stats", {})
+    lines = _lines_with(info_wire, "noSuchThing", 1)
+    assert len(lines) == 1 and " INFO " in lines[0], lines
+    assert not [line for line in info_wire.stderr if "noSuchNotice" in line]
