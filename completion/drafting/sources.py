@@ -3,11 +3,13 @@ completions, recent suggestions and both datastores; owned by the engine's threa
 from __future__ import annotations
 
 import logging
+import threading
+from concurrent.futures import Future
 
 from inkling.analysis.workspace import Workspace
 from inkling.runtime.model_runtime import ModelRuntime
 
-from inkling.completion.errors import OptionError
+from inkling.completion.errors import InklingError, OptionError
 from inkling.completion.prompt.builder import normalise_eol
 from inkling.completion.drafting import model_datastore as md
 from inkling.completion.drafting.datastore import Datastore, Deferred, build_datastore
@@ -25,6 +27,7 @@ class DraftSources:
         self.workspace: WorkspaceIndex | None = None  # the workspace's files, once indexed
         self.datastore = datastore                   # the corpus datastore, once built
         self.deferred: Deferred | None = None        # the datastore another process builds
+        self._taking: Future | None = None           # its load, on a thread, once built
         self._documents: dict[str, tuple[str, int, LazyIndex]] = {}   # uri -> (text, offset, index)
         self._suggestions: dict[str, SuggestionHistory] = {}
         self._tokens: DocumentTokens | None = None   # paragraphs tokenized once
@@ -90,7 +93,7 @@ class DraftSources:
         if self.datastore is not None and self.datastore.spec != spec:
             self.datastore = None
         if self.deferred is not None and self.deferred.spec != spec:
-            self.deferred = None
+            self.deferred = self._taking = None
 
     def build_datastore(self, spec: str, runtime: ModelRuntime, progress=None,
                         wait: bool = True) -> Datastore | Deferred | None:
@@ -106,13 +109,31 @@ class DraftSources:
         return self.datastore
 
     def _current_datastore(self, runtime: ModelRuntime) -> Datastore | None:
-        """The datastore, a deferred one taken up once its builder has ended (a lock probe)."""
-        d = self.deferred
-        if d is not None and self.datastore is None and d.ready():
-            built = self.build_datastore(d.spec, runtime, wait=False)
-            if isinstance(built, Datastore):
-                log.info("%s; taken up after the build by %s", built.summary(), d.holder)
+        """The datastore; a deferred one is loaded on a thread once its builder has ended (a
+        lock probe per call) and kept here once loaded, so that no completion waits for it."""
+        d, taking = self.deferred, self._taking
+        if d is None or self.datastore is not None:
+            return self.datastore
+        if taking is None and d.ready():
+            self._taking = _in_background(build_datastore, d.spec, runtime.tokenizer.to_str(),
+                                          runtime.encode_batch, None, None, False)
+        elif taking is not None and taking.done():
+            self._taking = None
+            self._took(d, taking)
         return self.datastore
+
+    def _took(self, d: Deferred, taking: Future) -> None:
+        try:
+            built = taking.result()
+        except (InklingError, OSError) as exc:
+            self.deferred = None
+            log.warning("datastore %s not taken up (%s); drafting goes on without it",
+                        d.spec, exc)
+            return
+        self.deferred = built if isinstance(built, Deferred) else None   # a third builder
+        if isinstance(built, Datastore):
+            self.datastore = built
+            log.info("%s; taken up after the build by %s", built.summary(), d.holder)
 
     def model_datastore(self, runtime: ModelRuntime, spec: str):
         """The model datastore ``spec`` names, or None, loaded once per model and file; a named file
@@ -149,3 +170,16 @@ class DraftSources:
             index = self.workspace = WorkspaceIndex(runtime.encode_batch)
             workspace.subscribe(index)
         return index
+
+
+def _in_background(call, *args) -> Future:
+    """``call(*args)`` on a daemon thread of its own (exit never waits for it): its Future."""
+    future: Future = Future()
+
+    def run() -> None:
+        try:
+            future.set_result(call(*args))
+        except BaseException as exc:     # noqa: BLE001 - handed to the Future's reader
+            future.set_exception(exc)
+    threading.Thread(target=run, name="inkling-datastore-load", daemon=True).start()
+    return future

@@ -6,6 +6,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from types import SimpleNamespace
 
 import pytest
@@ -80,6 +81,15 @@ def _caught(call, *args, **kwargs):
         return exc
 
 
+def _until_taken_up(sources, runtime) -> dict:
+    """The n-gram sources once they hold the datastore (its load runs on a thread)."""
+    deadline = time.monotonic() + 30
+    while "datastore" not in (found := sources.ngram_sources("u", "x = ", 4, runtime)):
+        assert time.monotonic() < deadline, "the datastore was not taken up"
+        time.sleep(0.05)
+    return found
+
+
 def test_a_second_process_neither_builds_nor_waits(tmp_path, builder):
     encode = Encoder()
     busy = _bounded(corpus_ids, FILES, "tok", encode, None, tmp_path, wait=False)
@@ -130,8 +140,24 @@ def test_drafting_goes_on_without_it_and_takes_it_up_once_cached(tmp_path, build
     assert encode.calls == 0 and sources.datastore is None
     _finish(builder)
     with caplog.at_level(logging.INFO, logger="inkling.drafting"):
-        found = sources.ngram_sources("u", "x = ", 4, runtime)
+        found = _until_taken_up(sources, runtime)
     store = found["datastore"]
     assert isinstance(store, Datastore) and store.from_cache and store.files == 2
     assert encode.calls == 0 and sources.deferred is None
     assert "taken up after the build by pid" in caplog.text
+
+
+def test_a_builder_that_died_leaves_the_build_to_the_deferred_one(tmp_path, builder,
+                                                                  monkeypatch):
+    monkeypatch.setattr(datastore, "load_corpus", lambda: Corpus(tmp_path, FILES, []))
+    monkeypatch.setattr(datastore, "cache_dir", lambda: tmp_path)
+    encode = Encoder()
+    runtime = SimpleNamespace(tokenizer=SimpleNamespace(to_str=lambda: "tok"),
+                              encode_batch=encode, encode=lambda text: [ord(c) for c in text])
+    sources = DraftSources()
+    assert isinstance(sources.build_datastore("corpus", runtime, wait=False), Deferred)
+    builder.kill()
+    builder.wait()
+    store = _until_taken_up(sources, runtime)["datastore"]
+    assert not store.from_cache and encode.calls == 1
+    assert corpus_cache(FILES, "tok", tmp_path).is_file()
