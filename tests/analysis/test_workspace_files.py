@@ -49,7 +49,10 @@ def test_a_file_over_the_cap_is_skipped(tmp_path):
     path.write_bytes(b"x" * 101)
     assert read_bytes(path, 100) == (None, "huge files")
     assert read_bytes(path, 101) == (b"x" * 101, "")
-    assert workspace_files.MAX_FILE_BYTES > 101
+    from inkling.analysis.analysis_options import AnalysisOptions
+    from inkling.analysis.workspace import WorkspaceLimits
+    assert WorkspaceLimits().max_file_bytes == AnalysisOptions().max_file_bytes == \
+        workspace_files.MAX_FILE_BYTES                           # one cap, one decision
 
 
 def test_a_fifo_swapped_in_after_the_check_is_refused(tmp_path, monkeypatch):
