@@ -116,3 +116,11 @@ def test_the_walk_and_a_change_meet_fifos_and_go_on(tmp_path):
     assert _bounded(workspace.file_changed, tmp_path / "pipe.py") is False
     assert _bounded(workspace.file_changed, tmp_path / "a.py") is True
     assert taker.files == {"a.py": "a = 1\n"}
+
+
+def test_a_read_past_the_time_bound_is_abandoned(tmp_path, monkeypatch):
+    path = tmp_path / "slow.py"
+    path.write_bytes(b"y" * 64)
+    monkeypatch.setattr(workspace_files, "CHUNK", 8)
+    monkeypatch.setattr(workspace_files, "READ_SECONDS", -1.0)     # past it after a chunk
+    assert read_bytes(path) == (None, "slow files")
