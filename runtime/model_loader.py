@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Callable
 
 from inkling.runtime.errors import ModelError
+from inkling.runtime.gguf_file import is_gguf, open_gguf
 from inkling.runtime.model_files import check_weights, read_config
 from inkling.runtime.model_size import SMALL_MODEL_PARAMS, checkpoint_of
 
@@ -86,11 +87,13 @@ def usable_cores() -> int:
 
 def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
                  progress: Progress | None = None, threads: int = 0, forward: str = "auto"):
-    """Load a folder into a :class:`ModelRuntime`, which owns torch's thread count; ModelError."""
+    """Load a folder or a GGUF file into a :class:`ModelRuntime`, which owns torch's thread
+    count; ModelError."""
     path = Path(path).expanduser().resolve()
     report = progress or (lambda stage, fraction: None)
     report("checking model folder", 0.0)
-    cfg = check_model_dir(path)
+    gguf = open_gguf(path) if is_gguf(path) else None       # a .gguf file: runtime/gguf_*.py
+    cfg = gguf.config if gguf else check_model_dir(path)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     report("importing torch", 0.1)
@@ -101,15 +104,18 @@ def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
     dev = model_setup.pick_device(device)
     dt = model_setup.pick_dtype(dtype, dev)
     from inkling.runtime.int8_weights import is_int8_folder   # lazy: it imports torch
-    checkpoint = checkpoint_of(path, is_int8_folder(path))   # counted as stored, not as laid out
+    # counted as stored, not as laid out
+    checkpoint = gguf.checkpoint if gguf else checkpoint_of(path, is_int8_folder(path))
     report("reading weights", 0.7)
-    model = model_setup.read_model(path, dt, dev)
+    from inkling.runtime import gguf_model   # lazy: it imports transformers, as model_setup
+    model = gguf_model.read_gguf(gguf, dt, dev) if gguf else model_setup.read_model(path, dt, dev)
     n_threads = pick_threads(threads, dev, checkpoint.params)
     if n_threads is not None:
         torch.set_num_threads(n_threads)
     model_setup.lay_out(model, dev, forward)
-    runtime = model_setup.new_runtime(path, cfg, model, dev, dt,
-                                      thread_choice(threads, n_threads, checkpoint.params))
+    choice = thread_choice(threads, n_threads, checkpoint.params)
+    runtime = gguf_model.new_runtime(gguf, model, dev, dt, choice) if gguf else \
+        model_setup.new_runtime(path, cfg, model, dev, dt, choice)
     runtime.checkpoint = checkpoint
     model_setup.settle_forward(runtime, forward, report)
     report("ready", 1.0)

@@ -13,7 +13,8 @@ those encodings. The sdist also brings llama.cpp's ``convert_hf_to_gguf.py`` (wi
     python scripts/model_zoo.py --list | --check
 
 Everything goes under ``$INKLING_ZOO`` (default ``~/.cache/inkling/zoo``); nothing of it is
-committed. API for tests and benchmarks: ``model_dir(name, variant)``, ``tokenizer(family)``,
+committed. API for tests and benchmarks: ``model_dir(name, variant)``, ``gguf_file(name,
+variant, outtype)`` (the folder converted by llama.cpp), ``tokenizer(family)``,
 ``check_tokenizer(family)``, ``sources()``; failures raise ``ZooError`` (one line).
 """
 from __future__ import annotations
@@ -162,21 +163,6 @@ def _sha256(path: Path) -> str:
 
 # ---------------------------------------------------------------- tokenizers
 
-# Pre-tokenizer regexes per llama.cpp pre type, as llama.cpp runs them (src/llama-vocab.cpp,
-# llm_tokenizer_bpe, in the pinned sdist): each splits every piece the one before left.
-PRE_REGEXES = {
-    "qwen2": [r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])|[^\r\n\p{L}\p{N}]?\p{L}+"
-              r"|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"],
-    "deepseek-coder": [r"[\r\n]", r"\s?\p{L}+", r"\s?\p{P}+", "[一-龥ࠀ-一가-퟿]+", r"\p{N}"],
-    "starcoder": [r"\p{N}",
-                  r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)"],
-    "llama-bpe": [r"(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])"
-                  r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
-                  r"|\s+(?!\S)|\s+"],
-}
-# llama.cpp's pre types that look a whole word up before merging (ignore_merges)
-IGNORE_MERGES = {"llama-bpe"}
-
 # Qwen2.5(-Coder)'s special tokens after Qwen2's three, at their ids, with their "special"
 # flags, as recalled from the public tokenizer (not read from a file here): the qwen2 vocab
 # file is Qwen2's, where ids 151646 and up are [PAD] fillers and there are no FIM tokens.
@@ -208,20 +194,6 @@ TOKENIZERS = {
     "starcoder": TokenizerSpec("starcoder"),
     "llama-bpe": TokenizerSpec("llama-bpe", bos="<|begin_of_text|>"),
 }
-NORMAL, CONTROL, USER_DEFINED = 1, 3, 4             # GGUF token types
-
-
-def _looks_special(text: str) -> bool:
-    """llama.cpp's converter's test for an added token that ought to be a control token."""
-    return text == "<pad>" or (text.startswith("<|") and text.endswith("|>")) or (
-        text.startswith("<｜") and text.endswith("｜>"))
-
-
-def _is_filler(text: str, kind: int) -> bool:
-    """The [PAD<id>] entries llama.cpp's converter pads a vocabulary to the model's size with."""
-    return kind == USER_DEFINED and text == f"[PAD{text[4:-1]}]" and text[4:-1].isdigit()
-
-
 def read_vocab(path: Path) -> dict:
     """The tokenizer metadata of a GGUF file: tokens, token types, merges, pre type."""
     try:
@@ -242,39 +214,18 @@ def read_vocab(path: Path) -> dict:
 
 
 def build_tokenizer(spec: TokenizerSpec, vocab_file: Path):
-    """A byte-level BPE ``tokenizers.Tokenizer`` from a vocab file's metadata."""
-    from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_tokenizers, \
-        processors  # lazy: keeps --help and --list free of the import
+    """A byte-level BPE ``tokenizers.Tokenizer`` from a vocab file's metadata, the spec's
+    tokens appended (inkling's GGUF tokenizer, runtime/gguf_tokenizer.py)."""
+    from inkling.runtime.errors import ModelError  # lazy: keeps --help and --list light
+    from inkling.runtime.gguf_tokenizer import USER_DEFINED, bpe_tokenizer  # lazy: as above
     meta = read_vocab(vocab_file)
-    if meta["pre"] not in PRE_REGEXES:
-        raise ZooError(f"{vocab_file.name}: no pre-tokenizer known for {meta['pre']!r}")
-    entries = [(t, k) for t, k in zip(meta["tokens"], meta["types"])]
+    entries = list(zip(meta["tokens"], meta["types"]))
     if spec.extra:
         entries = entries[:spec.first] + [(t, USER_DEFINED) for t, _ in spec.extra]
-    vocab, added = {}, []
-    flags = dict(spec.extra)
-    for i, (text, kind) in enumerate(entries):
-        if _is_filler(text, kind):
-            continue
-        vocab[text] = i
-        if kind in (CONTROL, USER_DEFINED):
-            special = flags.get(text, kind == CONTROL or _looks_special(text))
-            added.append(AddedToken(text, special=special, normalized=False))
-    merges = [tuple(m.split(" ", 1)) for m in meta["merges"]]
-    tok = Tokenizer(models.BPE(vocab, merges, ignore_merges=meta["pre"] in IGNORE_MERGES))
-    tok.pre_tokenizer = pre_tokenizers.Sequence(
-        [pre_tokenizers.Split(Regex(r), behavior="isolated") for r in PRE_REGEXES[meta["pre"]]]
-        + [pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)])
-    tok.decoder = decoders.ByteLevel()
-    tok.add_tokens(added)
-    if spec.bos is None:
-        tok.post_processor = processors.ByteLevel(trim_offsets=False)
-    else:
-        bos = (spec.bos, vocab[spec.bos])
-        tok.post_processor = processors.TemplateProcessing(
-            single=f"{spec.bos} $A:0", pair=f"{spec.bos} $A:0 {spec.bos}:1 $B:1",
-            special_tokens=[bos])
-    return tok
+    try:
+        return bpe_tokenizer(entries, meta["merges"], meta["pre"], spec.bos, dict(spec.extra))
+    except ModelError as exc:
+        raise ZooError(f"{vocab_file.name}: {exc}") from None
 
 
 def reference_tests(vocab_file: Path) -> list[tuple[str, list[int]]]:
@@ -562,6 +513,42 @@ def model_dir(name: str, variant: str = "tiny", seed: int = 0, root: Path | None
             raise
         shutil.rmtree(out, ignore_errors=True)
         tmp.rename(out)
+    return out
+
+
+GGUF_TYPES = ("f32", "f16", "bf16", "q8_0")
+
+
+def gguf_file(name: str, variant: str = "tiny", outtype: str = "f32",
+              root: Path | None = None) -> Path:
+    """The zoo folder of ``name`` converted to GGUF by llama.cpp's own convert_hf_to_gguf.py
+    (with its vendored gguf-py) at ``outtype``, made once (ZooError)."""
+    if outtype not in GGUF_TYPES:
+        raise ZooError(f"no GGUF type {outtype!r} (known: {', '.join(GGUF_TYPES)})")
+    root = root or zoo_root()
+    folder = model_dir(name, variant, root=root)
+    out = root / "gguf" / f"{folder.name}-{outtype}.gguf"
+    stamp = json.loads((folder / "zoo.json").read_text()).get("zoo_version")
+    if out.is_file() and out.with_suffix(".json").is_file() and json.loads(
+            out.with_suffix(".json").read_text()).get("zoo_version") == stamp:
+        return out
+    with _locked(root):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(f".{os.getpid()}.tmp")
+        _say(f"converting {folder.name} to {out.name}")
+        cmd = [sys.executable, str(sources(root) / "convert_hf_to_gguf.py"), str(folder),
+               "--outtype", outtype, "--outfile", str(tmp)]
+        try:
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise ZooError(f"llama.cpp's converter could not be run: {exc}") from None
+        if done.returncode != 0 or not tmp.is_file():
+            lines = [l for l in done.stderr.splitlines() if l.strip()]
+            tmp.unlink(missing_ok=True)
+            raise ZooError(f"llama.cpp's converter failed on {folder.name}: "
+                           f"{lines[-1] if lines else done.returncode}")
+        tmp.replace(out)
+        _write_json(out.with_suffix(".json"), {"zoo_version": stamp, "outtype": outtype})
     return out
 
 

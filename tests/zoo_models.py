@@ -33,6 +33,14 @@ def zoo_model(name: str, variant: str = "tiny") -> Path:
         pytest.skip(f"the model zoo cannot be made here: {exc}")
 
 
+def zoo_gguf(name: str, outtype: str, variant: str = "tiny") -> Path:
+    """The zoo folder of ``name`` as llama.cpp converts it to GGUF at ``outtype``, or a skip."""
+    try:
+        return zoo.gguf_file(name, variant, outtype)
+    except zoo.ZooError as exc:
+        pytest.skip(f"the model zoo cannot be made here: {exc}")
+
+
 def zoo_tokenizer(family: str):
     """The zoo's tokenizer of ``family``, or the test skips saying why not."""
     try:

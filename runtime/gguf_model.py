@@ -1,0 +1,120 @@
+"""A GGUF file's model read lean: its family's class built on the meta device from the mapped
+config, then each tensor taken from the file's memory map one at a time, renamed from
+llama.cpp's names (the gguf package's table), Q and K of llama un-permuted (llama.cpp's
+converter interleaves their rotary halves), Q8_0 dequantized, and cast as it is assigned."""
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from inkling.runtime.checkpoint_reader import as_runtime, assign, family_class, make_buffers
+from inkling.runtime.errors import ModelError
+from inkling.runtime.gguf_file import ROPE_FREQS, GgufFile
+from inkling.runtime.gguf_tokenizer import text_fields
+from inkling.runtime.model_runtime import ModelRuntime
+from inkling.runtime.model_setup import compact_forward
+from inkling.runtime.thread_choice import ThreadChoice
+
+
+def gguf_names(model: torch.nn.Module, arch: str, layers: int) -> dict[str, str]:
+    """llama.cpp's tensor name -> the model's, for every weight the model states."""
+    import gguf  # lazy: only where a GGUF file is read
+    kind = {name: a for a, name in gguf.MODEL_ARCH_NAMES.items()}[arch]
+    table = gguf.get_tensor_name_map(kind, layers)
+    names = {}
+    for name in model.state_dict(keep_vars=True):
+        stored = table.get_name(name, try_suffixes=(".weight", ".bias"))
+        if stored is not None:
+            names[stored] = name
+    return names
+
+
+def unpermute(w: torch.Tensor, heads: int) -> torch.Tensor:
+    """The inverse of llama.cpp's ``LlamaModel.permute`` of a Q or K weight (or bias)."""
+    return w.reshape(heads, w.shape[0] // heads // 2, 2, *w.shape[1:]).swapaxes(1, 2) \
+        .reshape(w.shape)
+
+
+def as_torch(t) -> torch.Tensor:
+    """A reader tensor's values, copied out of the memory map (Q8_0 dequantized to float32)."""
+    import gguf  # lazy: as gguf_names
+    shape = tuple(int(d) for d in reversed(t.shape.tolist()))
+    kind = t.tensor_type.name
+    if kind == "BF16":
+        return torch.from_numpy(np.array(t.data).view(np.int16)).view(torch.bfloat16) \
+            .reshape(shape)
+    if kind == "Q8_0":
+        return torch.from_numpy(gguf.quants.dequantize(t.data, t.tensor_type)).reshape(shape)
+    return torch.from_numpy(np.array(t.data)).reshape(shape)
+
+
+def tensors(file: GgufFile, names: dict[str, str]):
+    """(the model's name, its tensor) of each of the file's weights, un-permuted where llama."""
+    cfg = file.config
+    for t in file.reader.tensors:
+        if t.name == ROPE_FREQS:
+            continue
+        name = names.get(t.name)
+        if name is None:
+            raise ModelError(f"model {file.path}: tensor {t.name} is not a weight of its "
+                             f"{cfg['architectures'][0]}")
+        tensor = as_torch(t)
+        if cfg["model_type"] == "llama" and t.name.endswith(("attn_q.weight", "attn_q.bias")):
+            tensor = unpermute(tensor, cfg["num_attention_heads"])
+        elif cfg["model_type"] == "llama" and t.name.endswith(("attn_k.weight", "attn_k.bias")):
+            tensor = unpermute(tensor, cfg["num_key_value_heads"])
+        yield t.name, name, tensor
+
+
+def read_gguf(file: GgufFile, dtype: torch.dtype, device: torch.device) -> torch.nn.Module:
+    """The file's model on ``device`` in ``dtype``, in eval mode; ModelError naming the file."""
+    cfg = file.config
+    cls = family_class(cfg["model_type"])
+    config = cls.config_class(**{k: v for k, v in cfg.items() if k != "model_type"})
+    config._attn_implementation = "sdpa"
+    with torch.device("meta"):
+        model = cls(config)
+    wanted = dict(model.state_dict(keep_vars=True))
+    tied = dict(getattr(model, "all_tied_weights_keys", {}))
+    seen = set()
+    for stored, name, tensor in tensors(file, gguf_names(model, file.value(
+            "general.architecture"), cfg["num_hidden_layers"])):
+        if tuple(tensor.shape) != tuple(wanted[name].shape):
+            raise ModelError(f"model {file.path}: tensor {stored} is {list(tensor.shape)}, its "
+                             f"metadata says {list(wanted[name].shape)}")
+        assign(model, name, as_runtime(tensor, dtype))
+        seen.add(name)
+    missing = sorted(set(wanted) - seen - set(tied))
+    if missing:
+        raise ModelError(f"model {file.path}: weights missing from the file: "
+                         f"{', '.join(missing[:3])}" + (" ..." if len(missing) > 3 else ""))
+    if tied:
+        model.tie_weights()
+    make_buffers(model)
+    divide_frequencies(model, file)
+    model.config.dtype, model.config._name_or_path = dtype, str(file.path)
+    return model.to(device).eval()
+
+
+def divide_frequencies(model: torch.nn.Module, file: GgufFile) -> None:
+    """llama3 rope: each rotary frequency divided by the file's ROPE_FREQS, as llama.cpp does."""
+    found = [t for t in file.reader.tensors if t.name == ROPE_FREQS]
+    if not found:
+        return
+    factors = as_torch(found[0]).float()
+    for module in model.modules():
+        for buffer in ("inv_freq", "original_inv_freq"):
+            inv = module._buffers.get(buffer)
+            if inv is not None:
+                if inv.shape != factors.shape:
+                    raise ModelError(f"model {file.path}: {ROPE_FREQS} is {list(factors.shape)},"
+                                     f" the rotary frequencies {list(inv.shape)}")
+                module._buffers[buffer] = inv / factors
+
+
+def new_runtime(file: GgufFile, model: torch.nn.Module, device: torch.device,
+                dtype: torch.dtype, threads: ThreadChoice | None) -> ModelRuntime:
+    """The runtime of the file's laid-out ``model``, its text fields from the file's metadata."""
+    compact, refused = compact_forward(model, file.path)
+    return ModelRuntime(path=file.path, model=model, device=device, dtype=dtype, compact=compact,
+                        compact_refusal=refused, threads=threads, **text_fields(file))
