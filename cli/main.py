@@ -193,14 +193,20 @@ def _cmd_evaluate(args) -> int:
 
 
 def _cmd_serve(args) -> int:
-    # lazy: the Engine imports torch, which is slow to import
-    from inkling.completion.engine import Engine
-    # lazy: the server adds pygls to the Engine, which is slow to import
+    # lazy: the server imports the Engine and pygls, which import torch, slow to import
     from inkling.lsp.server import serve
     logging.basicConfig(level=getattr(logging, args.log_level.upper()), stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    serve(Engine(InklingOptions().merged({"model": model_changes(args)})), args.tcp, args.host)
+    serve(InklingOptions().merged({"model": model_changes(args)}), args.tcp, args.host)
     return 0
+
+
+def _port(text: str) -> int:
+    """A TCP port, 1 to 65535 (argparse names the flag and the value otherwise)."""
+    port = int(text) if text.strip().isdigit() else -1
+    if not 1 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 1 to 65535, got {text!r}")
+    return port
 
 
 def _cmd_build_native(args) -> int:
@@ -285,9 +291,14 @@ def _add_complete_parser(sub) -> None:
 def _add_serve_parser(sub) -> None:
     p = sub.add_parser("serve", help="run the language server (stdio, or --tcp PORT)",
                        description="The inkling language server. Settings come from the "
-                       "client's initializationOptions and workspace/didChangeConfiguration.")
+                       "client's initializationOptions and workspace/didChangeConfiguration. "
+                       "Over stdio it serves one client and ends with it; over --tcp each "
+                       "connection is a session of its own (its documents, settings and "
+                       "answers) on the one loaded model, exit or a disconnect ends only that "
+                       "session, and the server listens until SIGTERM or SIGINT.")
     p.add_argument("--stdio", action="store_true", help="talk over stdin/stdout (the default)")
-    p.add_argument("--tcp", type=int, metavar="PORT", help="listen on a TCP port instead")
+    p.add_argument("--tcp", type=_port, metavar="PORT",
+                   help="listen on a TCP port (1 to 65535) instead, for any number of clients")
     p.add_argument("--host", default="127.0.0.1", help="address for --tcp (default: loopback)")
     p.add_argument("--log-level", default="warning",
                    choices=("debug", "info", "warning", "error"),

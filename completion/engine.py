@@ -36,7 +36,8 @@ from inkling.completion.stages import (Asked, DecodedDrafts, Planned, Prompted, 
 
 
 class Engine:
-    def __init__(self, options: InklingOptions | None = None, runtime=None, datastore=None):
+    def __init__(self, options: InklingOptions | None = None, runtime=None, datastore=None,
+                 load: Callable[..., ModelRuntime] = load_runtime):
         self.options = options = options or InklingOptions()
         options.validate()
         e = self.editor = EditorState(options, datastore)    # what the editor has open
@@ -46,7 +47,8 @@ class Engine:
             e.repo_context, e.document, e.document_sha256)
         self.open, self.apply_change, self.close = e.open, e.apply_change, e.close
         self.workspace_file_changed, self.shutdown = e.workspace_file_changed, e.shutdown
-        self._runtime, self._caches = runtime, DocumentCaches(options)
+        # ``load``: load_runtime's signature; a server's sessions pass a shared loader
+        self._runtime, self._caches, self._load = runtime, DocumentCaches(options), load
         self.book = DraftBook()
         self.stats = EngineStats()
         self.acceptance = AcceptanceMeter()        # sizes suffix drafts to what the model keeps
@@ -77,8 +79,8 @@ class Engine:
     def load_model(self, progress: Progress | None = None) -> ModelRuntime:
         if self._runtime is None:
             m = self.options.model
-            self._runtime = load_runtime(resolve_model_path(m.path), m.device, m.dtype,
-                                         progress, m.threads, m.forward)
+            self._runtime = self._load(resolve_model_path(m.path), m.device, m.dtype,
+                                       progress, m.threads, m.forward)
         return self._runtime
 
     def draft_mode(self, runtime: ModelRuntime) -> str:

@@ -1,12 +1,16 @@
 """The pygls server of `inkling serve`: its state and the messages it sends.
 
 The Engine belongs to the model worker (lsp/model_worker.py); everything here belongs to the
-event loop, which never waits on the model and reads only ``engine.options``, replaced whole."""
+event loop, which never waits on the model and reads only ``engine.options``, replaced whole.
+Over stdio the server is the process's one session; over TCP each connection is one, its
+own server and Engine, on the one model thread."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import sys
+from typing import Callable
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -15,8 +19,8 @@ from inkling.completion.engine import Engine
 from inkling.completion.errors import DocumentError, InklingError
 
 from inkling.lsp.idle_refresh import IdleRefresh
-from inkling.lsp.message_loop import run_stdio, run_tcp
-from inkling.lsp.model_worker import ModelWorker
+from inkling.lsp.message_loop import run_stdio
+from inkling.lsp.model_worker import ModelThread, ModelWorker
 from inkling.lsp.notices import Notices
 from inkling.lsp.protocol import InklingProtocol, flush_and_exit
 from inkling.lsp.server_stats import ServerStats
@@ -28,14 +32,33 @@ VERSION = "0.1.0"
 STATUS = "inkling/status"
 
 
+def ended_quietly(handler: Callable) -> Callable:
+    """``handler`` (a coroutine one), stopped without a fault by the end of its session: the
+    session's jobs are cancelled then, and what awaited them returns None. pygls' own
+    handlers, which wrap some of inkling's, do not expect a cancelled await."""
+    if not asyncio.iscoroutinefunction(handler):
+        return handler
+
+    @functools.wraps(handler)
+    async def run(ls: InklingServer, *args):
+        try:
+            return await handler(ls, *args)
+        except asyncio.CancelledError:
+            if not ls.worker.closed:
+                raise
+            return None
+    return run
+
+
 class InklingServer(LanguageServer):
     """The Engine and its model worker, and the event loop's own bookkeeping."""
 
-    def __init__(self, engine: Engine):
+    def __init__(self, engine: Engine, thread: ModelThread | None = None):
         super().__init__("inkling", VERSION, protocol_cls=InklingProtocol,
                          converter_factory=strict_converter)
         self.engine = engine
-        self.worker = ModelWorker()
+        self.worker = ModelWorker(thread)
+        self.hang_up: Callable[[], None] | None = None    # a TCP session: close its socket
         self.stats = ServerStats()
         self.cadence = TypingCadence()
         self.idle = IdleRefresh(engine, self.worker, self.log)
@@ -70,24 +93,28 @@ class InklingServer(LanguageServer):
     def start_io(self, stdin=None, stdout=None) -> None:
         run_stdio(self, stdin or sys.stdin.buffer, stdout or sys.stdout.buffer)
 
-    def start_tcp(self, host: str, port: int) -> None:
-        run_tcp(self, host, port)
-
     async def shutdown_engine(self) -> None:
-        """Cancel every job, let the Engine stop its watchers on its thread (waiting a bounded
-        time for the forward in progress), then close the worker."""
-        self.worker.cancel_all()
+        """Cancel this session's jobs and close its worker, then let the Engine stop its
+        watchers on the model thread, waiting a bounded time for the forward in progress."""
         self.idle.cancel()
+        stopped = self.worker.shutdown(self.engine.shutdown)
         try:
-            await asyncio.wait_for(self.worker.run(self.engine.shutdown), 2.0)
-        except (asyncio.TimeoutError, RuntimeError):
+            await asyncio.wait_for(asyncio.shield(stopped), 2.0)
+        except asyncio.TimeoutError:
             log.info("shutdown: the model worker did not stop within 2 s")
-        self.worker.shutdown()
 
     def exit_now(self, code: int) -> None:
-        """End the process at once with ``code``, not waiting for a forward in progress."""
+        """End the process at once with ``code``, not waiting for a forward in progress; a TCP
+        session hangs up instead, and ``end_session`` follows as the connection closes."""
         self.worker.cancel_all()
-        flush_and_exit(code)
+        if self.hang_up is None:
+            flush_and_exit(code)
+        self.hang_up()
+
+    async def end_session(self) -> None:
+        """The client left: its jobs cancelled and its Engine shut down, unless shutdown did."""
+        if not self.worker.closed:
+            await self.shutdown_engine()
 
     async def configure(self, settings) -> None:
         """Apply settings (on the worker, behind the work already queued)."""

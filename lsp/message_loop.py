@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
+import signal
+import socket
 import threading
+from typing import Callable
 
 from pygls.io_ import StdinAsyncReader, StdoutWriter
+
+from inkling.completion.errors import InklingError
 
 log = logging.getLogger("inkling.server")
 _CONTENT_LENGTH = re.compile(rb"^content-length:\s*(\d+)\s*$", re.IGNORECASE)
@@ -57,26 +63,58 @@ def run_stdio(server, stdin, stdout) -> None:
         pass
 
 
-def run_tcp(server, host: str, port: int) -> None:
-    """Serve the first client on ``host:port`` until it disconnects or sends exit."""
-    server._stop_event = stop = threading.Event()
+def run_tcp(new_session: Callable[[], object], host: str, port: int) -> None:
+    """Listen on ``host:port`` until SIGTERM or SIGINT; each connection is a session of its own
+    (``new_session()``, a server), answered on its own socket and ended when its client sends
+    exit or disconnects. ListenError naming the address when it cannot listen."""
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        server, stop = new_session(), threading.Event()
+        server.protocol.set_writer(writer)
+        server.hang_up = lambda: (stop.set(), writer.close())
+        peer = writer.get_extra_info("peername")
+        log.info("session from %s opened", peer)
+        await _session(server, reader, writer, stop)
+        log.info("session from %s ended", peer)
 
     async def main() -> None:
-        done = asyncio.get_running_loop().create_future()
+        stop = asyncio.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            asyncio.get_running_loop().add_signal_handler(signum, stop.set)
+        listener = await _listen(connection, host, port)
+        await stop.wait()
+        listener.close()
 
-        async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
-            server.protocol.set_writer(writer)
-            try:
-                await read_messages(reader, server.protocol, stop)
-            finally:
-                if not done.done():
-                    done.set_result(None)
-
-        listener = await asyncio.start_server(connection, host, port)
-        async with listener:
-            await done
-
+    # not asyncio.run: the sessions' tasks are left as they are, not cancelled, for the
+    # process ends with them (the caller exits at once)
     try:
-        asyncio.run(main())
+        asyncio.new_event_loop().run_until_complete(main())
     except KeyboardInterrupt:
         pass
+
+
+async def _session(server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                   stop: threading.Event) -> None:
+    """Serve one connection until exit or the client goes, then end its session."""
+    try:
+        await read_messages(reader, server.protocol, stop)
+    except ConnectionError as exc:    # reset mid-stream: the client is gone all the same
+        log.info("connection lost: %s", exc)
+    writer.close()
+    await server.end_session()
+
+
+class ListenError(InklingError):
+    """The address of ``inkling serve --tcp`` cannot be listened on (in use, not this host's)."""
+
+
+async def _listen(connection, host: str, port: int) -> asyncio.Server:
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning("listening on %s:%d, which is not loopback: anyone who can reach it "
+                    "can read the code sent to it", host, port)
+    try:
+        return await asyncio.start_server(connection, host, port)
+    except OSError as exc:          # the OS's reason alone, not asyncio's longer sentence
+        reason = exc.strerror if isinstance(exc, socket.gaierror) or not exc.errno \
+            else os.strerror(exc.errno)
+        raise ListenError(f"cannot listen on {host}:{port}: {str(reason or exc).lower()}") \
+            from None

@@ -1,4 +1,4 @@
-"""`inkling serve`: a thin pygls adapter over one Engine, as module-level handlers.
+"""`inkling serve`: a thin pygls adapter over one Engine a session, as module-level handlers.
 
 Each handler submits its Engine call as a job to the model worker, the Engine's one owner, in
 message order, and converts the result (lsp/convert.py). Every request is answered once: a
@@ -14,14 +14,19 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from inkling.completion.engine import Engine
 from inkling.completion.errors import DocumentError
+from inkling.completion.options import InklingOptions
 from inkling.completion.prompt.repo_context import uri_path
 
 from inkling.lsp import convert
 from inkling.lsp.completing import complete
-from inkling.lsp.language_server import InklingServer
+from inkling.lsp.language_server import InklingServer, ended_quietly
+from inkling.lsp.message_loop import run_tcp
 from inkling.lsp.model_loading import load_model, prepare_drafting, time_drafting
+from inkling.lsp.model_worker import ModelThread
+from inkling.lsp.protocol import flush_and_exit
 from inkling.lsp.server_stats import (drafting_in_use, forward_in_use, model_in_use,
                                       threads_in_use)
+from inkling.lsp.shared_runtimes import SharedRuntimes
 
 log = logging.getLogger("inkling.server")
 STATS = "inkling/stats"
@@ -40,28 +45,30 @@ def feature(method: str, options: Any = None):
     return register
 
 
-def build_server(engine: Engine) -> InklingServer:
-    server = InklingServer(engine)
+def build_server(engine: Engine, thread: ModelThread | None = None) -> InklingServer:
+    server = InklingServer(engine, thread)
     for method, options, handler in FEATURES:
-        server.feature(method, options)(handler)
-    server.command(convert.ACCEPT_COMMAND)(accept)
+        server.feature(method, options)(ended_quietly(handler))
+    server.command(convert.ACCEPT_COMMAND)(ended_quietly(accept))
     return server
 
 
-def serve(engine: Engine, tcp_port: int | None = None, host: str = "127.0.0.1") -> None:
+def serve(options: InklingOptions, tcp_port: int | None = None, host: str = "127.0.0.1") -> None:
+    """One session over stdio; over TCP a session a connection, until SIGTERM or SIGINT."""
     if logging.getLogger().getEffectiveLevel() > logging.DEBUG:
         # pygls logs expected traffic; the protocol logs what matters
         logging.getLogger("pygls").setLevel(logging.ERROR)
-    server = build_server(engine)
     if tcp_port is None:
+        server = build_server(Engine(options))
         server.start_io()
-    else:
-        if host not in ("127.0.0.1", "localhost", "::1"):
-            log.warning("listening on %s:%d, which is not loopback: anyone who can reach it "
-                        "can read the code sent to it", host, tcp_port)
-        server.start_tcp(host, tcp_port)
-    # the client closed the stream without exit: end as exit would (no thread waited for)
-    server.exit_now(0 if server.protocol._shutdown else 1)
+        # the client closed the stream without exit: end as exit would (no thread waited for)
+        server.exit_now(0 if server.protocol._shutdown else 1)
+        return
+    options.validate()                        # refused before listening, not per connection
+    # the sessions' Engines and models have one owner, the model thread
+    thread, runtimes = ModelThread(), SharedRuntimes()
+    run_tcp(lambda: build_server(Engine(options, load=runtimes.load), thread), host, tcp_port)
+    flush_and_exit(0)
 
 
 @feature(lsp.INITIALIZE)
