@@ -122,9 +122,9 @@ def _one_line(path: Path, *words: str) -> str:
     return message
 
 
-def test_a_k_quant_tensor_is_refused_naming_it_its_type_and_what_is_read(tmp_path):
+def _write_k_quant(path: Path) -> None:
+    """A GGUF file whose second tensor is a (zeroed) Q4_K block."""
     import gguf
-    path = tmp_path / "k.gguf"
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_block_count(1)
     writer.add_tensor("token_embd.weight", np.zeros((4, 32), np.float32))
@@ -134,6 +134,11 @@ def test_a_k_quant_tensor_is_refused_naming_it_its_type_and_what_is_read(tmp_pat
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
     writer.close()
+
+
+def test_a_k_quant_tensor_is_refused_naming_it_its_type_and_what_is_read(tmp_path):
+    path = tmp_path / "k.gguf"
+    _write_k_quant(path)
     _one_line(path, "blk.0.ffn_down.weight", "Q4_K", "Q8_0", "F16", "convert")
 
 
@@ -145,3 +150,32 @@ def test_a_truncated_file_is_one_line_naming_it(tmp_path):
     _one_line(path, "GGUF")
     path.write_bytes(path.read_bytes()[:5000])         # inside the vocabulary's metadata
     _one_line(path, "GGUF")
+
+
+def test_load_runtime_takes_a_gguf_file_and_its_load_line_says_so():
+    from inkling.runtime.model_description import describe
+    from inkling.runtime.model_loader import load_runtime
+    path = zoo_gguf("qwen2.5-coder-0.5b", "q8_0")
+    runtime = load_runtime(path, device="cpu", dtype="float32")
+    folder = load_runtime(zoo_model("qwen2.5-coder-0.5b"), device="cpu", dtype="float32")
+    assert runtime.path == path and runtime.fim.family == folder.fim.family
+    assert runtime.checkpoint.params == folder.checkpoint.params
+    line = describe(runtime, "auto", ("none", "forced", "test")).line()
+    assert f"model {path}: qwen2," in line and "gguf Q8_0 weights" in line
+    ids = runtime.tokenizer.encode("def area(w, h):\n    return").ids
+    with torch.no_grad():
+        got, want = (rt.model(torch.tensor([ids])).logits.float() for rt in (runtime, folder))
+    assert _relative(got, want) < 0.05
+
+
+@pytest.mark.slow
+def test_inkling_complete_refuses_a_k_quant_file_in_one_line(tmp_path):
+    path = tmp_path / "k.gguf"
+    _write_k_quant(path)
+    src = tmp_path / "a.py"
+    src.write_text("def f(x):\n    return ")
+    run = subprocess.run([str(INKLING), "complete", str(src), "--line", "2", "--col", "12",
+                          "--model", str(path)], capture_output=True, text=True, timeout=300)
+    assert run.returncode != 0 and "Traceback" not in run.stderr
+    lines = [ln for ln in run.stderr.splitlines() if str(path) in ln]
+    assert len(lines) == 1 and "Q4_K" in lines[0], run.stderr
