@@ -41,8 +41,9 @@ def _option(default, group: str, text: str, **about) -> Any:
 
 @dataclass
 class ModelOptions:
-    path: str = _option("", "model", "A local model folder in Hugging Face layout; empty: the "
-                        "bundled model (it knows Python).")
+    path: str = _option("", "model", "A local model folder in Hugging Face layout, or a GGUF "
+                        "file (F32, F16, BF16 or Q8_0); empty: the bundled model (it knows "
+                        "Python).")
     device: str = _option("auto", "model", "Where the model runs.", other="`cuda:N` (GPU N)",
                           values={"auto": "a CUDA GPU when there is one, else the CPU",
                                   "cpu": "the CPU", "cuda": "the first CUDA GPU"})
