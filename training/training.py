@@ -11,7 +11,6 @@ import contextlib
 import copy
 import json
 import os
-import random
 import shutil
 import signal
 import time
@@ -25,6 +24,8 @@ from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.utils import logging as hf_logging
 
 from inkling.models.corpus import load_corpus
+from inkling.training.checkpoint_file import (CHECKPOINT, load_checkpoint, rng_state,
+                                              save_checkpoint, set_rng_state)
 from inkling.training.data import Data
 from inkling.training.schedule import Schedule
 from inkling.training.ship import ship
@@ -32,7 +33,6 @@ from inkling.training.tokenizer_recipe import save_tokenizer, train_tokenizer
 from inkling.training.train_log import fill_missing_runs, plot_log, prior_log, read_log, write_log
 from inkling.training.train_options import RESUMABLE, TrainOptions
 
-CHECKPOINT = "checkpoint.pt"
 PER_INVOCATION = ("stop_at", "cooldown", "profile_steps")
 
 
@@ -136,8 +136,7 @@ def _prior_run(path: str) -> dict:
     summary = folder / "train_summary.json"
     if _from_checkpoint(path):
         prior = json.loads(summary.read_text()) if summary.is_file() else {}
-        step = torch.load(folder / CHECKPOINT, map_location="cpu",
-                          weights_only=False)["state"]["step"]
+        step = load_checkpoint(folder / CHECKPOINT)["state"]["step"]
         if prior.get("step") != step:
             raise ValueError(f"--init-from {path}: its train_summary.json (step "
                              f"{prior.get('step')}) is not its checkpoint's (step {step}): stop "
@@ -180,26 +179,6 @@ def _with_rates(runs: list[dict], prior: dict) -> list[dict]:
 
 
 # ---------------------------------------------------------------------------- state
-
-def _rng_state() -> dict:
-    return {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
-            "python": random.getstate()}
-
-
-def _set_rng_state(s: dict) -> None:
-    torch.set_rng_state(s["torch"])
-    np.random.set_state(s["numpy"])
-    random.setstate(s["python"])
-
-
-def _atomic_save(obj, path: Path) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as f:
-        torch.save(obj, f)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
 
 def _score(val: float, val_pkg: float | None) -> float:
     """What ``best/`` keeps the lowest of: the mean of the held-out stdlib and package losses,
@@ -377,10 +356,10 @@ class Run:
 
     def checkpoint(self) -> None:
         """``checkpoint.pt`` (everything an exact resume needs) and the loss log."""
-        _atomic_save({"options": asdict(self.o), "config": self.model.config.to_dict(),
+        save_checkpoint({"options": asdict(self.o), "config": self.model.config.to_dict(),
                       "tokenizer": self.tok.to_str(), "model": self.model.state_dict(),
                       "optimizer": self.opt.state_dict(), "schedule": self.sched.state(),
-                      "state": self.st, "rng": _rng_state(), "prior": self.prior},
+                      "state": self.st, "rng": rng_state(), "prior": self.prior},
                      self.out / CHECKPOINT)
         write_log(self.out / "training_log.tsv", self.log_rows)
 
@@ -403,7 +382,7 @@ def _resume(o: TrainOptions, given: dict) -> tuple[TrainOptions, dict]:
     path = Path(o.resume) / CHECKPOINT
     if not path.is_file():
         raise FileNotFoundError(f"--resume {o.resume}: no {CHECKPOINT} there")
-    ckpt = torch.load(path, map_location="cpu", weights_only=False)
+    ckpt = load_checkpoint(path)
     o = _options_for_resume(ckpt["options"], given)
     o.out = o.resume = str(Path(given["resume"]))
     return o, ckpt
@@ -449,7 +428,7 @@ def _resumed_state(o: TrainOptions, ckpt: dict, data: Data,
     log_rows = [r for r in read_log(out / "training_log.tsv")
                 if not (r["run"] == st["run"] and r["step"] > st["step"])]
     log_rows = fill_missing_runs(log_rows, st["runs"])
-    _set_rng_state(ckpt["rng"])
+    set_rng_state(ckpt["rng"])
     if "best_score" not in st:          # a checkpoint without the score: its best row's
         row = next((r for r in log_rows if r["run"] == st["run"]
                     and r["step"] == st["best_step"] and r.get("val_loss") is not None), None)
@@ -493,8 +472,7 @@ def _open_run(o: TrainOptions, ckpt: dict | None) -> Run:
     out.mkdir(parents=True, exist_ok=True)
     device = device_for(o.device)
     threads = _Threads(o.threads, os.cpu_count() or 1) if device.type == "cpu" else None
-    source = ckpt or (torch.load(Path(o.init_from) / CHECKPOINT, map_location="cpu",
-                                 weights_only=False)
+    source = ckpt or (load_checkpoint(Path(o.init_from) / CHECKPOINT)
                       if o.init_from and _from_checkpoint(o.init_from) else None)
     tok = _tokenizer(o, source)
     if not ckpt:

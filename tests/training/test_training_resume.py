@@ -1,7 +1,10 @@
 """Exact resume of `inkling train`: N steps, a checkpoint, M more steps is bit for bit the
 run of N + M steps; a signal stops after the step with a checkpoint; the budget extends."""
 import json
+import os
 import signal
+import subprocess
+import sys
 
 import pytest
 import torch
@@ -17,7 +20,7 @@ TINY = dict(vocab_size=300, hidden_size=32, layers=1, heads=2, kv_heads=1, inter
 
 
 def _state(folder):
-    return torch.load(folder / CHECKPOINT, map_location="cpu", weights_only=False)
+    return torch.load(folder / CHECKPOINT, map_location="cpu", weights_only=True)
 
 
 def _assert_same(a, b):
@@ -155,3 +158,29 @@ def test_a_stopped_run_goes_on_as_a_new_run_from_its_checkpoint(tmp_path):
     (first_dir / "train_summary.json").write_text(json.dumps(dict(summary, step=3)))
     with pytest.raises(ValueError, match="stop that run first"):
         train(TrainOptions(out=str(tmp_path / "fourth"), init_from=str(first_dir), **TINY))
+
+
+class _Payload:
+    """A pickled object that, rebuilt by a full unpickler, makes the folder ``marker``."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return os.makedirs, (self.marker,)
+
+
+def test_a_checkpoint_that_carries_a_payload_is_refused_in_one_line(tmp_path):
+    run, marker = tmp_path / "run", tmp_path / "ran"
+    run.mkdir()
+    torch.save({"options": _Payload(marker), "model": {"w": torch.zeros(2)}}, run / CHECKPOINT)
+    proc = subprocess.run([sys.executable, "-m", "inkling.cli.main", "train", "--resume",
+                           str(run)], capture_output=True, text=True, timeout=300)
+    assert not marker.exists(), "loading the checkpoint ran its payload"
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr
+    assert len(lines) == 1, proc.stderr
+    assert str(run / CHECKPOINT) in lines[0] and "could run code" in lines[0], lines[0]
+    with pytest.raises(ValueError, match="could run code"):       # --init-from reads it so too
+        train(TrainOptions(out=str(tmp_path / "new"), init_from=str(run), **TINY))
+    assert not marker.exists()
