@@ -59,13 +59,14 @@ def figures_table(name: str, rec: dict) -> str:
 
 
 def render(store_dir: Path = store.STORE) -> str:
-    """The generated part, markers included: a row per benchmark for its latest run, then
-    the figures of each latest run that has any."""
+    """The generated part, markers included: a row per benchmark for its latest full run (its
+    latest quick one where it has no other), then the figures of each such run that has any."""
     latest = {}
     for name in store.names(store_dir):
         runs = store.read_runs(name, store_dir)
+        full = [r for r in runs if not r.get("quick")]     # a quick run's figures are a smoke test
         if runs:
-            latest[name] = (runs[-1], len(runs))
+            latest[name] = ((full or runs)[-1], len(runs))
     if not latest:
         return f"{BEGIN}\nThe store holds no runs yet.\n{END}"
     rows = ["| benchmark | run | date | commit | weights | machine | load | wall | figures |",
