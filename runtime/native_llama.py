@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import Callable
+
 import torch
 
 from inkling.runtime import native_build
@@ -146,31 +148,31 @@ class NativeLlama(CompactLlama):
     def repack(self) -> None:
         """Copy the weights into the kernel's panels again (after changing them in place).
         16-bit where every weight is such a value (the same sums: ``panel_storage``), int8 where
-        the model holds int8; the q / k / v biases as they are."""
-        weights: list[torch.Tensor] = []
-        names: list[str] = []          # each weight's name in the model (its int8 values')
+        the model holds int8; the q / k / v biases as they are. Each weight is read (a copy
+        where it is held packed) and panelled one at a time, so that load holds one copy."""
+        sources: list[tuple[str, torch.nn.Module | torch.Tensor]] = []   # (name, its holder)
         biases: list[torch.Tensor] = []                 # q, k, v a layer (empty: none)
         for i, block in enumerate(self.model.model.layers):
             a, m = block.self_attn, block.mlp
             biases += [torch.empty(0) if lin.bias is None else lin.bias.detach().contiguous()
                        for lin in (a.q_proj, a.k_proj, a.v_proj)]
-            weights += [block.input_layernorm.weight,
-                        *map(_weight_t, (a.q_proj, a.k_proj, a.v_proj, a.o_proj)),
-                        block.post_attention_layernorm.weight,
-                        *map(_weight_t, (m.gate_proj, m.up_proj, m.down_proj))]
-            names += [f"model.layers.{i}.{n}.weight" for n in (
-                "input_layernorm", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                "self_attn.o_proj", "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj",
-                "mlp.down_proj")]
-        head = _head_weight(self.model)
+            sources += [(f"model.layers.{i}.{n}.weight", holder) for n, holder in (
+                ("input_layernorm", block.input_layernorm.weight), ("self_attn.q_proj", a.q_proj),
+                ("self_attn.k_proj", a.k_proj), ("self_attn.v_proj", a.v_proj),
+                ("self_attn.o_proj", a.o_proj),
+                ("post_attention_layernorm", block.post_attention_layernorm.weight),
+                ("mlp.gate_proj", m.gate_proj), ("mlp.up_proj", m.up_proj),
+                ("mlp.down_proj", m.down_proj))]
         int8 = getattr(self.model, "inkling_int8", {})
         head_name = "lm_head.weight" if "lm_head.weight" in int8 else "model.embed_tokens.weight"
         self.biases = biases if any(b.numel() for b in biases) else []
-        self.storage = panel_storage(self.extension, [w for w, n in zip(weights, names)
-                                                      if n not in int8] +
-                                     ([head] if head_name not in int8 else []))
-        self.weights = [w.detach().contiguous() if w.dim() == 1 else
-                        self._panels(w, int8.get(n)) for w, n in zip(weights, names)]
+        self.storage = panel_storage(self.extension, [
+            *(lambda h=h: _weight_t(h) for n, h in sources
+              if n not in int8 and not torch.is_tensor(h)),   # the norms: 1-D
+            *([lambda: _head_weight(self.model)] if head_name not in int8 else [])])
+        self.weights = [h.detach().contiguous() if torch.is_tensor(h) else
+                        self._panels(_weight_t(h), int8.get(n)) for n, h in sources]
+        head = _head_weight(self.model)
         self.vocab = int(head.shape[1]) if head is not None else 0
         self.head_panels = None if head is None else self._panels(head, int8.get(head_name))
 
@@ -230,21 +232,20 @@ def _head_weight(model: torch.nn.Module) -> torch.Tensor | None:
     return head.weight.t().contiguous()
 
 
-def panel_storage(extension, weights: list[torch.Tensor | None]) -> str:
-    """The 16-bit storage ``weights``' 2-D panels can have, else float32: float16 where each is
-    a float16 value (``fast_half``), else bfloat16 where each is a bfloat16 value (a bfloat16
-    checkpoint read as float32, whose small weights float16 cannot hold; ``fast_bfloat16``)."""
-    panels = [w for w in weights if w is not None and w.dim() == 2]
-    if extension.fast_half() and _all_values_of(panels, torch.float16):
-        return "float16"
-    if extension.fast_bfloat16() and _all_values_of(panels, torch.bfloat16):
-        return "bfloat16"
-    return "float32"
-
-
-def _all_values_of(weights: list[torch.Tensor], dtype: torch.dtype) -> bool:
-    """Whether every float32 weight is a ``dtype`` value (converts there and back unchanged)."""
-    return all(torch.equal(w.to(dtype).to(torch.float32), w) for w in weights)
+def panel_storage(extension, weights: list[Callable[[], torch.Tensor | None]]) -> str:
+    """The 16-bit storage the 2-D panels of ``weights`` (each read when called, then dropped)
+    can have, else float32: float16 where each is a float16 value (``fast_half``), else
+    bfloat16 where each is a bfloat16 value (a bfloat16 checkpoint read as float32, whose small
+    weights float16 cannot hold; ``fast_bfloat16``)."""
+    fits = [d for d, fast in ((torch.float16, extension.fast_half()),
+                              (torch.bfloat16, extension.fast_bfloat16())) if fast]
+    for read in weights:
+        w = read()
+        if w is not None and w.dim() == 2:
+            fits = [d for d in fits if torch.equal(w.to(d).to(torch.float32), w)]
+        if not fits:
+            break
+    return str(fits[0]).removeprefix("torch.") if fits else "float32"
 
 
 def _additive(mask: torch.Tensor | None, empty: torch.Tensor) -> torch.Tensor:

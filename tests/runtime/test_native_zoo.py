@@ -163,8 +163,30 @@ def test_panel_storage_prefers_float16_then_bfloat16():
     both = torch.linspace(-2, 2, 64).view(8, 8).bfloat16().float()   # float16 values too
     halves = torch.full((8, 8), 1 + 2.0 ** -10)            # float16, not bfloat16
     tiny = torch.full((8, 8), 2.0 ** -30)                  # bfloat16, not float16
-    assert native_llama.panel_storage(ext, [both, None, torch.full((8,), 0.1)]) == "float16"
-    assert native_llama.panel_storage(ext, [halves, both]) == "float16"
-    assert native_llama.panel_storage(ext, [both, tiny]) == "bfloat16"
-    assert native_llama.panel_storage(ext, [halves, tiny]) == "float32"
-    assert native_llama.panel_storage(ext, [both, torch.full((8, 8), 0.1)]) == "float32"
+    def read(*tensors):
+        return [lambda t=t: t for t in tensors]
+    assert native_llama.panel_storage(ext, read(both, None, torch.full((8,), 0.1))) == "float16"
+    assert native_llama.panel_storage(ext, read(halves, both)) == "float16"
+    assert native_llama.panel_storage(ext, read(both, tiny)) == "bfloat16"
+    assert native_llama.panel_storage(ext, read(halves, tiny)) == "float32"
+    assert native_llama.panel_storage(ext, read(both, torch.full((8, 8), 0.1))) == "float32"
+
+
+def test_panels_are_made_one_weight_copy_at_a_time(loaded, monkeypatch):
+    """Each weight the panels read as a copy (a packed layer's) is dropped before the next is
+    made: the load's peak holds one copy, not the whole model's."""
+    import weakref
+    rt, _ = loaded
+    alive, most = set(), [0]
+
+    def copied(linear):
+        w = linear.weight_t.clone() if hasattr(linear, "weight_t") else linear.weight.t().clone()
+        alive.add(id(w))
+        weakref.finalize(w, alive.discard, id(w))
+        most[0] = max(most[0], len(alive))
+        return w
+
+    monkeypatch.setattr(native_llama, "_weight_t", copied)
+    native = rt.native_forward()
+    native.repack()
+    assert 0 < most[0] <= 2
