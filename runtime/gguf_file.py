@@ -52,7 +52,7 @@ def open_gguf(path: Path) -> GgufFile:
         raise ModelError(f"model {path}: reading GGUF files needs the gguf package "
                          "(pip install gguf)") from None
     try:
-        reader = gguf.GGUFReader(str(path))
+        reader = _reader_class(gguf)(str(path))
     except (ValueError, OSError, IndexError, KeyError, UnicodeDecodeError) as exc:
         why = (str(exc).splitlines() or [type(exc).__name__])[0]
         raise ModelError(f"model {path}: not a readable GGUF file ({why}; truncated?)") from None
@@ -60,7 +60,38 @@ def open_gguf(path: Path) -> GgufFile:
         if t.tensor_type.name not in TENSOR_TYPES:
             raise ModelError(f"model {path}: tensor {t.name} is {t.tensor_type.name}; inkling "
                              f"reads GGUF tensors of {', '.join(TENSOR_TYPES)}: {CONVERT}")
+    check_tokenizer(reader, path)
     return GgufFile(path, reader, hf_config(reader, path), checkpoint(reader))
+
+
+def check_tokenizer(reader, path: Path) -> None:
+    """One ModelError unless the file holds a tokenizer runtime/gguf_tokenizer.py builds."""
+    from inkling.runtime.gguf_tokenizer import PRE_ALIASES, PRE_REGEXES  # lazy: tokenizers
+    model = field(reader, "tokenizer.ggml.model")
+    if model != "gpt2" or "tokenizer.ggml.tokens" not in reader.fields:
+        raise ModelError(f"model {path}: its GGUF tokenizer is {model!r}; inkling reads "
+                         "byte-level BPE (gpt2) tokenizers only")
+    pre = field(reader, "tokenizer.ggml.pre", "default")
+    if PRE_ALIASES.get(pre, pre) not in PRE_REGEXES:
+        raise ModelError(f"model {path}: its GGUF pre-tokenizer {pre!r} is not one inkling "
+                         f"splits as llama.cpp does ({', '.join(PRE_REGEXES)})")
+
+
+def _reader_class(gguf) -> type:
+    """gguf's reader over a plain ndarray view of its memory map (the same mapping): slicing a
+    ``np.memmap`` costs a subclass finalization per slice, and the reader slices every string
+    of the vocabulary and merges (docs/runtime.md, reading a GGUF file)."""
+    import numpy as np  # lazy: as gguf
+
+    class PlainViewReader(gguf.GGUFReader):
+        @property
+        def data(self):
+            return self._plain
+
+        @data.setter
+        def data(self, mapped):
+            self._plain = mapped.view(np.ndarray)
+    return PlainViewReader
 
 
 def checkpoint(reader) -> Checkpoint:

@@ -9,7 +9,6 @@ from tokenizers import AddedToken, Regex, Tokenizer, decoders, models, pre_token
 
 from inkling.runtime.errors import ModelError
 from inkling.runtime.fim import added_tokens, detect_format, stop_ids
-from inkling.runtime.gguf_file import GgufFile
 
 # Pre-tokenizer regexes per llama.cpp pre type, as llama.cpp runs them (src/llama-vocab.cpp,
 # llm_tokenizer_bpe): each splits every piece the one before left.
@@ -23,8 +22,14 @@ PRE_REGEXES = {
                   r"|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+"
                   r"|\s+(?!\S)|\s+"],
 }
-# llama.cpp's pre types that look a whole word up before merging (ignore_merges)
+# names llama.cpp's vocabulary loader gives the same pre type as a key of PRE_REGEXES
+PRE_ALIASES = {**dict.fromkeys(("llama3", "llama-v3", "falcon3", "falcon-h1", "pixtral",
+                                "midm-2.0", "lfm2", "jina-v5-nano"), "llama-bpe"),
+               **dict.fromkeys(("deepseek-r1-qwen", "kormo", "f2llmv2"), "qwen2")}
+# llama.cpp's pre types that look a whole word up before merging (ignore_merges), and those
+# that add the BOS where a file does not say (tokenizer.ggml.add_bos_token)
 IGNORE_MERGES = {"llama-bpe"}
+ADD_BOS = {"llama-bpe"}
 NORMAL, CONTROL, USER_DEFINED, UNUSED = 1, 3, 4, 5             # GGUF token types
 log = logging.getLogger("inkling.runtime.model_loader")   # the loader's messages
 
@@ -46,6 +51,7 @@ def bpe_tokenizer(entries: list[tuple[str, int]], merges: list[str], pre: str,
     """The tokenizer of ``entries`` ((text, GGUF token type) by id) and ``merges`` ("a b"),
     split as llama.cpp's pre type ``pre``; ``bos``: the token it puts first; ``special``:
     added tokens' flags where not the converter's rule. ModelError for an unknown ``pre``."""
+    pre = PRE_ALIASES.get(pre, pre)
     if pre not in PRE_REGEXES:
         raise ModelError(f"no pre-tokenizer known for llama.cpp's {pre!r} "
                          f"(inkling knows {', '.join(PRE_REGEXES)})")
@@ -74,20 +80,19 @@ def bpe_tokenizer(entries: list[tuple[str, int]], merges: list[str], pre: str,
     return tok
 
 
-def text_fields(file: GgufFile) -> dict:
+def text_fields(file) -> dict:
     """The runtime's tokenizer, BOS, FIM format and order, stop ids (the family's own end
-    tokens, the file's end ids) and context limit, from a GGUF file's metadata."""
-    model = file.value("tokenizer.ggml.model")
-    if model != "gpt2":
-        raise ModelError(f"model {file.path}: its GGUF tokenizer is {model!r}; inkling reads "
-                         "byte-level BPE (gpt2) tokenizers only")
+    tokens, the file's end ids) and context limit, from the metadata of ``file`` (a
+    GgufFile, whose open checked that its tokenizer is one ``bpe_tokenizer`` builds)."""
     tokens = file.value("tokenizer.ggml.tokens")
+    types = file.value("tokenizer.ggml.token_type") or [NORMAL] * len(tokens)
     bos = file.value("tokenizer.ggml.bos_token_id")
-    add_bos = bool(file.value("tokenizer.ggml.add_bos_token", False)) and bos is not None
+    pre = file.value("tokenizer.ggml.pre", "default")
+    says = file.value("tokenizer.ggml.add_bos_token", PRE_ALIASES.get(pre, pre) in ADD_BOS)
+    add_bos = bool(says) and bos is not None and 0 <= bos < len(tokens)
     try:
-        tokenizer = bpe_tokenizer(list(zip(tokens, file.value("tokenizer.ggml.token_type"))),
-                                  file.value("tokenizer.ggml.merges") or [],
-                                  file.value("tokenizer.ggml.pre", "default"),
+        tokenizer = bpe_tokenizer(list(zip(tokens, types)),
+                                  file.value("tokenizer.ggml.merges") or [], pre,
                                   tokens[bos] if add_bos else None)
     except ModelError as exc:
         raise ModelError(f"model {file.path}: {exc}") from None

@@ -122,14 +122,19 @@ def _one_line(path: Path, *words: str) -> str:
     return message
 
 
-def _write_k_quant(path: Path) -> None:
-    """A GGUF file whose second tensor is a (zeroed) Q4_K block."""
+def _write_gguf(path: Path, k_quant: bool = False, tokenizer: str = "gpt2",
+                pre: str = "qwen2") -> None:
+    """A small llama GGUF file: a K-quant (zeroed Q4_K) second tensor where ``k_quant``."""
     import gguf
     writer = gguf.GGUFWriter(str(path), "llama")
     writer.add_block_count(1)
+    writer.add_tokenizer_model(tokenizer)
+    writer.add_tokenizer_pre(pre)
+    writer.add_token_list(["a", "b"])
     writer.add_tensor("token_embd.weight", np.zeros((4, 32), np.float32))
-    writer.add_tensor("blk.0.ffn_down.weight", np.zeros((4, 144), np.uint8),
-                      raw_dtype=gguf.GGMLQuantizationType.Q4_K)
+    if k_quant:
+        writer.add_tensor("blk.0.ffn_down.weight", np.zeros((4, 144), np.uint8),
+                          raw_dtype=gguf.GGMLQuantizationType.Q4_K)
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -138,8 +143,20 @@ def _write_k_quant(path: Path) -> None:
 
 def test_a_k_quant_tensor_is_refused_naming_it_its_type_and_what_is_read(tmp_path):
     path = tmp_path / "k.gguf"
-    _write_k_quant(path)
+    _write_gguf(path, k_quant=True)
     _one_line(path, "blk.0.ffn_down.weight", "Q4_K", "Q8_0", "F16", "convert")
+
+
+@pytest.mark.parametrize("tokenizer, pre, words", [
+    ("llama", "default", ("tokenizer", "'llama'", "gpt2")),
+    ("gpt2", "chatglm-bpe", ("pre-tokenizer", "'chatglm-bpe'", "qwen2"))])
+def test_a_tokenizer_inkling_cannot_split_is_refused_before_torch(tmp_path, tokenizer, pre,
+                                                                 words):
+    path = tmp_path / "t.gguf"
+    _write_gguf(path, tokenizer=tokenizer, pre=pre)
+    with pytest.raises(ModelError) as caught:
+        open_gguf(path)
+    assert str(path) in str(caught.value) and all(w in str(caught.value) for w in words)
 
 
 def test_a_truncated_file_is_one_line_naming_it(tmp_path):
@@ -171,7 +188,7 @@ def test_load_runtime_takes_a_gguf_file_and_its_load_line_says_so():
 @pytest.mark.slow
 def test_inkling_complete_refuses_a_k_quant_file_in_one_line(tmp_path):
     path = tmp_path / "k.gguf"
-    _write_k_quant(path)
+    _write_gguf(path, k_quant=True)
     src = tmp_path / "a.py"
     src.write_text("def f(x):\n    return ")
     run = subprocess.run([str(INKLING), "complete", str(src), "--line", "2", "--col", "12",
