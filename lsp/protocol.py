@@ -135,6 +135,14 @@ class InklingProtocol(LanguageServerProtocol):
         self._send_response(message.id, error=JsonRpcMethodNotFound(
             f"Method Not Found: {method}").to_response_error())
 
+    def get_message_type(self, method: str):
+        """lsprotocol's params type of ``method``, uncached: pygls' cache is keyed by the
+        protocol, so it would keep ended TCP sessions alive."""
+        return lsp.METHOD_TO_TYPES.get(method, (None,))[0]
+
+    def get_result_type(self, method: str):
+        return lsp.METHOD_TO_TYPES.get(method, (None, None))[1]
+
     def _handle_cancel_notification(self, msg_id) -> None:
         """$/cancelRequest: cancel the request if it still runs (else the answer crossed it);
         an id no request can have is one info line, and nothing (a notification has no answer)."""
