@@ -10,6 +10,7 @@ import pytest
 import torch
 
 from inkling.training import training
+from inkling.training.checkpoint_file import KEYS, load_checkpoint, set_rng_state
 from inkling.training.schedule import Schedule
 from inkling.training.train_options import TrainOptions
 from inkling.training.training import CHECKPOINT, train
@@ -184,3 +185,31 @@ def test_a_checkpoint_that_carries_a_payload_is_refused_in_one_line(tmp_path):
     with pytest.raises(ValueError, match="could run code"):       # --init-from reads it so too
         train(TrainOptions(out=str(tmp_path / "new"), init_from=str(run), **TINY))
     assert not marker.exists()
+
+
+def test_numpy_generator_states_as_numpy_keeps_them_load_without_a_full_unpickler(tmp_path):
+    """A checkpoint holding numpy's state as a tuple of an array (as np.random.get_state gives
+    it) is read with weights_only and resumes numpy's, Python's and torch's generators."""
+    import random
+
+    import numpy as np
+    np.random.seed(5)
+    random.seed(5)
+    state = {"torch": torch.get_rng_state(), "numpy": np.random.get_state(),
+             "python": random.getstate()}
+    torch.save({**{key: {} for key in KEYS}, "rng": state}, tmp_path / CHECKPOINT)
+    drawn = (np.random.rand(), random.random(), torch.rand(1).item())
+    np.random.seed(9)
+    random.seed(9)
+    set_rng_state(load_checkpoint(tmp_path / CHECKPOINT)["rng"])
+    assert (np.random.rand(), random.random(), torch.rand(1).item()) == drawn
+
+
+def test_a_checkpoint_without_its_parts_is_one_line(tmp_path):
+    torch.save({"model": {}}, tmp_path / CHECKPOINT)
+    with pytest.raises(ValueError, match=r"checkpoint.pt is not a checkpoint of inkling "
+                                         r"train: it lacks options, config"):
+        load_checkpoint(tmp_path / CHECKPOINT)
+    (tmp_path / CHECKPOINT).write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match=r"checkpoint.pt cannot be read: "):
+        load_checkpoint(tmp_path / CHECKPOINT)
