@@ -1,7 +1,8 @@
 """A GGUF file's model read lean: its family's class built on the meta device from the mapped
 config, then each tensor taken from the file's memory map one at a time, renamed from
 llama.cpp's names (the gguf package's table), Q and K of llama un-permuted (llama.cpp's
-converter interleaves their rotary halves), Q8_0 dequantized, and cast as it is assigned."""
+converter interleaves their rotary halves), Q8_0 requantized per output channel into the int8
+pairs the native panels take, and cast as it is assigned."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,9 +12,13 @@ from inkling.runtime.checkpoint_reader import as_runtime, assign, family_class, 
 from inkling.runtime.errors import ModelError
 from inkling.runtime.gguf_file import ROPE_FREQS, GgufFile
 from inkling.runtime.gguf_tokenizer import text_fields
+from inkling.runtime.int8_weights import dequantize, quantize_rows
 from inkling.runtime.model_runtime import ModelRuntime
 from inkling.runtime.model_setup import compact_forward
 from inkling.runtime.thread_choice import ThreadChoice
+
+# the weights an int8 folder holds as int8 (training/int8_convert.py), so the native panels'
+INT8_NAMES = ("_proj.weight", "embed_tokens.weight", "lm_head.weight")
 
 
 def gguf_names(model: torch.nn.Module, arch: str, layers: int) -> dict[str, str]:
@@ -48,8 +53,10 @@ def as_torch(t) -> torch.Tensor:
     return torch.from_numpy(np.array(t.data)).reshape(shape)
 
 
-def tensors(file: GgufFile, names: dict[str, str]):
-    """(the model's name, its tensor) of each of the file's weights, un-permuted where llama."""
+def tensors(file: GgufFile, names: dict[str, str], int8: dict):
+    """(llama.cpp's name, the model's, its tensor) of each of the file's weights, un-permuted
+    where llama; a Q8_0 projection or embedding requantized per output channel, its pair in
+    ``int8`` and its tensor those values, as an int8 folder's (runtime/int8_weights.py)."""
     cfg = file.config
     for t in file.reader.tensors:
         if t.name == ROPE_FREQS:
@@ -63,6 +70,10 @@ def tensors(file: GgufFile, names: dict[str, str]):
             tensor = unpermute(tensor, cfg["num_attention_heads"])
         elif cfg["model_type"] == "llama" and t.name.endswith(("attn_k.weight", "attn_k.bias")):
             tensor = unpermute(tensor, cfg["num_key_value_heads"])
+        if t.tensor_type.name == "Q8_0" and name.endswith(INT8_NAMES) and tensor.dim() == 2:
+            q, scale = quantize_rows(tensor)
+            int8[name] = (q, scale)
+            tensor = dequantize(q, scale)
         yield t.name, name, tensor
 
 
@@ -76,9 +87,9 @@ def read_gguf(file: GgufFile, dtype: torch.dtype, device: torch.device) -> torch
         model = cls(config)
     wanted = dict(model.state_dict(keep_vars=True))
     tied = dict(getattr(model, "all_tied_weights_keys", {}))
-    seen = set()
-    for stored, name, tensor in tensors(file, gguf_names(model, file.value(
-            "general.architecture"), cfg["num_hidden_layers"])):
+    seen, int8 = set(), {}
+    names = gguf_names(model, file.value("general.architecture"), cfg["num_hidden_layers"])
+    for stored, name, tensor in tensors(file, names, int8):
         if tuple(tensor.shape) != tuple(wanted[name].shape):
             raise ModelError(f"model {file.path}: tensor {stored} is {list(tensor.shape)}, its "
                              f"metadata says {list(wanted[name].shape)}")
@@ -93,6 +104,8 @@ def read_gguf(file: GgufFile, dtype: torch.dtype, device: torch.device) -> torch
     make_buffers(model)
     divide_frequencies(model, file)
     model.config.dtype, model.config._name_or_path = dtype, str(file.path)
+    if int8:
+        model.inkling_int8 = int8
     return model.to(device).eval()
 
 

@@ -20,6 +20,7 @@ from inkling.runtime.errors import ModelError
 from inkling.runtime.gguf_file import open_gguf
 from inkling.runtime.gguf_model import read_gguf
 from inkling.runtime.gguf_tokenizer import text_fields
+from inkling.runtime.int8_weights import dequantize
 from inkling.runtime.model_setup import read_model
 from inkling.runtime.model_setup import text_fields as folder_text_fields
 from zoo_models import zoo, zoo_gguf, zoo_model, zoo_tokenizer
@@ -196,3 +197,24 @@ def test_inkling_complete_refuses_a_k_quant_file_in_one_line(tmp_path):
     assert run.returncode != 0 and "Traceback" not in run.stderr
     lines = [ln for ln in run.stderr.splitlines() if str(path) in ln]
     assert len(lines) == 1 and "Q4_K" in lines[0], run.stderr
+
+
+def test_a_q8_0_file_holds_its_projections_as_an_int8_folder_would():
+    model = read_gguf(open_gguf(zoo_gguf("llama-3.2-1b", "q8_0")), torch.float32, CPU)
+    int8 = model.inkling_int8
+    assert "model.layers.1.self_attn.k_proj.weight" in int8 and \
+        "model.embed_tokens.weight" in int8
+    for name, (q, scale) in int8.items():
+        assert q.dtype == torch.int8 and torch.equal(model.get_parameter(name),
+                                                     dequantize(q, scale)), name
+    assert not any("norm" in name for name in int8)
+
+
+def test_a_q8_0_files_native_forward_runs_int8_panels_as_the_reference():
+    from test_int8_forward import _close, _paths
+    from inkling.runtime.model_loader import load_runtime
+    runtime = load_runtime(zoo_gguf("qwen2.5-coder-0.5b", "q8_0"), device="cpu", dtype="float32")
+    assert runtime.native_forward().weights[1].dtype == torch.int8
+    outs = _paths(runtime, 90)
+    for a, b in zip(outs["reference"], outs["native"]):
+        _close(a, b)
