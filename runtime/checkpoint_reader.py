@@ -13,6 +13,7 @@ import torch
 from safetensors import SafetensorError, safe_open
 
 from inkling.runtime.errors import ModelError
+from inkling.runtime.model_files import weights_refusal
 
 # model_type -> (module, class): the families whose checkpoints name their modules' tensors
 FAMILIES = {
@@ -56,8 +57,7 @@ def open_tensors(path: Path, files: ExitStack) -> Tensors:
         try:
             handle = files.enter_context(safe_open(str(file), framework="pt", backend="pread"))
         except (SafetensorError, OSError) as exc:
-            raise ModelError(f"model {path}: weights file {file.name} cannot be read "
-                             f"({str(exc).splitlines()[0]})") from None
+            raise ModelError(weights_refusal(file, exc)) from None
         for key in handle.keys():
             tensors[key] = handle
     return tensors

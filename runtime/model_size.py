@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from inkling.runtime.errors import ModelError
+from inkling.runtime.model_files import weights_refusal
 
 SMALL_MODEL_PARAMS = 100_000_000
 NATIVE_AUTO_MAX_PARAMS = 600_000_000   # auto's native forward: docs/decisions/forward-choice.md
@@ -37,7 +38,7 @@ def read_header(file: Path) -> dict[str, dict]:
                 raise ValueError(f"a header of {size} bytes")
             header = json.loads(f.read(size))
     except (OSError, ValueError, struct.error) as exc:
-        raise ModelError(f"{file}: not a readable safetensors file ({exc})") from None
+        raise ModelError(weights_refusal(file, exc)) from None
     header.pop("__metadata__", None)
     return header
 
