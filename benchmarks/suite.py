@@ -82,6 +82,7 @@ BENCHMARKS = [
     Benchmark("int8", "int8", [], []),
     Benchmark("cpu_layout", "cpu_layout", [], []),
     Benchmark("lsp_overhead", "lsp_overhead", [], []),
+    Benchmark("soak", "soak", ["--minutes", "2"], []),
     Benchmark("peer_step", "peer_step", ["--rounds", "5"], [], no_llama_server),
     Benchmark("peer_llamacpp_reporting", "peer_llamacpp",
               ["--traces", REPORTING, "--limit", "200"], [], no_llama_server),
