@@ -4,7 +4,7 @@ reader (runtime/checkpoint_reader.py), as far as the weights read or through the
 (the CPU layout included). It backs docs/decisions/lean-reader.md.
 
     python benchmarks/load_memory.py [--model FOLDER] [--dtypes float32,bfloat16] [--rounds 2]
-                                     [--quick] [--json OUT]
+                                     [--forward compact|auto] [--quick] [--json OUT]
 
 Every case (route x stage x dtype) runs in a process of its own, the cases interleaved round by
 round; a case prints its wall seconds, its resident set after the load and its peak (the
@@ -39,7 +39,8 @@ def resident_mb() -> float:
     return int(status.split("VmRSS:")[1].split()[0]) / 1e3
 
 
-def one_case(route: str, stage: str, folder: str, dtype: str) -> dict:
+def one_case(route: str, stage: str, folder: str, dtype: str, forward: str = "compact"
+             ) -> dict:
     """Load once in this process; its figures."""
     import torch
     from inkling.runtime import model_setup
@@ -51,7 +52,7 @@ def one_case(route: str, stage: str, folder: str, dtype: str) -> dict:
         model = model_setup.read_model(path, getattr(torch, dtype), torch.device("cpu"))
     else:
         from inkling.runtime.model_loader import load_runtime
-        model = load_runtime(path, device="cpu", dtype=dtype, forward="compact").model
+        model = load_runtime(path, device="cpu", dtype=dtype, forward=forward).model
     gc.collect()
     wall = time.perf_counter() - start
     assert model is not None                        # held while the resident set is read
@@ -61,13 +62,15 @@ def one_case(route: str, stage: str, folder: str, dtype: str) -> dict:
 
 def main() -> int:
     if sys.argv[1:2] == ["--case"]:
-        print(json.dumps(one_case(*sys.argv[2:6])))
+        print(json.dumps(one_case(*sys.argv[2:7])))
         return 0
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from common import parser, write_json   # here: a case's process loads nothing else
     ap = parser(__doc__)
     ap.add_argument("--dtypes", default="float32,bfloat16")
     ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--forward", default="compact", help="the runtime stage's model.forward "
+                    "(auto: the native panels too, on a model that runs them)")
     args = ap.parse_args()
     folder = args.model or str(REPO / "models" / "inkling-tiny")
     dtypes = ["float32"] if args.quick else args.dtypes.split(",")
@@ -75,7 +78,8 @@ def main() -> int:
     runs: dict[tuple, list[dict]] = {c: [] for c in cases}
     for n in range(1 if args.quick else args.rounds):
         for case in cases if n % 2 == 0 else cases[::-1]:
-            out = subprocess.run([sys.executable, __file__, "--case", *case[:2], folder, case[2]],
+            out = subprocess.run([sys.executable, __file__, "--case", *case[:2], folder, case[2],
+                                  args.forward],
                                  capture_output=True, text=True, check=True)
             runs[case].append(json.loads(out.stdout.strip().splitlines()[-1]))
     figures = {}
