@@ -10,6 +10,7 @@ import asyncio
 import functools
 import logging
 import sys
+import weakref
 from typing import Callable
 
 from lsprotocol import types as lsp
@@ -30,6 +31,7 @@ from inkling.lsp.typing_cadence import TypingCadence
 log = logging.getLogger("inkling.server")
 VERSION = "0.1.0"
 STATUS = "inkling/status"
+SESSIONS: weakref.WeakSet = weakref.WeakSet()    # the servers alive (the event loop's)
 
 
 def ended_quietly(handler: Callable) -> Callable:
@@ -59,6 +61,7 @@ class InklingServer(LanguageServer):
         self.engine = engine
         self.worker = ModelWorker(thread)
         self.hang_up: Callable[[], None] | None = None    # a TCP session: close its socket
+        SESSIONS.add(self)
         self.stats = ServerStats()
         self.cadence = TypingCadence()
         self.idle = IdleRefresh(engine, self.worker, self.log)

@@ -3,6 +3,7 @@ it; a frame with no usable ``Content-Length`` is skipped to the next blank line.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import os
 import re
@@ -75,6 +76,8 @@ def run_tcp(new_session: Callable[[], object], host: str, port: int) -> None:
         log.info("session from %s opened", peer)
         await _session(server, reader, writer, stop)
         log.info("session from %s ended", peer)
+        del server                               # nothing else holds the ended session
+        _collect_frozen()
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -101,6 +104,15 @@ async def _session(server, reader: asyncio.StreamReader, writer: asyncio.StreamW
         log.info("connection lost: %s", exc)
     writer.close()
     await server.end_session()
+
+
+def _collect_frozen() -> None:
+    """Free what an ended session held: each model load freezes the heap (model_loading.py),
+    which keeps the session's reference cycles from the collector until unfrozen; what is
+    left is frozen again."""
+    gc.unfreeze()
+    gc.collect()
+    gc.freeze()
 
 
 class ListenError(InklingError):

@@ -19,7 +19,7 @@ from inkling.completion.prompt.repo_context import uri_path
 
 from inkling.lsp import convert
 from inkling.lsp.completing import complete
-from inkling.lsp.language_server import InklingServer, ended_quietly
+from inkling.lsp.language_server import SESSIONS, InklingServer, ended_quietly
 from inkling.lsp.message_loop import run_tcp
 from inkling.lsp.model_loading import load_model, prepare_drafting, time_drafting
 from inkling.lsp.model_worker import ModelThread
@@ -166,6 +166,7 @@ async def accept(ls: InklingServer, *args):
 @feature(STATS)
 async def stats(ls: InklingServer, params=None):
     return {**ls.stats.as_dict(), "state": ls.state,
+            "sessions": len(SESSIONS),            # alive in the process: ended ones are freed
             **await ls.worker.run(_engine_stats, ls.engine),
             "cache_mode": ls.engine.options.cache.mode,
             "mechanisms": ls.engine.options.mechanisms(),     # which of inkling's ideas run

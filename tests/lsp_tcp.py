@@ -159,4 +159,9 @@ class TcpClient:
             "context": {"triggerKind": 1}}, msg_id)
 
     def close(self) -> None:
+        """Hang up (shutdown first: the reader's file would keep the socket open)."""
+        try:
+            self.sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
         self.sock.close()

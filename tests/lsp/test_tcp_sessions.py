@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import socket
 import subprocess
+import time
 
 import pytest
 
@@ -53,6 +54,17 @@ def _document(client: TcpClient, msg_id) -> dict:
     return response["result"]
 
 
+def _sessions_left(client: TcpClient, alive: int) -> bool:
+    """Whether `inkling/stats` comes to count ``alive`` sessions (an ended one is freed once
+    its Engine has shut down on the model thread)."""
+    for attempt in range(300):
+        if client.call("inkling/stats", None, f"sessions-{attempt}")["result"]["sessions"] \
+                == alive:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def test_two_editors_at_once_each_get_only_their_own_answers(server, options):
     a, b = TcpClient(server.port), TcpClient(server.port)
     a.start(options)
@@ -75,6 +87,7 @@ def test_two_editors_at_once_each_get_only_their_own_answers(server, options):
     assert _document(a, 5)["sha256"] == sha(A_TEXT)
     assert _document(b, 5)["sha256"] == sha(B_TEXT)
     assert a.call("inkling/stats", None, 6)["result"]["documents"] == 2
+    assert a.responses[6][0]["result"]["sessions"] == 2
     assert b.call("inkling/stats", None, 6)["result"]["documents"] == 1
 
     assert "result" in a.call("shutdown", None, 7)    # A leaves: answered, then hung up on
@@ -94,6 +107,7 @@ def test_two_editors_at_once_each_get_only_their_own_answers(server, options):
     assert c.wait(1).get("result"), c.responses[1]
     assert _document(c, 2)["sha256"] == sha(C_TEXT)
     assert server.proc.poll() is None
+    assert _sessions_left(c, 1), "the ended sessions are still held in the server"
     c.close()
 
     assert server.stop() == 0                        # SIGTERM ends the server
