@@ -120,13 +120,14 @@ class ListenError(InklingError):
 
 
 async def _listen(connection, host: str, port: int) -> asyncio.Server:
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        log.warning("listening on %s:%d, which is not loopback: anyone who can reach it "
-                    "can read the code sent to it", host, port)
     try:
-        return await asyncio.start_server(connection, host, port)
+        listener = await asyncio.start_server(connection, host, port)
     except OSError as exc:          # the OS's reason alone, not asyncio's longer sentence
         reason = exc.strerror if isinstance(exc, socket.gaierror) or not exc.errno \
             else os.strerror(exc.errno)
         raise ListenError(f"cannot listen on {host}:{port}: {str(reason or exc).lower()}") \
             from None
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        log.warning("listening on %s:%d, which is not loopback: anyone who can reach it "
+                    "can read the code sent to it", host, port)
+    return listener

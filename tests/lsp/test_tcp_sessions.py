@@ -136,3 +136,13 @@ def test_a_port_out_of_range_is_refused_at_argument_parsing(port):
     assert "--tcp" in lines[-1] and port in lines[-1] and "1 to 65535" in lines[-1], lines
     assert "Traceback" not in done.stderr
 
+
+
+def test_an_address_not_this_hosts_is_one_line_naming_it():
+    s = TcpServer("--host", "192.0.2.1", wait=False)       # TEST-NET-1: no host has it
+    code = s.ended(60)
+    lines = [line for line in s.stderr if line.strip()]
+    assert code in (1, 2), lines
+    assert f"cannot listen on 192.0.2.1:{s.port}: cannot assign requested address" in \
+        lines[-1], lines
+    assert not [line for line in lines if "Traceback" in line or "WARNING" in line], lines
