@@ -4,7 +4,7 @@ the server's copy of each, over stdio (one editor) and over TCP (two editors at 
 replaced by a new one midway, one of them dropping its socket with requests in flight).
 Every request must be answered exactly once and on its own connection, no document may
 desync, stderr must hold no traceback and the server's memory must stay within its bound.
-The long soak is ``benchmarks/soak.py``."""
+The long form runs the same driver for longer, as a maintained benchmark."""
 import pytest
 
 from inkling.evaluation.soak import RSS_FACTOR, RSS_MARGIN_MB, soak_stdio, soak_tcp, summary
