@@ -1,6 +1,7 @@
 """One completion request, on the event loop: debounced by the typing cadence when automatic,
-then run on the model worker with a cancel token that a newer request, an edit, a close or
-``$/cancelRequest`` sets."""
+then run on the model worker with the cancel token taken when the request was read
+(``InklingServer.request_read``), which a newer request, an edit, a close or ``$/cancelRequest``
+sets."""
 from __future__ import annotations
 
 import asyncio
@@ -24,21 +25,20 @@ async def complete(ls: InklingServer, uri: str, position: Position,
                    invoked: bool) -> Completion | None:
     """Run one completion; None when a newer request for the document superseded it."""
     ls.stats.requests += 1
-    token = ls.worker.start_job(uri)
+    token = ls.request_token()            # taken when the request was read
     try:
         if not invoked:
             o = ls.engine.options.server
             await asyncio.sleep(ls.cadence.delay_s(uri, o.debounce_min_ms,
                                                    o.debounce_max_ms, o.debounce_factor))
-            if token.is_cancelled():
-                return _overtaken(ls, uri, token)
+        if token.is_cancelled():
+            return _overtaken(ls, uri, token)
         return await _run(ls, uri, position, invoked, token)
     except asyncio.CancelledError:        # $/cancelRequest: stop the decoding loop too
         token.cancel()
         ls.stats.cancelled += 1
         raise
     finally:
-        ls.worker.finish_job(uri, token)
         ls.idle.schedule()
 
 

@@ -11,7 +11,7 @@ import functools
 import logging
 import sys
 import weakref
-from typing import Callable
+from typing import Any, Callable
 
 from lsprotocol import types as lsp
 from pygls.lsp.server import LanguageServer
@@ -21,7 +21,7 @@ from inkling.completion.errors import DocumentError, InklingError
 
 from inkling.lsp.idle_refresh import IdleRefresh
 from inkling.lsp.message_loop import run_stdio
-from inkling.lsp.model_worker import ModelThread, ModelWorker
+from inkling.lsp.model_worker import CancelToken, ModelThread, ModelWorker
 from inkling.lsp.notices import Notices
 from inkling.lsp.protocol import InklingProtocol, flush_and_exit
 from inkling.lsp.server_stats import ServerStats
@@ -32,6 +32,7 @@ log = logging.getLogger("inkling.server")
 VERSION = "0.1.0"
 STATUS = "inkling/status"
 SESSIONS: weakref.WeakSet = weakref.WeakSet()    # the servers alive (the event loop's)
+COMPLETIONS = frozenset({lsp.TEXT_DOCUMENT_INLINE_COMPLETION, lsp.TEXT_DOCUMENT_COMPLETION})
 
 
 def ended_quietly(handler: Callable) -> Callable:
@@ -68,8 +69,26 @@ class InklingServer(LanguageServer):
         self.state = "starting"
         self.last_latency_ms: float | None = None
         self.last_completion: dict | None = None
+        self._read_jobs: dict[Any, tuple[str, CancelToken]] = {}   # request id -> (uri, token)
         self.notices = Notices(lambda message: self.window_show_message(
             lsp.ShowMessageParams(type=lsp.MessageType.Error, message=message)))
+
+    def request_read(self, method: str, message) -> None:
+        """A completion takes its cancel token as its request is read: pygls starts the handler
+        later, as a task, after the edits and closes read in the same batch, which must cancel
+        it (-32801), not find it not yet started."""
+        if method in COMPLETIONS:
+            uri = message.params.text_document.uri
+            self._read_jobs[message.id] = (uri, self.worker.start_job(uri))
+
+    def request_token(self) -> CancelToken:
+        """The cancel token of the completion request this task handles."""
+        return self._read_jobs[self.protocol.msg_id][1]
+
+    def request_answered(self, msg_id) -> None:
+        """The request's job is over, answered or cancelled before its handler started."""
+        if (job := self._read_jobs.pop(msg_id, None)) is not None:
+            self.worker.finish_job(*job)
 
     def status(self, state: str, message: str = "", progress: int | None = None) -> None:
         self.state = state

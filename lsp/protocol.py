@@ -123,6 +123,8 @@ class InklingProtocol(LanguageServerProtocol):
                 and method not in self.fm.features and method not in self.fm.builtin_features:
             self.unknown(message, method, is_request)
             return
+        if is_request:
+            self._server.request_read(method, message)     # in message order
         super().handle_message(message)
 
     def unknown(self, message, method: str, is_request: bool) -> None:
@@ -157,6 +159,7 @@ class InklingProtocol(LanguageServerProtocol):
     def _send_handler_result(self, future, *, msg_id) -> None:
         """The one answer to a request: its result, or the error that says why not."""
         self._request_futures.pop(msg_id, None)
+        self._server.request_answered(msg_id)
         if future.cancelled():
             log.debug("request %s cancelled", msg_id)
             self._send_response(msg_id, error=JsonRpcRequestCancelled(

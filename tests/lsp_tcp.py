@@ -10,6 +10,8 @@ import sys
 import threading
 import time
 
+from inkling.evaluation.soak_wire import framed, read_frames
+
 SERVER = [sys.executable, "-m", "inkling.cli.main", "serve"]
 
 
@@ -82,10 +84,11 @@ class TcpClient:
         self._lock = threading.Lock()
         threading.Thread(target=self._read, daemon=True).start()
 
-    def send(self, message: dict) -> None:
-        body = json.dumps(message).encode()
+    def send(self, *messages: dict) -> None:
+        """``messages`` in one write: the server reads them from its buffer as one batch."""
+        data = b"".join(framed(json.dumps(m).encode()) for m in messages)
         with self._lock:
-            self.sock.sendall(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self.sock.sendall(data)
 
     def request(self, method: str, params, msg_id) -> None:
         self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
@@ -94,27 +97,19 @@ class TcpClient:
         self.send({"jsonrpc": "2.0", "method": method, "params": params})
 
     def _read(self) -> None:
-        while True:
-            length = None
-            while True:
-                line = self.reader.readline()
-                if not line:
-                    with self._changed:
-                        self.closed = True
-                        self._changed.notify_all()
-                    return
-                if not line.strip():
-                    break
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            message = json.loads(self.reader.read(length))
+        try:
+            for message in read_frames(self.reader):
+                with self._changed:
+                    if "method" in message and "id" in message:
+                        self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+                    elif "method" in message:
+                        self.notifications.append(message)
+                    else:
+                        self.responses.setdefault(message.get("id"), []).append(message)
+                    self._changed.notify_all()
+        finally:
             with self._changed:
-                if "method" in message and "id" in message:
-                    self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
-                elif "method" in message:
-                    self.notifications.append(message)
-                else:
-                    self.responses.setdefault(message.get("id"), []).append(message)
+                self.closed = True
                 self._changed.notify_all()
 
     def wait_for(self, predicate, timeout: float = 60) -> bool:

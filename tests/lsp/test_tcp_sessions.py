@@ -146,3 +146,26 @@ def test_an_address_not_this_hosts_is_one_line_naming_it():
     assert f"cannot listen on 192.0.2.1:{s.port}: cannot assign requested address" in \
         lines[-1], lines
     assert not [line for line in lines if "Traceback" in line or "WARNING" in line], lines
+
+
+@pytest.mark.parametrize("then", ["didClose", "didChange"])
+def test_a_completion_sent_with_its_documents_close_or_edit_is_content_modified(server, options,
+                                                                               then):
+    """A completion and its document's close (or an edit removing its line) in one write: the
+    server reads both from its buffer before the completion's handler starts, and the
+    completion must still be cancelled by them (-32801), not fail on the closed document."""
+    client = TcpClient(server.port)
+    client.start(options)
+    client.open(URI, A_TEXT)
+    assert _document(client, "opened")["sha256"] == sha(A_TEXT)
+    after = {"textDocument": {"uri": URI}} if then == "didClose" else {
+        "textDocument": {"uri": URI, "version": 2}, "contentChanges": [{"text": B_TEXT}]}
+    client.send({"jsonrpc": "2.0", "id": "batched", "method": "textDocument/inlineCompletion",
+                 "params": {"textDocument": {"uri": URI},
+                            "position": {"line": 5, "character": 19},
+                            "context": {"triggerKind": 1}}},           # invoked: no debounce
+                {"jsonrpc": "2.0", "method": f"textDocument/{then}", "params": after})
+    error = client.wait("batched").get("error")
+    assert error is not None and error["code"] == -32801, client.responses["batched"]
+    assert not [line for line in server.stderr if "Traceback" in line]
+    client.close()
