@@ -69,7 +69,7 @@ async def time_drafting(ls: InklingServer) -> None:
     per model-worker job, each queued once the last has run, so a completion queued meanwhile
     runs between two rounds. Until it lands auto drafts none ("not measured yet"); from the
     next completion on, what it decided; a decision to draft then builds what drafting reads."""
-    steps = await ls.worker.run(_timing_steps, ls.engine)
+    steps = await ls.worker.run(_timing_steps, ls.engine, ls.worker)
     if steps is None:
         return
     runtime, rounds = steps
@@ -94,18 +94,20 @@ TIMING_FAILED = "completion.draft auto: timing failed"
 _STOPPED = object()      # the model the timing ran on was replaced
 
 
-def _timing_steps(engine):
-    """(runtime, the timing's steps) where auto has nothing kept or cached, else None (a job
-    on the model worker)."""
+def _timing_steps(engine, worker):
+    """(runtime, the timing's steps) where auto has nothing kept or cached and no open session
+    times it already, else None (a job on the model worker). The runtime names the session's
+    worker that times it, so a session that ends mid-way leaves the timing to the next."""
     o = engine.options
     if not engine.model_loaded or o.completion.draft != DraftMode.AUTO:
         return None
     runtime, forward, prior = engine.load_model(), o.model.forward, engine.acceptance.prior
     timing = ("draft_timing", runtime.forward_kind(forward))      # once per forward
-    if timing in runtime.attached or known(runtime, forward, prior).state != \
+    timer = runtime.attached.get(timing)
+    if (timer is not None and not timer.closed) or known(runtime, forward, prior).state != \
             DraftState.NOT_MEASURED:
         return None
-    runtime.attached[timing] = True
+    runtime.attached[timing] = worker
     return runtime, measuring(runtime, forward, prior)
 
 

@@ -118,3 +118,28 @@ def test_a_replaced_model_stops_the_timing_which_begins_once_a_forward(runtime, 
         assert len(events) == 3
     finally:
         ls.worker.shutdown()
+
+
+def test_a_session_that_ends_mid_timing_leaves_the_timing_to_the_next(runtime, monkeypatch):
+    """Two TCP sessions share one runtime: the first ends after a round; the second times."""
+    events: list = []
+    first, _ = _server(runtime)
+    second, logs = _server(runtime)
+
+    async def prepare(server):
+        pass
+    monkeypatch.setattr(model_loading, "prepare_drafting", prepare)
+
+    async def ended_after_a_round():
+        loop = asyncio.get_running_loop()
+        _trees(monkeypatch, events, lambda: loop.call_soon_threadsafe(first.worker.shutdown))
+        await model_loading.time_drafting(first)
+
+    asyncio.run(ended_after_a_round())
+    assert len(events) == 3 and known(runtime, "auto", PRIOR).state == DraftState.NOT_MEASURED
+    try:
+        asyncio.run(model_loading.time_drafting(second))
+    finally:
+        second.worker.shutdown()
+    assert known(runtime, "auto", PRIOR).state == DraftState.MEASURED
+    assert logs[0] == model_loading.TIMING_LINE and len(events) == 3 + 3 * (ROUNDS + 1)
