@@ -11,6 +11,26 @@ import time
 from typing import BinaryIO, Callable
 
 
+def framed(body: bytes) -> bytes:
+    """``body`` as one LSP base-protocol frame."""
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+
+def read_frames(reader: BinaryIO):
+    """The JSON messages of the frames ``reader`` gives, until it ends."""
+    while True:
+        length = None
+        while True:
+            line = reader.readline()
+            if not line:
+                return
+            if not line.strip():
+                break
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        yield json.loads(reader.read(length))
+
+
 class Connection:
     def __init__(self, reader: BinaryIO, writer: BinaryIO, close: Callable[[], None]):
         self._reader, self._writer, self._close = reader, writer, close
@@ -57,7 +77,7 @@ class Connection:
     def _send(self, message: dict) -> None:
         body = json.dumps(message).encode()
         with self._write_lock:
-            self._writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            self._writer.write(framed(body))
             self._writer.flush()
 
     def request(self, method: str, params) -> int:
@@ -79,22 +99,9 @@ class Connection:
             pass
 
     # --------------------------------------------------------------- reading
-    def _frames(self):
-        while True:
-            length = None
-            while True:
-                line = self._reader.readline()
-                if not line:
-                    return
-                if not line.strip():
-                    break
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            yield json.loads(self._reader.read(length))
-
     def _read(self) -> None:
         try:
-            for message in self._frames():
+            for message in read_frames(self._reader):
                 self._take(message)
         except (OSError, ValueError):       # the socket closed under the reader
             pass

@@ -10,6 +10,8 @@ import threading
 import time
 from pathlib import Path
 
+from inkling.evaluation.soak_wire import framed, read_frames
+
 SERVER = [sys.executable, "-m", "inkling.cli.main", "serve"]
 
 
@@ -43,7 +45,7 @@ class Wire:
 
     # --------------------------------------------------------------- writing
     def frame(self, body: bytes) -> None:
-        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.write(framed(body))
         self.proc.stdin.flush()
 
     def send(self, message: dict) -> None:
@@ -69,18 +71,7 @@ class Wire:
 
     # --------------------------------------------------------------- reading
     def _read(self) -> None:
-        out = self.proc.stdout
-        while True:
-            length = None
-            while True:
-                line = out.readline()
-                if not line:
-                    return
-                if not line.strip():
-                    break
-                if line.lower().startswith(b"content-length:"):
-                    length = int(line.split(b":")[1])
-            message = json.loads(out.read(length))
+        for message in read_frames(self.proc.stdout):
             with self._changed:
                 if "method" in message and "id" in message:     # a request from the server
                     self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
