@@ -1,11 +1,13 @@
 """The benchmark suite: every maintained benchmark, one after another, each run kept in the
 store (benchmarks/store.py) and the tables of docs/benchmarks.md regenerated from it.
 
-    python benchmarks/suite.py [--quick] [--only a,b] [--list]
+    python benchmarks/suite.py [--quick | --long] [--only a,b] [--list]
 
 Each benchmark runs as ``python benchmarks/<script>.py <args> --json <tmpfile>`` (``--quick``
 adds ``--quick`` and takes the entry's quick arguments: fewer traces, runs and rounds, so the
-whole of it takes a few minutes; the full suite fits in an hour on a two-core CPU). The
+whole of it takes a few minutes; the full suite fits in an hour on a two-core CPU).
+``--long`` runs only the benchmarks with a long form, with its arguments (the soak's 20
+minutes), each a record of the store like any other. The
 figures the script wrote to that file and what it printed become one store record. A
 benchmark whose prerequisite is missing is skipped, saying why; the suite exits 1 if any
 benchmark failed."""
@@ -19,6 +21,7 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
+from enum import Enum
 from pathlib import Path
 from typing import Callable
 
@@ -34,6 +37,12 @@ REPORTING = "benchmarks/traces/reporting"
 BASELINE = "1750a51"    # the commit the recorded outputs (RECORDING) were recorded at
 
 
+class Form(Enum):
+    FULL = "full"
+    QUICK = "quick"          # tiny inputs: the script works, its figures mean nothing
+    LONG = "long"            # the few benchmarks whose figures want a longer run
+
+
 @dataclass(frozen=True)
 class Benchmark:
     name: str                      # the store's file name
@@ -41,6 +50,12 @@ class Benchmark:
     full: list[str] = field(default_factory=list)
     quick: list[str] = field(default_factory=list)
     needs: Callable[[], str | None] = lambda: None   # why it cannot run here, or None
+    long: list[str] | None = None                    # the long form's arguments, if any
+
+    def arguments(self, form: Form) -> list[str]:
+        if form is Form.QUICK:
+            return [*self.quick, "--quick"]
+        return list(self.long if form is Form.LONG and self.long is not None else self.full)
 
 
 def no_llama_server() -> str | None:
@@ -82,7 +97,7 @@ BENCHMARKS = [
     Benchmark("int8", "int8", [], []),
     Benchmark("cpu_layout", "cpu_layout", [], []),
     Benchmark("lsp_overhead", "lsp_overhead", [], []),
-    Benchmark("soak", "soak", ["--minutes", "2"], []),
+    Benchmark("soak", "soak", ["--minutes", "2"], [], long=["--minutes", "20"]),
     Benchmark("peer_step", "peer_step", ["--rounds", "5"], [], no_llama_server),
     Benchmark("peer_llamacpp_reporting", "peer_llamacpp",
               ["--traces", REPORTING, "--limit", "200"], [], no_llama_server),
@@ -96,17 +111,16 @@ BENCHMARKS = [
 ]
 
 
-def command(bench: Benchmark, quick: bool, json_path: Path, tmp: Path) -> list[str]:
-    args = [a.replace("{tmp}", str(tmp)) for a in (bench.quick if quick else bench.full)]
-    return [sys.executable, f"benchmarks/{bench.script}.py", *args,
-            *(["--quick"] if quick else []), "--json", str(json_path)]
+def command(bench: Benchmark, form: Form, json_path: Path, tmp: Path) -> list[str]:
+    args = [a.replace("{tmp}", str(tmp)) for a in bench.arguments(form)]
+    return [sys.executable, f"benchmarks/{bench.script}.py", *args, "--json", str(json_path)]
 
 
-def run_one(bench: Benchmark, quick: bool) -> tuple[bool, float]:
+def run_one(bench: Benchmark, form: Form) -> tuple[bool, float]:
     """Run ``bench``, append its record; (it succeeded, its wall time)."""
     with tempfile.TemporaryDirectory(prefix=f"inkling-{bench.name}-") as tmp:
         json_path = Path(tmp) / "figures.json"
-        argv = command(bench, quick, json_path, Path(tmp))
+        argv = command(bench, form, json_path, Path(tmp))
         load_start, date, start = store.loadavg(), store.utc_now(), time.monotonic()
         proc = subprocess.run(argv, cwd=REPO, stdout=subprocess.PIPE, text=True)
         wall = time.monotonic() - start
@@ -120,15 +134,18 @@ def run_one(bench: Benchmark, quick: bool) -> tuple[bool, float]:
     shown = [a if not a.startswith(tmp) else "TMP/" + Path(a).name for a in argv[1:]]
     rec = store.record(bench.name, ["python", *shown], proc.stdout, figures, wall,
                        {"start": load_start, "end": store.loadavg()}, date=date)
-    if quick:
-        rec["quick"] = True
+    if form is not Form.FULL:
+        rec[form.value] = True
     store.append_run(rec)
     return True, wall
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--quick", action="store_true", help="the quick arguments: a few minutes")
+    forms = ap.add_mutually_exclusive_group()
+    forms.add_argument("--quick", action="store_true", help="the quick arguments: a few minutes")
+    forms.add_argument("--long", action="store_true",
+                       help="only the benchmarks with a long form, with its arguments")
     ap.add_argument("--only", default="", help="comma-separated benchmark names")
     ap.add_argument("--list", action="store_true", help="list the benchmarks and exit")
     args = ap.parse_args(argv)
@@ -140,7 +157,9 @@ def main(argv: list[str] | None = None) -> int:
     unknown = set(only) - {b.name for b in BENCHMARKS}
     if unknown:
         ap.error(f"unknown benchmarks: {', '.join(sorted(unknown))} (see --list)")
-    chosen = [b for b in BENCHMARKS if not only or b.name in only]
+    form = Form.QUICK if args.quick else Form.LONG if args.long else Form.FULL
+    chosen = [b for b in BENCHMARKS if (not only or b.name in only)
+              and (form is not Form.LONG or b.long is not None)]
     failed, begin = [], time.monotonic()
     for i, bench in enumerate(chosen, 1):
         why = bench.needs()
@@ -148,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[{i}/{len(chosen)}] {bench.name}: skipped ({why})", flush=True)
             continue
         print(f"[{i}/{len(chosen)}] {bench.name} ...", flush=True)
-        ok, wall = run_one(bench, args.quick)
+        ok, wall = run_one(bench, form)
         total = time.monotonic() - begin
         print(f"[{i}/{len(chosen)}] {bench.name}: {'ok' if ok else 'FAILED'} in {wall:.0f} s "
               f"({total:.0f} s so far)", flush=True)

@@ -43,7 +43,8 @@ def summary_row(name: str, rec: dict, runs: int) -> str:
     """One benchmark's latest run: its store file and run, date, commit, weights, machine,
     load and wall time."""
     dirty = " (with changes)" if rec.get("dirty") else ""
-    kind = ", quick" if rec.get("quick") else ", migrated" if rec.get("migrated") else ""
+    kind = ", quick" if rec.get("quick") else ", long" if rec.get("long") else \
+        ", migrated" if rec.get("migrated") else ""
     wall = f"{rec['wall_s']} s" if rec.get("wall_s") is not None else ""
     return (f"| `{name}` | {rec['run']} of {runs}{kind} | {cell(rec.get('date') or '')} | "
             f"{cell(rec.get('commit') or '')}{dirty} | {cell(rec.get('weights') or '')} | "

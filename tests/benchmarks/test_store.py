@@ -82,10 +82,24 @@ def test_the_registry_names_existing_scripts_once():
 
 def test_a_command_adds_quick_and_json(tmp_path):
     bench = suite.Benchmark("x", "card", ["--lines", "40"], ["--lines", "1"])
-    assert suite.command(bench, False, tmp_path / "f.json", tmp_path)[1:] == [
-        "benchmarks/card.py", "--lines", "40", "--json", str(tmp_path / "f.json")]
-    assert suite.command(bench, True, tmp_path / "f.json", tmp_path)[2:] == [
-        "--lines", "1", "--quick", "--json", str(tmp_path / "f.json")]
+    out = tmp_path / "f.json"
+    assert suite.command(bench, suite.Form.FULL, out, tmp_path)[1:] == [
+        "benchmarks/card.py", "--lines", "40", "--json", str(out)]
+    assert suite.command(bench, suite.Form.QUICK, out, tmp_path)[2:] == [
+        "--lines", "1", "--quick", "--json", str(out)]
+    assert suite.command(bench, suite.Form.LONG, out, tmp_path)[2:] == [
+        "--lines", "40", "--json", str(out)]                  # no long form: the full one
+
+
+def test_long_runs_only_the_benchmarks_with_a_long_form(monkeypatch):
+    ran = []
+    monkeypatch.setattr(suite, "BENCHMARKS", [suite.Benchmark("short", "card"),
+                                              suite.Benchmark("soaked", "soak", long=["--x"])])
+    monkeypatch.setattr(suite, "run_one", lambda bench, form: ran.append((bench.name, form))
+                        or (True, 0.0))
+    monkeypatch.setattr(suite.tables, "write", lambda: False)
+    assert suite.main(["--long"]) == 0
+    assert ran == [("soaked", suite.Form.LONG)]
 
 
 def test_a_missing_prerequisite_skips_without_running(monkeypatch, capsys, tmp_path):
