@@ -67,3 +67,27 @@ def test_the_defaults_benchmark_says_what_the_latency_gap_is_made_of():
                    "one configuration twice (auto chose none), monitor off: draft=auto 10.5 ms "
                    "against draft=none 10.0 ms (x1.050)"]
     assert _latency_parts(runs, {"mode": "suffix"}) == cpu[:2]   # auto drafts: not alike
+
+
+def test_the_defaults_benchmark_holds_the_monitor_to_its_latency_rule():
+    """benchmarks/defaults.py: the monitor's own cost (draft=none, on against off, p50) at
+    most MONITOR_COST (docs/decisions/monitor-default.md), whatever auto's column reads."""
+    from defaults import MONITOR_COST, _checks
+
+    def runs(on, off):
+        p50 = {("auto", "on"): on * 1.05, ("auto", "off"): off, ("none", "on"): on,
+               ("none", "off"): off, ("suffix", "on"): on, ("suffix", "off"): off}
+        return [{"settings": {"completion.draft": d, "completion.monitor": m},
+                 "shown": 1.0, "guard_cut": 0.0, "guard_emptied": 0.0, "syntax_valid": 0.9,
+                 "syntax_valid_n": 9, "undefined_names": 0.0, "undefined_names_n": 9,
+                 "exact_line": 0.1, "latency_ms": {"p50": ms}, "tokens_per_forward": 1.0,
+                 "tokens_per_forward_n": 9} for (d, m), ms in p50.items()]
+    chosen = {"mode": "none", "rows": [1, 8, 16], "forward_ms": [1.0, 3.0, 6.4]}
+
+    def latency(on, off, bound=MONITOR_COST["bundled"]):
+        return dict((n, (t, ok)) for n, t, ok in _checks(runs(on, off), chosen, bound))[
+            "latency p50"]
+    assert latency(11.4, 10.0)[1] and "x1.140" in latency(11.4, 10.0)[0]
+    assert not latency(11.6, 10.0)[1]
+    assert not latency(11.0, 10.0, MONITOR_COST["given"])[1]
+    assert latency(10.4, 10.0, MONITOR_COST["given"])[1]
