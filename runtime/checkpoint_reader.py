@@ -118,16 +118,29 @@ def fill(model: torch.nn.Module, path: Path, dtype: torch.dtype, take: Take) -> 
             if name not in wanted:
                 raise ModelError(f"model {path}: tensor {key} is not a weight of its "
                                  f"{type(model).__name__}")
-            if tuple(tensor.shape) != tuple(wanted[name].shape):
-                raise ModelError(f"model {path}: tensor {key} is {list(tensor.shape)}, its "
-                                 f"config says {list(wanted[name].shape)}")
-            assign(model, name, as_runtime(tensor, dtype))
+            place(model, wanted[name], name, as_runtime(tensor, dtype),
+                  f"model {path}: tensor {key}", "config")
             seen.add(name)
-    missing = sorted(set(wanted) - seen - set(tied))
+    complete(model, set(wanted) - seen - set(tied), f"model {path}", "its safetensors")
+
+
+def place(model: torch.nn.Module, meta: torch.Tensor, name: str, tensor: torch.Tensor,
+          culprit: str, source: str) -> None:
+    """Assign ``tensor`` to ``name``, or ModelError naming ``culprit`` when its shape is not
+    the one ``source`` (the config, the file's metadata) gives (``meta``)."""
+    if tuple(tensor.shape) != tuple(meta.shape):
+        raise ModelError(f"{culprit} is {list(tensor.shape)}, its {source} says "
+                         f"{list(meta.shape)}")
+    assign(model, name, tensor)
+
+
+def complete(model: torch.nn.Module, missing: set[str], where: str, what: str) -> None:
+    """Tie the tied weights once every other is read, or ModelError naming the missing."""
     if missing:
-        raise ModelError(f"model {path}: weights missing from its safetensors: "
-                         f"{', '.join(missing[:3])}" + (" ..." if len(missing) > 3 else ""))
-    if tied:
+        names = sorted(missing)
+        raise ModelError(f"{where}: weights missing from {what}: {', '.join(names[:3])}"
+                         + (" ..." if len(names) > 3 else ""))
+    if getattr(model, "all_tied_weights_keys", None):
         model.tie_weights()
 
 

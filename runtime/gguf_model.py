@@ -2,13 +2,14 @@
 config, then each tensor taken from the file's memory map one at a time, renamed from
 llama.cpp's names (the gguf package's table), Q and K of llama un-permuted (llama.cpp's
 converter interleaves their rotary halves), Q8_0 requantized per output channel into the int8
-pairs the native panels take, and cast as it is assigned."""
+pairs the native panels take (docs/decisions/gguf-q8.md), and cast as it is assigned."""
 from __future__ import annotations
 
 import numpy as np
 import torch
 
-from inkling.runtime.checkpoint_reader import as_runtime, assign, family_class, make_buffers
+from inkling.runtime.checkpoint_reader import (as_runtime, complete, family_class,
+                                               make_buffers, place)
 from inkling.runtime.errors import ModelError
 from inkling.runtime.gguf_file import ROPE_FREQS, GgufFile
 from inkling.runtime.gguf_tokenizer import text_fields
@@ -90,17 +91,10 @@ def read_gguf(file: GgufFile, dtype: torch.dtype, device: torch.device) -> torch
     seen, int8 = set(), {}
     names = gguf_names(model, file.value("general.architecture"), cfg["num_hidden_layers"])
     for stored, name, tensor in tensors(file, names, int8):
-        if tuple(tensor.shape) != tuple(wanted[name].shape):
-            raise ModelError(f"model {file.path}: tensor {stored} is {list(tensor.shape)}, its "
-                             f"metadata says {list(wanted[name].shape)}")
-        assign(model, name, as_runtime(tensor, dtype))
+        place(model, wanted[name], name, as_runtime(tensor, dtype),
+              f"model {file.path}: tensor {stored}", "metadata")
         seen.add(name)
-    missing = sorted(set(wanted) - seen - set(tied))
-    if missing:
-        raise ModelError(f"model {file.path}: weights missing from the file: "
-                         f"{', '.join(missing[:3])}" + (" ..." if len(missing) > 3 else ""))
-    if tied:
-        model.tie_weights()
+    complete(model, set(wanted) - seen - set(tied), f"model {file.path}", "the file")
     make_buffers(model)
     divide_frequencies(model, file)
     model.config.dtype, model.config._name_or_path = dtype, str(file.path)

@@ -126,13 +126,19 @@ def test_the_lock_of_a_dead_builder_is_taken_over(tmp_path, builder, caplog):
     assert build_lock.holder(lock) is None and lock.read_text() == ""
 
 
-def test_drafting_goes_on_without_it_and_takes_it_up_once_cached(tmp_path, builder, monkeypatch,
-                                                                  caplog):
+def _corpus_in(tmp_path, monkeypatch):
+    """The corpus of FILES cached under ``tmp_path``: (the counting encoder, a runtime)."""
     monkeypatch.setattr(datastore, "load_corpus", lambda: Corpus(tmp_path, FILES, []))
     monkeypatch.setattr(datastore, "cache_dir", lambda: tmp_path)
     encode = Encoder()
     runtime = SimpleNamespace(tokenizer=SimpleNamespace(to_str=lambda: "tok"),
                               encode_batch=encode, encode=lambda text: [ord(c) for c in text])
+    return encode, runtime
+
+
+def test_drafting_goes_on_without_it_and_takes_it_up_once_cached(tmp_path, builder, monkeypatch,
+                                                                  caplog):
+    encode, runtime = _corpus_in(tmp_path, monkeypatch)
     sources = DraftSources()
     deferred = _bounded(sources.build_datastore, "corpus", runtime, wait=False)
     assert isinstance(deferred, Deferred) and f"pid {builder.pid} " in deferred.summary()
@@ -149,11 +155,7 @@ def test_drafting_goes_on_without_it_and_takes_it_up_once_cached(tmp_path, build
 
 def test_a_builder_that_died_leaves_the_build_to_the_deferred_one(tmp_path, builder,
                                                                   monkeypatch):
-    monkeypatch.setattr(datastore, "load_corpus", lambda: Corpus(tmp_path, FILES, []))
-    monkeypatch.setattr(datastore, "cache_dir", lambda: tmp_path)
-    encode = Encoder()
-    runtime = SimpleNamespace(tokenizer=SimpleNamespace(to_str=lambda: "tok"),
-                              encode_batch=encode, encode=lambda text: [ord(c) for c in text])
+    encode, runtime = _corpus_in(tmp_path, monkeypatch)
     sources = DraftSources()
     assert isinstance(sources.build_datastore("corpus", runtime, wait=False), Deferred)
     builder.kill()
