@@ -8,6 +8,7 @@ from inkling.analysis import CodeAnalysis
 from inkling.analysis.workspace import Workspace
 
 from inkling.completion.cursor import Cursor
+from inkling.completion.document_caches import DocumentCaches
 from inkling.completion.document import Document, TextChange
 from inkling.completion.drafting.sources import DraftSources
 from inkling.completion.open_analysis import OpenAnalysis
@@ -26,6 +27,7 @@ class EditorState:
         self._analysis = OpenAnalysis(self.workspace, self.documents)   # when first needed
         self.sources = DraftSources(datastore)     # what drafting searches
         self.repo_context = RepoContext(self.documents.text_at)
+        self.caches = DocumentCaches(options)      # the open documents' KV caches
 
     @property
     def workspace_folders(self) -> list[str]:
@@ -64,6 +66,7 @@ class EditorState:
 
     def close(self, uri: str) -> None:
         self.documents.close(uri)
+        self.caches.discard(uri)                   # its budget is the open documents'
         self.sources.forget(uri)
         self.repo_context.forget(uri)
         self._analysis.closed(uri)

@@ -18,7 +18,6 @@ from inkling.completion.decoding.planned_request import (AtCursor, drafts_droppe
                                                          planned_request)
 from inkling.completion.decoding.stop_rules import stop_rule_for
 from inkling.completion.document import Position
-from inkling.completion.document_caches import DocumentCaches
 from inkling.completion.draft_book import DraftBook
 from inkling.completion.drafting.acceptance import AcceptanceMeter
 from inkling.completion.drafting.draft_mode import resolved
@@ -48,7 +47,7 @@ class Engine:
         self.open, self.apply_change, self.close = e.open, e.apply_change, e.close
         self.workspace_file_changed, self.shutdown = e.workspace_file_changed, e.shutdown
         # ``load``: load_runtime's signature; a server's sessions pass a shared loader
-        self._runtime, self._caches, self._load = runtime, DocumentCaches(options), load
+        self._runtime, self._caches, self._load = runtime, e.caches, load
         self.book = DraftBook()
         self.stats = EngineStats()
         self.acceptance = AcceptanceMeter()        # sizes suffix drafts to what the model keeps

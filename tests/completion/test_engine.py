@@ -31,6 +31,18 @@ def test_second_completion_reuses_the_cache(engine):
     assert second.reused_tokens > 0 and second.prefill_tokens < first.prefill_tokens
 
 
+def test_a_closed_document_gives_up_its_cache(engine):
+    """The KV caches' budget is the open documents': a closed one's cache is freed at once,
+    not held until other documents' caches push it out."""
+    engine.open(URI, "import os\n\ndef main():\n    x = \n")
+    engine.open("file:///ws/b.py", "y = 1\n")
+    engine.complete(URI, Position(3, 8))
+    engine.complete("file:///ws/b.py", Position(0, 4))
+    assert sorted(engine._caches.keys()) == ["file:///ws/a.py", "file:///ws/b.py"]
+    engine.close(URI)
+    assert engine._caches.keys() == ["file:///ws/b.py"]
+
+
 def test_another_prompt_order_starts_from_an_empty_cache(engine):
     """Every cached prompt is another text in the other order: reusing its entries (pie
     re-rotates what moved) would make a completion depend on the order used before it."""
