@@ -25,7 +25,7 @@ async def complete(ls: InklingServer, uri: str, position: Position,
                    invoked: bool) -> Completion | None:
     """Run one completion; None when a newer request for the document superseded it."""
     ls.stats.requests += 1
-    token = ls.request_token()            # taken when the request was read
+    token = ls.request_token(uri)         # taken when the request was read
     try:
         if not invoked:
             o = ls.engine.options.server

@@ -81,9 +81,11 @@ class InklingServer(LanguageServer):
             uri = message.params.text_document.uri
             self._read_jobs[message.id] = (uri, self.worker.start_job(uri))
 
-    def request_token(self) -> CancelToken:
-        """The cancel token of the completion request this task handles."""
-        return self._read_jobs[self.protocol.msg_id][1]
+    def request_token(self, uri: str) -> CancelToken:
+        """The cancel token of the completion request this task handles (a new one where a
+        client reused the id of a request still in flight, whose answer released it)."""
+        job = self._read_jobs.get(self.protocol.msg_id)
+        return job[1] if job is not None else self.worker.start_job(uri)
 
     def request_answered(self, msg_id) -> None:
         """The request's job is over, answered or cancelled before its handler started."""
