@@ -8,7 +8,8 @@ adds ``--quick`` and takes the entry's quick arguments: fewer traces, runs and r
 whole of it takes a few minutes; the full suite fits in an hour on a two-core CPU).
 ``--long`` runs only the benchmarks with a long form, with its arguments (the soak's 20
 minutes), each a record of the store like any other. The
-figures the script wrote to that file and what it printed become one store record. A
+figures the script wrote to that file and what it printed become one store record (a
+benchmark that exits non-zero, a check failed, is recorded too, with its exit code). A
 benchmark whose prerequisite is missing is skipped, saying why; the suite exits 1 if any
 benchmark failed."""
 from __future__ import annotations
@@ -126,7 +127,6 @@ def run_one(bench: Benchmark, form: Form) -> tuple[bool, float]:
         wall = time.monotonic() - start
         if proc.returncode != 0:
             sys.stdout.write(proc.stdout[-2000:])
-            return False, wall
         try:
             figures = json.loads(json_path.read_text())
         except (OSError, ValueError):
@@ -136,8 +136,10 @@ def run_one(bench: Benchmark, form: Form) -> tuple[bool, float]:
                        {"start": load_start, "end": store.loadavg()}, date=date)
     if form is not Form.FULL:
         rec[form.value] = True
+    if proc.returncode != 0:              # a check failed (its figures say which) or it broke
+        rec["exit_code"] = proc.returncode
     store.append_run(rec)
-    return True, wall
+    return proc.returncode == 0, wall
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -45,6 +45,7 @@ def summary_row(name: str, rec: dict, runs: int) -> str:
     dirty = " (with changes)" if rec.get("dirty") else ""
     kind = ", quick" if rec.get("quick") else ", long" if rec.get("long") else \
         ", migrated" if rec.get("migrated") else ""
+    kind += f", exit {rec['exit_code']}" if rec.get("exit_code") else ""
     wall = f"{rec['wall_s']} s" if rec.get("wall_s") is not None else ""
     return (f"| `{name}` | {rec['run']} of {runs}{kind} | {cell(rec.get('date') or '')} | "
             f"{cell(rec.get('commit') or '')}{dirty} | {cell(rec.get('weights') or '')} | "

@@ -117,3 +117,19 @@ def test_a_failing_benchmark_fails_the_suite(monkeypatch):
     monkeypatch.setattr(suite, "run_one", lambda *a: (False, 0.0))
     monkeypatch.setattr(suite.tables, "write", lambda: False)
     assert suite.main([]) == 1
+
+
+def test_a_run_that_fails_its_checks_is_recorded_with_its_exit_code(monkeypatch):
+    """A benchmark whose check failed still wrote its figures: the store keeps the run, with
+    its exit code, and the suite counts it failed."""
+    kept = []
+
+    def failing(bench, form, json_path, tmp):
+        return [sys.executable, "-c", f"import json; json.dump({{'p50': 1.5}}, "
+                f"open({str(json_path)!r}, 'w')); print('FAIL  a check'); raise SystemExit(1)"]
+    monkeypatch.setattr(suite, "command", failing)
+    monkeypatch.setattr(suite.store, "append_run", kept.append)
+    ok, _ = suite.run_one(suite.Benchmark("checked", "card"), suite.Form.FULL)
+    assert not ok and len(kept) == 1
+    assert kept[0]["exit_code"] == 1 and kept[0]["figures"] == {"p50": 1.5}
+    assert "FAIL  a check" in kept[0]["output"]
