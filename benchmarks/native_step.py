@@ -2,13 +2,14 @@
 draft tree after a cached context, ms per forward, interleaved (issue 70).
 
     python benchmarks/native_step.py [--zoo qwen2.5-coder-0.5b] [--variant full]
-        [--context 512] [--threads 2] [--rounds 7] [--steps 5] [--float32-panels]
+        [--context 512] [--threads 2] [--rounds 7] [--steps 5] [--float32-panels] [--int8]
         [--quick] [--json OUT]
 
 Each forward gets its own runtime of the zoo folder read as float32: ``compact`` as
 ``model.forward auto`` loads it today (oneDNN-packed where a layer is large), ``native`` as
 ``model.forward native`` does (16-bit panels where every weight is such a value, else float32;
-``--float32-panels`` adds float32 panels of the same weights). A case after ``--context``
+``--float32-panels`` adds float32 panels of the same weights; ``--int8`` the native forward of
+``model.weights int8``, int8 panels quantized as read and no float weights). A case after ``--context``
 cached tokens (the same random ids for every forward): ``step``, one row at the next
 position; ``tree16``, 16 rows of a draft tree (depth 6) under its mask; each with the logits
 of every row. The cache is cut back to the context after each forward. A round times
@@ -49,23 +50,29 @@ def parse_args():
     ap.add_argument("--steps", type=int, default=5, help="forwards of a case a round")
     ap.add_argument("--float32-panels", action="store_true",
                     help="also the native forward on float32 panels")
+    ap.add_argument("--int8", action="store_true",
+                    help="also the native forward with model.weights int8 (int8 panels "
+                    "quantized as read, no float weights)")
     a = ap.parse_args()
     if a.quick:
         a.variant, a.context, a.rounds, a.steps = "tiny", 64, 1, 2
     return a
 
 
-def forwards(path: Path, float32_panels: bool) -> dict:
+def forwards(path: Path, float32_panels: bool, int8: bool = False) -> dict:
     """name -> (forward, runtime): compact as auto loads it, native as native does."""
     out = {}
-    rt = load_runtime(path, device="cpu", dtype="float32", forward="compact")
+    rt = load_runtime(path, device="cpu", dtype="float32", forward="compact", weights="float")
     out["compact"] = (rt.forward_for("compact"), rt)
-    rt = load_runtime(path, device="cpu", dtype="float32", forward="native")
+    rt = load_runtime(path, device="cpu", dtype="float32", forward="native", weights="float")
     native = rt.native_forward()
     out[f"native-{native.storage}"] = (native, rt)
     if float32_panels and native.storage != "float32":
         with _storage("float32"):
             out["native-float32"] = (native_llama.NativeLlama(rt.model), rt)
+    if int8:
+        rt = load_runtime(path, device="cpu", dtype="float32", weights="int8")
+        out["native-int8"] = (rt.native_forward(), rt)
     return out
 
 
@@ -131,7 +138,7 @@ def main() -> int:
     a = parse_args()
     torch.set_num_threads(a.threads)
     path = model_zoo.model_dir(a.zoo, a.variant)
-    made = forwards(path, a.float32_panels)
+    made = forwards(path, a.float32_panels, a.int8)
     rt = next(iter(made.values()))[1]
     g = torch.Generator().manual_seed(0)
     ids = torch.randint(3, rt.vocab_size, (a.context,), generator=g).tolist()

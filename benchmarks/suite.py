@@ -107,7 +107,7 @@ BENCHMARKS = [
               no_recording),
     Benchmark("code_versions", "code_versions", [BASELINE], ["HEAD"]),
     Benchmark("load_memory", "load_memory", [], []),
-    Benchmark("native_step", "native_step", ["--float32-panels"], []),
+    Benchmark("native_step", "native_step", ["--float32-panels", "--int8"], []),
     Benchmark("gpu_suite", "gpu_suite", ["--results", "{tmp}"], ["--results", "{tmp}"], no_cuda),
 ]
 

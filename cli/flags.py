@@ -10,7 +10,7 @@ import sys
 from tqdm import tqdm
 
 from inkling.completion.errors import OptionError
-from inkling.completion.options import DTYPES, FORWARDS, check_device
+from inkling.completion.options import DTYPES, FORWARDS, WEIGHT_FORMATS, check_device
 
 from inkling.evaluation.ray_pool import RayOptions
 
@@ -47,12 +47,15 @@ def add_model_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--forward", default="auto", choices=FORWARDS,
                    help="the code that runs the model (default: auto: native where it is "
                    "built, else compact; compact never waits for a build)")
+    p.add_argument("--weights", default="auto", choices=WEIGHT_FORMATS,
+                   help="how the weights are held (default: auto: int8 for a model of 100 M "
+                   "parameters or more that the native forward runs, else float)")
 
 
 def model_changes(args) -> dict:
     """The options tree's ``model`` branch that the model flags ask for."""
     return {"path": args.model or "", "device": args.device, "dtype": args.dtype,
-            "forward": args.forward}
+            "forward": args.forward, "weights": args.weights}
 
 
 def load_progress():

@@ -79,7 +79,7 @@ class Engine:
         if self._runtime is None:
             m = self.options.model
             self._runtime = self._load(resolve_model_path(m.path), m.device, m.dtype,
-                                       progress, m.threads, m.forward)
+                                       progress, m.threads, m.forward, m.weights)
         return self._runtime
 
     def draft_mode(self, runtime: ModelRuntime) -> str:

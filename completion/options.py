@@ -8,6 +8,7 @@ from typing import Any
 
 from inkling.cache.modes import CacheMode
 from inkling.runtime.forwards import FORWARDS as RUNTIME_FORWARDS
+from inkling.runtime.model_size import WEIGHT_FORMATS
 
 from inkling.completion.decoding.names import Decoder, DraftMode
 from inkling.completion.decoding.plan import MAX_DRAFTS, decoder_for
@@ -61,6 +62,14 @@ class ModelOptions:
                                    "compact": "inkling's PyTorch forward for the Llama family",
                                    "reference": "the transformers library's own: the same "
                                                 "suggestions, slower"})
+    # auto: int8 panels for a model of 100 M parameters or more that the native forward runs
+    # on the CPU (runtime/int8_panels.py, docs/decisions/lean-weights.md)
+    weights: str = _option("auto", "model", "How the weights are held in memory.", values={
+        "auto": "int8 for a model of 100 M parameters or more that the native forward runs "
+                "on the CPU, else float",
+        "float": "as model.dtype says",
+        "int8": "int8 with a scale per output channel, quantized as read (a quarter of "
+                "float32's bytes); the native forward only"})
     # 0: a small model's native forward measures its thread count as it runs, a large model
     # takes every core (docs/decisions/thread-choice.md)
     threads: int = _option(0, "model", "CPU threads of the model's forward pass (0: chosen by "
@@ -268,6 +277,7 @@ def _check_model(m: ModelOptions) -> None:
     check_device("model.device", m.device)
     _choice("model.dtype", m.dtype, DTYPES)
     _choice("model.forward", m.forward, FORWARDS)
+    _choice("model.weights", m.weights, WEIGHT_FORMATS)
     if not 0 <= m.threads <= 1024:
         raise OptionError(f"model.threads must be 0 (automatic) or a number of threads, "
                           f"got {m.threads}")

@@ -1,6 +1,6 @@
 """The models a TCP server's sessions load, shared: sessions whose model options agree (path,
-device, dtype, threads, forward) get one ModelRuntime, loaded once, and what is attached to it
-(draft timing, token tables, datastores) with it. Each session's Engine keeps its own
+device, dtype, threads, forward, weights) get one ModelRuntime, loaded once, and what is
+attached to it (draft timing, token tables, datastores) with it. Each session's Engine keeps its own
 documents and KV caches. Used only on the model thread, the owner of every load."""
 from __future__ import annotations
 
@@ -23,11 +23,11 @@ class SharedRuntimes:
 
     def load(self, path: str | Path, device: str = "auto", dtype: str = "auto",
              progress: Progress | None = None, threads: int = 0,
-             forward: str = "auto") -> ModelRuntime:
-        key = (Path(path).expanduser().resolve(), device, dtype, threads, forward)
+             forward: str = "auto", weights: str = "auto") -> ModelRuntime:
+        key = (Path(path).expanduser().resolve(), device, dtype, threads, forward, weights)
         found = self._loaded.get(key)
         if found is None:
             found = self._loaded[key] = self._load(path, device, dtype, progress, threads,
-                                                   forward)
+                                                   forward, weights)
         self._last = found
         return found

@@ -72,6 +72,26 @@ def read_tensor(tensors: Tensors, key: str) -> torch.Tensor:
             from None
 
 
+def stored_rows(tensors: Tensors, key: str
+                ) -> tuple[Callable[[int, int], torch.Tensor], tuple[int, ...]]:
+    """(first, end) -> rows of the stored tensor ``key`` read from its file, and its shape:
+    a large weight read a slice at a time; ModelError as read_tensor."""
+    try:
+        stored = tensors[key].get_slice(key)
+        shape = tuple(stored.get_shape())
+    except (SafetensorError, OSError) as exc:
+        raise ModelError(f"weights file of {key} cannot be read ({str(exc).splitlines()[0]})") \
+            from None
+
+    def rows(first: int, end: int) -> torch.Tensor:
+        try:
+            return stored[first:end]
+        except (SafetensorError, OSError) as exc:
+            raise ModelError(f"weights file of {key} cannot be read "
+                             f"({str(exc).splitlines()[0]})") from None
+    return rows, shape
+
+
 def take_stored(tensors: Tensors, key: str) -> tuple[str, torch.Tensor]:
     """A float folder's tensor: stored under the model's own name."""
     return key, read_tensor(tensors, key)
@@ -157,10 +177,11 @@ def make_buffers(model: torch.nn.Module) -> None:
             module._buffers[b] = fresh._buffers[b]
 
 
-def read_lean(path: Path, cls: type, dtype: torch.dtype, take: Take = take_stored
-              ) -> torch.nn.Module:
-    """The folder's model of class ``cls`` on the CPU in ``dtype``, in eval mode; ModelError."""
-    model = empty_model(cls, path)
+def read_lean(path: Path, cls: type, dtype: torch.dtype, take: Take = take_stored,
+              model: torch.nn.Module | None = None) -> torch.nn.Module:
+    """The folder's model of class ``cls`` (``model``: that one, still on the meta device) on
+    the CPU in ``dtype``, in eval mode; ModelError."""
+    model = empty_model(cls, path) if model is None else model
     fill(model, path, dtype, take)
     make_buffers(model)
     model.config.dtype, model.config._name_or_path = dtype, str(path)

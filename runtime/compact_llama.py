@@ -92,22 +92,22 @@ class CompactLlama:
         self.scaling = body.layers[0].self_attn.scaling
         self.embed = body.embed_tokens
         self.rotary = body.rotary_emb
-        self.rope_table = RopeTable(self.rotary, self.embed.weight.dtype) \
-            if static_rope(config) else None
-        self.norm = body.norm
+        self.norm = body.norm               # its weight says the model's dtype and device
+        self.dtype = self.norm.weight.dtype
+        self.rope_table = RopeTable(self.rotary, self.dtype) if static_rope(config) else None
         self.head = _projection(model.lm_head)
         self.layers = [_Layer.of(block) for block in body.layers]
 
     @property
     def device(self) -> torch.device:
-        return self.embed.weight.device
+        return self.norm.weight.device
 
     def new_buffers(self, dtype: torch.dtype, device: torch.device) -> KVBuffers:
         return KVBuffers.for_config(self.config, dtype, device)
 
     def new_store(self) -> KVBuffers:
         """An empty store in the model's dtype, on its device."""
-        return self.new_buffers(self.embed.weight.dtype, self.device)
+        return self.new_buffers(self.dtype, self.device)
 
     def picks_threads(self, rows: int) -> bool:
         return False

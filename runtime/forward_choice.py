@@ -9,6 +9,7 @@ from inkling.runtime import captured_llama, native_llama
 from inkling.runtime.captured_llama import CapturedLlama
 from inkling.runtime.errors import ModelError
 from inkling.runtime.forwards import FORWARDS, Forward
+from inkling.runtime.int8_panels import LEAN_ONLY, is_lean
 from inkling.runtime.native_llama import NativeLlama, NativeUnavailable
 from inkling.runtime.reference_forward import ReferenceForward
 
@@ -35,6 +36,11 @@ class ForwardChoice:
             raise ValueError(f"model.forward must be one of {', '.join(FORWARDS)}, "
                              f"got {forward!r}")
         rt, usable = self.runtime, self._usable()
+        if is_lean(rt.model):                     # int8 panels only: the native forward's
+            if forward not in ("auto", "native"):
+                raise ModelError(f"model {rt.path} has no {forward} forward: {LEAN_ONLY}")
+            self.native_forward()
+            return "native"
         if forward in ("compact", "native", "captured") and not usable:
             why = rt.compact_refusal or "the model was replaced after loading"
             raise ModelError(f"model {rt.path} has no {forward} forward ({why}); "
@@ -52,6 +58,8 @@ class ForwardChoice:
     def note(self) -> str:
         """Why auto does not run the native forward here ("" if it does or was not asked)."""
         rt = self.runtime
+        if is_lean(rt.model):
+            return "model.weights int8: the native forward holds the int8 panels"
         if not self._usable():
             return f"no compact forward: {rt.compact_refusal or 'the model was replaced'}"
         if rt.device.type == "cuda":

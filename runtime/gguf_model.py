@@ -10,16 +10,16 @@ import torch
 
 from inkling.runtime.checkpoint_reader import (as_runtime, complete, family_class,
                                                make_buffers, place)
+from inkling.runtime import int8_panels, weights_choice
 from inkling.runtime.errors import ModelError
 from inkling.runtime.gguf_file import ROPE_FREQS, GgufFile
 from inkling.runtime.gguf_tokenizer import text_fields
+from inkling.runtime.int8_panels import is_panelled, quantized_panels
 from inkling.runtime.int8_weights import dequantize, quantize_rows
 from inkling.runtime.model_runtime import ModelRuntime
 from inkling.runtime.model_setup import compact_forward
 from inkling.runtime.thread_choice import ThreadChoice
 
-# the weights an int8 folder holds as int8 (training/int8_convert.py), so the native panels'
-INT8_NAMES = ("_proj.weight", "embed_tokens.weight", "lm_head.weight")
 
 
 def gguf_names(model: torch.nn.Module, arch: str, layers: int) -> dict[str, str]:
@@ -41,23 +41,29 @@ def unpermute(w: torch.Tensor, heads: int) -> torch.Tensor:
         .reshape(w.shape)
 
 
-def as_torch(t) -> torch.Tensor:
-    """A reader tensor's values, copied out of the memory map (Q8_0 dequantized to float32)."""
+def as_torch(t, first: int = 0, end: int | None = None) -> torch.Tensor:
+    """A reader tensor's values (its rows ``first`` .. ``end``), copied out of the memory map
+    (Q8_0 dequantized to float32)."""
     import gguf  # lazy: as gguf_names
     shape = tuple(int(d) for d in reversed(t.shape.tolist()))
+    data = t.data if first == 0 and end is None else t.data[first:end]
+    shape = (data.shape[0], *shape[1:]) if len(shape) > 1 else shape
     kind = t.tensor_type.name
     if kind == "BF16":
-        return torch.from_numpy(np.array(t.data).view(np.int16)).view(torch.bfloat16) \
+        return torch.from_numpy(np.array(data).view(np.int16)).view(torch.bfloat16) \
             .reshape(shape)
     if kind == "Q8_0":
-        return torch.from_numpy(gguf.quants.dequantize(t.data, t.tensor_type)).reshape(shape)
-    return torch.from_numpy(np.array(t.data)).reshape(shape)
+        return torch.from_numpy(gguf.quants.dequantize(data, t.tensor_type)).reshape(shape)
+    return torch.from_numpy(np.array(data)).reshape(shape)
 
 
-def tensors(file: GgufFile, names: dict[str, str], int8: dict):
+def tensors(file: GgufFile, names: dict[str, str], int8: dict,
+            panels: dict[str, torch.Tensor] | None = None):
     """(llama.cpp's name, the model's, its tensor) of each of the file's weights, un-permuted
-    where llama; a Q8_0 projection or embedding requantized per output channel, its pair in
-    ``int8`` and its tensor those values, as an int8 folder's (runtime/int8_weights.py)."""
+    where llama. ``panels`` given: each projection, embedding and output layer quantized into
+    its int8 panels by rows (int8_panels.py), a meta tensor in its place. Else a Q8_0 one is
+    requantized per output channel, its pair in ``int8`` and its tensor those values, as an
+    int8 folder's (runtime/int8_weights.py)."""
     cfg = file.config
     for t in file.reader.tensors:
         if t.name == ROPE_FREQS:
@@ -66,31 +72,52 @@ def tensors(file: GgufFile, names: dict[str, str], int8: dict):
         if name is None:
             raise ModelError(f"model {file.path}: tensor {t.name} is not a weight of its "
                              f"{cfg['architectures'][0]}")
-        tensor = as_torch(t)
-        if cfg["model_type"] == "llama" and t.name.endswith(("attn_q.weight", "attn_q.bias")):
-            tensor = unpermute(tensor, cfg["num_attention_heads"])
-        elif cfg["model_type"] == "llama" and t.name.endswith(("attn_k.weight", "attn_k.bias")):
-            tensor = unpermute(tensor, cfg["num_key_value_heads"])
-        if t.tensor_type.name == "Q8_0" and name.endswith(INT8_NAMES) and tensor.dim() == 2:
+        heads = _permuted_heads(cfg, t.name)
+        shape = tuple(int(d) for d in reversed(t.shape.tolist()))
+        if panels is not None and is_panelled(name, shape) and heads is None:
+            panels[name] = quantized_panels(lambda a, b, t=t: as_torch(t, a, b), *shape)
+            yield t.name, name, torch.empty(shape, device="meta")
+            continue
+        tensor = as_torch(t) if heads is None else unpermute(as_torch(t), heads)
+        if panels is not None and is_panelled(name, shape):
+            panels[name] = quantized_panels(lambda a, b, w=tensor: w[a:b], *shape)
+            tensor = torch.empty(shape, device="meta")
+        elif t.tensor_type.name == "Q8_0" and is_panelled(name, shape):
             q, scale = quantize_rows(tensor)
             int8[name] = (q, scale)
             tensor = dequantize(q, scale)
         yield t.name, name, tensor
 
 
-def read_gguf(file: GgufFile, dtype: torch.dtype, device: torch.device) -> torch.nn.Module:
-    """The file's model on ``device`` in ``dtype``, in eval mode; ModelError naming the file."""
+def _permuted_heads(cfg: dict, stored: str) -> int | None:
+    """The heads llama.cpp's converter permuted the rows of ``stored`` by (llama's Q and K)."""
+    if cfg["model_type"] != "llama":
+        return None
+    if stored.endswith(("attn_q.weight", "attn_q.bias")):
+        return cfg["num_attention_heads"]
+    if stored.endswith(("attn_k.weight", "attn_k.bias")):
+        return cfg["num_key_value_heads"]
+    return None
+
+
+def read_gguf(file: GgufFile, dtype: torch.dtype, device: torch.device,
+              weights: str = "float", forward: str = "auto") -> torch.nn.Module:
+    """The file's model on ``device`` in ``dtype``, in eval mode, as int8 panels where
+    model.weights ``weights`` asks for them (``int8_panels.wanted``); ModelError naming the
+    file."""
     cfg = file.config
     cls = family_class(cfg["model_type"])
     config = cls.config_class(**{k: v for k, v in cfg.items() if k != "model_type"})
     config._attn_implementation = "sdpa"
     with torch.device("meta"):
         model = cls(config)
+    lean = weights_choice.wanted(weights, model, device, dtype, forward,
+                              file.checkpoint.params, f"model {file.path}")
     wanted = dict(model.state_dict(keep_vars=True))
     tied = dict(getattr(model, "all_tied_weights_keys", {}))
-    seen, int8 = set(), {}
+    seen, int8, panels = set(), {}, {} if lean else None
     names = gguf_names(model, file.value("general.architecture"), cfg["num_hidden_layers"])
-    for stored, name, tensor in tensors(file, names, int8):
+    for stored, name, tensor in tensors(file, names, int8, panels):
         place(model, wanted[name], name, as_runtime(tensor, dtype),
               f"model {file.path}: tensor {stored}", "metadata")
         seen.add(name)
@@ -98,6 +125,9 @@ def read_gguf(file: GgufFile, dtype: torch.dtype, device: torch.device) -> torch
     make_buffers(model)
     divide_frequencies(model, file)
     model.config.dtype, model.config._name_or_path = dtype, str(file.path)
+    if lean:
+        int8_panels.install(model, panels)
+        return model.eval()
     if int8:
         model.inkling_int8 = int8
     return model.to(device).eval()

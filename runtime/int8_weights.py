@@ -67,18 +67,26 @@ def take_int8(int8: dict[str, tuple[torch.Tensor, torch.Tensor]]):
     def take(tensors: dict, key: str) -> tuple[str, torch.Tensor] | None:
         if key.endswith(SCALE_SUFFIX):
             return None
-        t = read_tensor(tensors, key)
         if not key.endswith(INT8_SUFFIX):
-            return key, t
-        name = key.removesuffix(INT8_SUFFIX)
-        scale = read_tensor(tensors, name + SCALE_SUFFIX) if name + SCALE_SUFFIX in tensors \
-            else None
-        if scale is None or t.dtype != torch.int8 or scale.shape != t.shape[:1]:
-            raise ModelError(f"{key}: an int8 weight needs {name}{SCALE_SUFFIX} of "
-                             f"[{t.shape[0]}] float32 beside it")
-        int8[name] = (t, scale.float())
-        return name, dequantize(t, scale.float())
+            return key, read_tensor(tensors, key)
+        name, q, scale = read_pair(tensors, key)
+        int8[name] = (q, scale)
+        return name, dequantize(q, scale)
     return take
+
+
+def read_pair(tensors: dict, key: str) -> tuple[str, torch.Tensor, torch.Tensor]:
+    """(NAME, its int8 [out, in], its float32 scale [out]) of an int8 folder's ``NAME.int8``
+    and the ``NAME.scale`` beside it; ModelError where the pair is not that."""
+    from inkling.runtime.checkpoint_reader import read_tensor  # lazy: int8_convert skips it
+    name = key.removesuffix(INT8_SUFFIX)
+    q = read_tensor(tensors, key)
+    scale = read_tensor(tensors, name + SCALE_SUFFIX) if name + SCALE_SUFFIX in tensors \
+        else None
+    if scale is None or q.dtype != torch.int8 or q.dim() != 2 or scale.shape != q.shape[:1]:
+        raise ModelError(f"{key}: an int8 weight needs {name}{SCALE_SUFFIX} of "
+                         f"[{q.shape[0]}] float32 beside it")
+    return name, q, scale.float()
 
 
 def load_int8_model(path: Path, dtype: torch.dtype, cls: type | None = None):

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 import torch
 
+from inkling.runtime.int8_panels import is_lean
 from inkling.runtime.model_runtime import ModelRuntime
 
 
@@ -20,6 +21,7 @@ class ModelDescription:
     forward: str              # the forward model.forward resolved to
     forward_reason: str       # why that forward
     weights: str              # the checkpoint's format: float32 | bfloat16 | float16 | int8
+    held_as: str              # in memory: int8 panels (model.weights int8), else the dtype
     checkpoint_bytes: int     # its tensors' bytes on disk
     resident_bytes: int       # the weights' bytes in memory (layouts, panels), each storage once
     device: str
@@ -38,7 +40,8 @@ class ModelDescription:
         """The one line the CLI prints to standard error at load."""
         return (f"inkling: model {self.path}: {self.family}, {self.parameters / 1e6:.1f} M "
                 f"parameters, {self.weights} weights ({_mb(self.checkpoint_bytes)} on disk, "
-                f"{_mb(self.resident_bytes)} resident), {self.dtype} on {self.device}; "
+                f"held as {self.held_as}, {_mb(self.resident_bytes)} resident), {self.dtype} "
+                f"on {self.device}; "
                 f"{self.forward} forward ({self.forward_reason}); FIM {self.fim} "
                 f"{self.fim_order}; encoder {self.encoder_rule}; drafting {self.drafting} "
                 f"({self.drafting_state}: {self.drafting_reason})")
@@ -53,6 +56,7 @@ def describe(runtime: ModelRuntime, forward: str,
         path=str(runtime.path), family=str(getattr(runtime.model.config, "model_type", "?")),
         parameters=runtime.params, forward=kind, forward_reason=forward_reason(runtime, forward),
         weights=checkpoint.format if checkpoint else _dtype(_first_dtype(runtime.model)),
+        held_as="int8" if is_lean(runtime.model) else _dtype(runtime.dtype),
         checkpoint_bytes=checkpoint.bytes if checkpoint else 0,
         resident_bytes=resident_bytes(runtime), device=str(runtime.device),
         dtype=_dtype(runtime.dtype), fim=runtime.fim.family if runtime.fim else "none",
@@ -73,11 +77,14 @@ def resident_bytes(runtime: ModelRuntime) -> int:
     model, seen, total = runtime.model, set(), 0
     found = [*model.parameters(), *model.buffers(),
              *(v for m in model.modules() for v in vars(m).values() if torch.is_tensor(v)),
-             *_tensors(getattr(model, "inkling_int8", {}))]
+             *_tensors(getattr(model, "inkling_int8", {})),
+             *_tensors(getattr(model, "inkling_panels", None) or {})]
     native = runtime.forwards.native if runtime.forwards is not None else None
     if native is not None and not isinstance(native, str):
         found += _tensors(vars(native))
     for t in found:
+        if t.is_meta:
+            continue                                     # a lean model's place-holder
         key, size = _storage(t)
         if key not in seen:
             seen.add(key)

@@ -8,8 +8,9 @@ from typing import Callable
 
 from inkling.runtime.errors import ModelError
 from inkling.runtime.gguf_file import is_gguf, open_gguf
+from inkling.runtime.load_heap import reading_weights
 from inkling.runtime.model_files import check_weights, read_config
-from inkling.runtime.model_size import SMALL_MODEL_PARAMS, checkpoint_of
+from inkling.runtime.model_size import SMALL_MODEL_PARAMS, WEIGHT_FORMATS, checkpoint_of
 
 # Families whose attention uses rotary position embeddings in the half-split layout.
 ROTARY_MODEL_TYPES = frozenset({
@@ -86,9 +87,14 @@ def usable_cores() -> int:
 
 
 def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
-                 progress: Progress | None = None, threads: int = 0, forward: str = "auto"):
+                 progress: Progress | None = None, threads: int = 0, forward: str = "auto",
+                 weights: str = "auto"):
     """Load a folder or a GGUF file into a :class:`ModelRuntime`, which owns torch's thread
-    count; ModelError."""
+    count; ``weights``: model.weights (float, int8 panels, or auto: int8 for a model of
+    SMALL_MODEL_PARAMS or more that the native forward runs); ModelError."""
+    if weights not in WEIGHT_FORMATS:
+        raise ModelError(f"model.weights must be one of {', '.join(WEIGHT_FORMATS)}, "
+                         f"got {weights!r}")
     path = Path(path).expanduser().resolve()
     report = progress or (lambda stage, fraction: None)
     report("checking model folder", 0.0)
@@ -108,11 +114,13 @@ def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
     checkpoint = gguf.checkpoint if gguf else checkpoint_of(path, is_int8_folder(path))
     report("reading weights", 0.7)
     from inkling.runtime import gguf_model   # lazy: it imports transformers, as model_setup
-    model = gguf_model.read_gguf(gguf, dt, dev) if gguf else model_setup.read_model(path, dt, dev)
-    n_threads = pick_threads(threads, dev, checkpoint.params)
-    if n_threads is not None:
-        torch.set_num_threads(n_threads)
-    model_setup.lay_out(model, dev, forward)
+    with reading_weights():
+        model = gguf_model.read_gguf(gguf, dt, dev, weights, forward) if gguf else \
+            model_setup.read_model(path, dt, dev, weights, forward, checkpoint.params)
+        n_threads = pick_threads(threads, dev, checkpoint.params)
+        if n_threads is not None:
+            torch.set_num_threads(n_threads)
+        model_setup.lay_out(model, dev, forward)
     choice = thread_choice(threads, n_threads, checkpoint.params)
     runtime = gguf_model.new_runtime(gguf, model, dev, dt, choice) if gguf else \
         model_setup.new_runtime(path, cfg, model, dev, dt, choice)

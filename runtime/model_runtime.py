@@ -14,6 +14,7 @@ from inkling.runtime.errors import ModelError
 from inkling.runtime.fim import FimFormat
 from inkling.runtime.forward_choice import FORWARDS, ForwardChoice
 from inkling.runtime.forwards import Forward
+from inkling.runtime.int8_panels import PanelEmbedding
 from inkling.runtime.model_size import Checkpoint
 from inkling.runtime.native_llama import NativeLlama
 from inkling.runtime.reference_forward import cache_keyword
@@ -91,7 +92,7 @@ class ModelRuntime:
             emb = self.model.get_input_embeddings()
         except (AttributeError, NotImplementedError):
             emb = None
-        if not isinstance(emb, torch.nn.Embedding):
+        if not isinstance(emb, (torch.nn.Embedding, PanelEmbedding)):
             raise ModelError(f"model {self.path} does not expose its input embeddings; "
                              "the superposed decoder needs them (use branches)")
         return emb

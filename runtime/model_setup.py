@@ -13,8 +13,8 @@ from safetensors import SafetensorError
 from tokenizers import Tokenizer
 from transformers.utils import logging as hf_logging
 
-from inkling.runtime import native_llama
-from inkling.runtime.checkpoint_reader import family_class, read_lean
+from inkling.runtime import int8_panels, native_llama, weights_choice
+from inkling.runtime.checkpoint_reader import empty_model, family_class, read_lean
 from inkling.runtime.compact_llama import CompactLlama, refusal
 from inkling.runtime.cpu_layout import lay_out_for_cpu
 from inkling.runtime.errors import ModelError
@@ -49,11 +49,19 @@ def pick_dtype(name: str, device: torch.device) -> torch.dtype:
     return {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16}[name]
 
 
-def read_model(path: Path, dtype: torch.dtype, device: torch.device) -> torch.nn.Module:
+def read_model(path: Path, dtype: torch.dtype, device: torch.device, weights: str = "float",
+               forward: str = "auto", params: int = 0) -> torch.nn.Module:
     """The folder's model, on ``device``, in eval mode: a family of the reader's table read
-    lean (``checkpoint_reader.py``), another through transformers' ``from_pretrained``."""
+    lean (``checkpoint_reader.py``), as int8 panels where model.weights ``weights`` asks
+    (``int8_panels.wanted``; ``params``: its stored size), another through transformers'
+    ``from_pretrained``."""
     cls = family_class(json.loads((path / "config.json").read_text()).get("model_type", ""))
     try:
+        if cls is not None:
+            model = empty_model(cls, path)
+            if weights_choice.wanted(weights, model, device, dtype, forward, params,
+                                  f"model {path}"):
+                return read_panelled(path, cls, dtype, model)
         if is_int8_folder(path):
             model = load_int8_model(path, dtype, cls)
         elif cls is not None:
@@ -72,17 +80,32 @@ def read_model(path: Path, dtype: torch.dtype, device: torch.device) -> torch.nn
     return model
 
 
+def read_panelled(path: Path, cls: type, dtype: torch.dtype, model: torch.nn.Module
+                  ) -> torch.nn.Module:
+    """The folder's ``model`` (on the meta device) with its projections, embedding and output
+    layer as int8 panels, quantized as read (a float folder) or as stored (an int8 one)."""
+    panels: dict[str, torch.Tensor] = {}
+    take = int8_panels.take_int8(panels) if is_int8_folder(path) else \
+        int8_panels.take_float(panels)
+    model = read_lean(path, cls, dtype, take, model)
+    int8_panels.install(model, panels)
+    return model
+
+
 def lay_out(model: torch.nn.Module, device: torch.device, forward: str = "auto") -> None:
     """Lay the layers out for the CPU there and pack GQA; ``forward`` native: no oneDNN packing."""
     from inkling.runtime.gqa_attention import use_packed_gqa  # lazy: transformers' modeling
+    if int8_panels.is_lean(model):
+        return                                       # its panels are the native forward's
     if device.type == "cpu":
         lay_out_for_cpu(model, pack=forward != "native")
     use_packed_gqa(model)
 
 
 def compact_forward(model: torch.nn.Module, path: Path) -> tuple[CompactLlama | None, str]:
-    """(the compact forward over ``model``, "") or (None, why not: transformers' forward only)."""
-    why = refusal(model)
+    """(the compact forward over ``model``, "") or (None, why not: transformers' forward only,
+    or the native one where ``model`` holds int8 panels only)."""
+    why = int8_panels.LEAN_ONLY if int8_panels.is_lean(model) else refusal(model)
     if why is not None:
         log.info("%s: transformers' forward only (no compact forward: %s)", path, why)
         return None, why

@@ -13,6 +13,9 @@ from inkling.runtime.errors import ModelError
 from inkling.runtime.model_files import weights_refusal
 
 SMALL_MODEL_PARAMS = 100_000_000
+# model.weights: auto holds a model of SMALL_MODEL_PARAMS or more as int8 panels where the
+# native forward runs it (runtime/int8_panels.py, docs/decisions/lean-weights.md)
+WEIGHT_FORMATS = ("auto", "float", "int8")
 NATIVE_AUTO_MAX_PARAMS = 600_000_000   # auto's native forward: docs/decisions/forward-choice.md
 SCALE_SUFFIX = ".scale"          # an int8 folder's per-channel scales: not parameters
 HEADER_MAX = 100 << 20           # a larger header is not a safetensors file

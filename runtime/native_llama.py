@@ -12,6 +12,7 @@ import torch
 from inkling.runtime import native_build
 from inkling.runtime.compact_llama import CompactLlama
 from inkling.runtime.cpu_layout import InputMajorLinear, PackedLinear
+from inkling.runtime.int8_panels import head_panels, is_lean
 from inkling.runtime.kv_buffers import KVBuffers
 from inkling.runtime.model_size import NATIVE_AUTO_MAX_PARAMS
 
@@ -106,22 +107,32 @@ def refusal(model: torch.nn.Module, auto: bool = False, params: int | None = Non
             return (f"{size / 1e6:.0f} M parameters: the native layers are measured faster for "
                     f"models under {NATIVE_AUTO_MAX_PARAMS // 1_000_000} M (model.forward "
                     "native asks for them)")
-    params = next(model.parameters())
-    if params.device.type != "cpu":
-        return f"the model is on {params.device.type} (the native layers are CPU code)"
-    if params.dtype != torch.float32:
-        return f"the model is {params.dtype} (the native layers are float32)"
+    lean = is_lean(model)
+    held = model.model.norm.weight if lean else next(model.parameters())
+    if held.device.type != "cpu":
+        return f"the model is on {held.device.type} (the native layers are CPU code)"
+    if held.dtype != torch.float32:
+        return f"the model is {held.dtype} (the native layers are float32)"
+    kinds = (torch.nn.Linear,) if lean else (InputMajorLinear, PackedLinear)
     for block in model.model.layers:
         a, m = block.self_attn, block.mlp
         for lin in (a.q_proj, a.k_proj, a.v_proj, a.o_proj, m.gate_proj, m.up_proj,
                     m.down_proj):
-            if not isinstance(lin, (InputMajorLinear, PackedLinear)):
+            if not isinstance(lin, kinds):
                 return f"{type(lin).__name__} layers (the native layers read [in, out] weights)"
+    return structure_refusal(model)
+
+
+def structure_refusal(model: torch.nn.Module) -> str | None:
+    """Why the native layers cannot run ``model``'s layers, by their structure alone (biases
+    and norms: a model on the meta device is answered too), else None."""
+    for block in model.model.layers:
+        a, m = block.self_attn, block.mlp
         if any(lin.bias is not None for lin in (a.o_proj, m.gate_proj, m.up_proj, m.down_proj)):
             return ("biases in the output projection or the MLP (the native layers add "
                     "q / k / v biases only)")
-    if not torch.is_tensor(getattr(block.input_layernorm, "weight", None)):
-        return "norms without a weight"
+        if not torch.is_tensor(getattr(block.input_layernorm, "weight", None)):
+            return "norms without a weight"
     return None
 
 
@@ -163,6 +174,9 @@ class NativeLlama(CompactLlama):
                 ("post_attention_layernorm", block.post_attention_layernorm.weight),
                 ("mlp.gate_proj", m.gate_proj), ("mlp.up_proj", m.up_proj),
                 ("mlp.down_proj", m.down_proj))]
+        if is_lean(self.model):
+            self._take_panels(sources, biases)
+            return
         int8 = getattr(self.model, "inkling_int8", {})
         head_name = "lm_head.weight" if "lm_head.weight" in int8 else "model.embed_tokens.weight"
         self.biases = biases if any(b.numel() for b in biases) else []
@@ -175,6 +189,16 @@ class NativeLlama(CompactLlama):
         head = _head_weight(self.model)
         self.vocab = int(head.shape[1]) if head is not None else 0
         self.head_panels = None if head is None else self._panels(head, int8.get(head_name))
+
+    def _take_panels(self, sources: list, biases: list[torch.Tensor]) -> None:
+        """A lean model's (``int8_panels.py``): its panels as they are, no copy."""
+        panels = self.model.inkling_panels
+        self.biases = biases if any(b.numel() for b in biases) else []
+        self.storage = "int8"
+        self.weights = [h.detach().contiguous() if torch.is_tensor(h) else panels[n]
+                        for n, h in sources]
+        self.head_panels = head_panels(self.model)
+        self.vocab = int(self.model.config.vocab_size)
 
     def _panels(self, w: torch.Tensor, int8) -> torch.Tensor:
         """w [in, out] as panels: int8 from the model's (int8, scale), else ``storage``'s."""
@@ -192,13 +216,15 @@ class NativeLlama(CompactLlama):
         return rows <= MAX_ROWS and dtype == torch.float32
 
     def picks_threads(self, rows: int) -> bool:
-        return self.runs_native(rows, self.embed.weight.dtype)
+        return self.runs_native(rows, self.dtype)
 
     @torch.inference_mode()
     def forward(self, kv: KVBuffers, embeds: torch.Tensor, positions: torch.Tensor,
                 mask: torch.Tensor | None = None, keep: int = 0) -> torch.Tensor:
         """As :meth:`CompactLlama.forward`: the same shapes, results to float rounding."""
         n, past = embeds.shape[1], kv.length
+        if n > MAX_ROWS and is_lean(self.model):
+            return self._forward_chunks(kv, embeds, positions, mask, keep)
         if not self.runs_native(n, embeds.dtype):
             return super().forward(kv, embeds, positions, mask, keep)
         kv.reserve(n)
@@ -212,6 +238,31 @@ class NativeLlama(CompactLlama):
         if self.head_panels is None:
             return self.head(hidden)[None]                                # [1, keep, vocab]
         return self.extension.project_packed(hidden, self.head_panels, self.vocab)[None]
+
+
+    def _forward_chunks(self, kv: KVBuffers, embeds: torch.Tensor, positions: torch.Tensor,
+                        mask: torch.Tensor | None, keep: int) -> torch.Tensor:
+        """A forward of more than MAX_ROWS rows as native forwards of MAX_ROWS rows each (a lean
+        model has no float weights for the compact one): each chunk attends to the cache and
+        the chunks before it, as the one forward's rows would."""
+        n, past = embeds.shape[1], kv.length
+        wanted = n if keep == 0 else keep                    # the last rows whose logits return
+        hidden = []
+        for first in range(0, n, MAX_ROWS):
+            end = min(n, first + MAX_ROWS)
+            part = None if mask is None else mask[:, :, first:end, :past + end]
+            x = embeds[0, first:end].contiguous().clone()                  # [rows, hidden]
+            cos, sin = self.rope(embeds, positions[:, first:end])
+            kv.reserve(end - first)
+            out = self.extension.layers_forward(
+                x, self.weights, self.biases, kv.keys, kv.values, kv.length, cos.contiguous(),
+                sin.contiguous(), _additive(part, self.no_mask), self.final_norm, self.eps,
+                self.scaling, self.heads, self.kv_heads, 0, ATTEND_MANY_ROWS)   # [rows, hidden]
+            kv.length += end - first
+            if end > n - wanted:
+                hidden.append(out[max(0, n - wanted - first):])
+        rows = torch.cat(hidden)                                            # [wanted, hidden]
+        return self.extension.project_packed(rows, self.head_panels, self.vocab)[None]
 
 
 def _weight_t(linear: torch.nn.Module) -> torch.Tensor:

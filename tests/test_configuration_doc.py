@@ -29,7 +29,8 @@ CLIENT = {"enable", "triggerMode", "serverCommand", "pythonPath", "languages", "
           "restart.initialDelayMs", "restart.maxDelayMs"}
 # the tuples the validation checks a choice against
 CHOICES = {"model.device": tree.DEVICES, "model.dtype": tree.DTYPES,
-           "model.forward": tree.FORWARDS, "completion.fimOrder": tree.FIM_ORDERS,
+           "model.forward": tree.FORWARDS, "model.weights": tree.WEIGHT_FORMATS,
+           "completion.fimOrder": tree.FIM_ORDERS,
            "completion.decoder": tree.DECODERS, "completion.draft": tree.DRAFT_MODES,
            "completion.monitor": tree.MONITOR_MODES, "completion.context": tree.CONTEXT_MODES,
            "cache.mode": tree.CACHE_MODES}

@@ -73,8 +73,8 @@ def superposed_decode(r: DecodeRequest, steps: int = SUPERPOSED_STEPS
         if r.cancelled():
             raise Cancelled()
         w = torch.softmax(torch.tensor([s for _, s, _ in live]), -1)            # [k]
-        rows = emb.weight[torch.tensor([ids[-1] for ids, _, _ in live],
-                                       device=emb.weight.device)]             # [k, hidden]
+        rows = emb(torch.tensor([ids[-1] for ids, _, _ in live],
+                                device=cache.runtime.device))                 # [k, hidden]
         mixed = (w[:, None].to(rows.device, rows.dtype) * rows).sum(0, keepdim=True)  # [1, h]
         p = torch.softmax(cache.extend_embeds(mixed)[-1], -1).cpu()   # [vocab], as q is
         forwards += 1
