@@ -10,11 +10,11 @@ import torch
 
 from inkling.runtime.checkpoint_reader import (as_runtime, complete, family_class,
                                                make_buffers, place)
-from inkling.runtime import int8_panels, weights_choice
+from inkling.runtime import int8_panels, panel_cache, weights_choice
 from inkling.runtime.errors import ModelError
 from inkling.runtime.gguf_file import ROPE_FREQS, GgufFile
 from inkling.runtime.gguf_tokenizer import text_fields
-from inkling.runtime.int8_panels import is_panelled, quantized_panels
+from inkling.runtime.int8_panels import is_panelled, kept_or_quantized
 from inkling.runtime.int8_weights import dequantize, quantize_rows
 from inkling.runtime.model_runtime import ModelRuntime
 from inkling.runtime.model_setup import compact_forward
@@ -58,10 +58,12 @@ def as_torch(t, first: int = 0, end: int | None = None) -> torch.Tensor:
 
 
 def tensors(file: GgufFile, names: dict[str, str], int8: dict,
-            panels: dict[str, torch.Tensor] | None = None):
+            panels: dict[str, torch.Tensor] | None = None,
+            cached: dict[str, torch.Tensor] | None = None):
     """(llama.cpp's name, the model's, its tensor) of each of the file's weights, un-permuted
     where llama. ``panels`` given: each projection, embedding and output layer quantized into
-    its int8 panels by rows (int8_panels.py), a meta tensor in its place. Else a Q8_0 one is
+    its int8 panels by rows (int8_panels.py; those in ``cached``, kept from the last start,
+    as they are), a meta tensor in its place. Else a Q8_0 one is
     requantized per output channel, its pair in ``int8`` and its tensor those values, as an
     int8 folder's (runtime/int8_weights.py)."""
     cfg = file.config
@@ -74,15 +76,14 @@ def tensors(file: GgufFile, names: dict[str, str], int8: dict,
                              f"{cfg['architectures'][0]}")
         heads = _permuted_heads(cfg, t.name)
         shape = tuple(int(d) for d in reversed(t.shape.tolist()))
-        if panels is not None and is_panelled(name, shape) and heads is None:
-            panels[name] = quantized_panels(lambda a, b, t=t: as_torch(t, a, b), *shape)
+        if panels is not None and is_panelled(name, shape):
+            rows = (lambda a, b, t=t: as_torch(t, a, b)) if heads is None else \
+                (lambda a, b, t=t, h=heads: unpermute(as_torch(t), h)[a:b])
+            panels[name] = kept_or_quantized(name, rows, shape, cached or {})
             yield t.name, name, torch.empty(shape, device="meta")
             continue
         tensor = as_torch(t) if heads is None else unpermute(as_torch(t), heads)
-        if panels is not None and is_panelled(name, shape):
-            panels[name] = quantized_panels(lambda a, b, w=tensor: w[a:b], *shape)
-            tensor = torch.empty(shape, device="meta")
-        elif t.tensor_type.name == "Q8_0" and is_panelled(name, shape):
+        if t.tensor_type.name == "Q8_0" and is_panelled(name, shape):
             q, scale = quantize_rows(tensor)
             int8[name] = (q, scale)
             tensor = dequantize(q, scale)
@@ -116,8 +117,10 @@ def read_gguf(file: GgufFile, dtype: torch.dtype, device: torch.device,
     wanted = dict(model.state_dict(keep_vars=True))
     tied = dict(getattr(model, "all_tied_weights_keys", {}))
     seen, int8, panels = set(), {}, {} if lean else None
+    kept = panel_cache.cache_file(file.path) if lean else None
+    cached = panel_cache.read(kept) if lean else {}
     names = gguf_names(model, file.value("general.architecture"), cfg["num_hidden_layers"])
-    for stored, name, tensor in tensors(file, names, int8, panels):
+    for stored, name, tensor in tensors(file, names, int8, panels, cached):
         place(model, wanted[name], name, as_runtime(tensor, dtype),
               f"model {file.path}: tensor {stored}", "metadata")
         seen.add(name)
@@ -126,6 +129,8 @@ def read_gguf(file: GgufFile, dtype: torch.dtype, device: torch.device,
     divide_frequencies(model, file)
     model.config.dtype, model.config._name_or_path = dtype, str(file.path)
     if lean:
+        if any(panels[name] is not cached.get(name) for name in panels):
+            panel_cache.write(kept, panels)
         int8_panels.install(model, panels)
         return model.eval()
     if int8:

@@ -93,16 +93,30 @@ class PanelEmbedding(torch.nn.Module):
         return out.to(self.dtype).view(*ids.shape, self.embedding_dim)
 
 
-def take_float(panels: dict[str, torch.Tensor]):
+def take_float(panels: dict[str, torch.Tensor], cached: dict[str, torch.Tensor] | None = None):
     """The lean reader's ``take`` for a float folder: each panelled weight quantized into
-    ``panels`` by rows as it is read, a meta tensor in its place; the rest as stored."""
+    ``panels`` by rows as it is read (or taken from ``cached``, the panels kept on disk, where
+    they are there in its shape), a meta tensor in its place; the rest as stored."""
+
     def take(tensors: dict, key: str) -> tuple[str, torch.Tensor]:
         rows, shape = stored_rows(tensors, key)
         if not is_panelled(key, shape):
             return key, read_tensor(tensors, key)
-        panels[key] = quantized_panels(rows, *shape)
+        panels[key] = kept_or_quantized(key, rows, shape, cached or {})
         return key, torch.empty(shape, device="meta")
     return take
+
+
+def kept_or_quantized(name: str, rows: Rows, shape: tuple[int, int],
+                      cached: dict[str, torch.Tensor]) -> torch.Tensor:
+    """``cached``'s panels of weight ``name`` [out, in] where they fit it, else quantized from
+    ``rows``."""
+    kept = cached.get(name)
+    out, inputs = shape
+    if kept is not None and kept.dtype == torch.int8 and \
+            tuple(kept.shape) == ((out + TILE - 1) // TILE, inputs + SCALE_ROWS, TILE):
+        return kept
+    return quantized_panels(rows, out, inputs)
 
 
 def take_int8(panels: dict[str, torch.Tensor]):

@@ -13,7 +13,7 @@ from safetensors import SafetensorError
 from tokenizers import Tokenizer
 from transformers.utils import logging as hf_logging
 
-from inkling.runtime import int8_panels, native_llama, weights_choice
+from inkling.runtime import int8_panels, native_llama, panel_cache, weights_choice
 from inkling.runtime.checkpoint_reader import empty_model, family_class, read_lean
 from inkling.runtime.compact_llama import CompactLlama, refusal
 from inkling.runtime.cpu_layout import lay_out_for_cpu
@@ -83,11 +83,17 @@ def read_model(path: Path, dtype: torch.dtype, device: torch.device, weights: st
 def read_panelled(path: Path, cls: type, dtype: torch.dtype, model: torch.nn.Module
                   ) -> torch.nn.Module:
     """The folder's ``model`` (on the meta device) with its projections, embedding and output
-    layer as int8 panels, quantized as read (a float folder) or as stored (an int8 one)."""
+    layer as int8 panels: a float folder's quantized as read, or as the last start kept them
+    (``panel_cache.py``), an int8 folder's as stored."""
     panels: dict[str, torch.Tensor] = {}
-    take = int8_panels.take_int8(panels) if is_int8_folder(path) else \
-        int8_panels.take_float(panels)
-    model = read_lean(path, cls, dtype, take, model)
+    if is_int8_folder(path):
+        model = read_lean(path, cls, dtype, int8_panels.take_int8(panels), model)
+    else:
+        kept = panel_cache.cache_file(path)
+        cached = panel_cache.read(kept)
+        model = read_lean(path, cls, dtype, int8_panels.take_float(panels, cached), model)
+        if any(panels[name] is not cached.get(name) for name in panels):
+            panel_cache.write(kept, panels)
     int8_panels.install(model, panels)
     return model
 

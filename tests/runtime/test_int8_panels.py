@@ -14,7 +14,7 @@ import pytest
 import torch
 
 from zoo_models import zoo_gguf, zoo_model
-from inkling.runtime import int8_panels
+from inkling.runtime import int8_panels, panel_cache
 from inkling.runtime.errors import ModelError
 from inkling.runtime.int8_panels import PanelEmbedding, int8_panels as panels_of, quantized_panels
 from inkling.runtime.int8_weights import dequantize, quantize_rows
@@ -143,3 +143,30 @@ def test_a_q8_0_gguf_read_lean_gives_the_folders_int8_logits():
     got, ref = _logits(gguf, ids), _logits(folder, ids)
     assert ((got - ref).norm() / ref.norm()).item() <= MAX_RELATIVE_ERROR
     assert (got.argmax(-1) == ref.argmax(-1)).float().mean().item() >= MIN_TOP1_AGREEMENT
+
+
+def test_the_next_start_reads_the_panels_kept_on_disk(folder, monkeypatch, tmp_path):
+    monkeypatch.setattr(panel_cache, "cache_folder", lambda name: tmp_path / name)
+    first = load_runtime(folder, device="cpu", dtype="float32", weights="int8")
+    kept = list((tmp_path / "weights").glob("*.safetensors"))
+    assert len(kept) == 1
+
+    def refused(*args):
+        raise AssertionError("quantized again")
+    monkeypatch.setattr(int8_panels, "quantized_panels", refused)
+    again = load_runtime(folder, device="cpu", dtype="float32", weights="int8")
+    assert again.model.inkling_panels.keys() == first.model.inkling_panels.keys()
+    for name, panels in first.model.inkling_panels.items():
+        assert torch.equal(again.model.inkling_panels[name], panels), name
+    ids = _ids(first, 12, seed=3)
+    assert torch.equal(_logits(again, ids), _logits(first, ids))
+
+
+def test_a_broken_panel_file_is_quantized_again(folder, monkeypatch, tmp_path):
+    monkeypatch.setattr(panel_cache, "cache_folder", lambda name: tmp_path / name)
+    kept = panel_cache.cache_file(folder)
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(b"not a safetensors file")
+    rt = load_runtime(folder, device="cpu", dtype="float32", weights="int8")
+    assert int8_panels.is_lean(rt.model)
+    assert panel_cache.read(kept).keys() == rt.model.inkling_panels.keys()   # written anew

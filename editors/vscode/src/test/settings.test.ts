@@ -74,7 +74,8 @@ test("contributed defaults are the server's own (tests/test_configuration_doc.py
   const tree = toOptionsTree(flat);
   assert.deepEqual(tree.completion.drafts, 3);
   assert.deepEqual(tree.completion.automaticDrafts, 1);
-  assert.deepEqual(tree.model, { path: "", device: "auto", dtype: "auto", forward: "auto", threads: 0 });
+  assert.deepEqual(tree.model, { path: "", device: "auto", dtype: "auto", weights: "auto", forward: "auto",
+    threads: 0 });
   assert.equal(tree.cache.mode, "pie");
   assert.equal(tree.cache.staleThreshold, 0.95);
   assert.equal(tree.completion.decoder, "beam");
