@@ -108,6 +108,7 @@ BENCHMARKS = [
     Benchmark("code_versions", "code_versions", [BASELINE], ["HEAD"]),
     Benchmark("load_memory", "load_memory", [], []),
     Benchmark("native_step", "native_step", ["--float32-panels", "--int8"], []),
+    Benchmark("peer_sizes", "peer_sizes", [], []),
     Benchmark("gpu_suite", "gpu_suite", ["--results", "{tmp}"], ["--results", "{tmp}"], no_cuda),
 ]
 

@@ -16,7 +16,8 @@
 // bfloat16 where every weight is a bfloat16 value (a bfloat16 checkpoint: half the bytes,
 // widened by a shift, the same sums again), or int8
 // with a float32 scale per column (pack_int8_panels: a quarter of the bytes; the column's
-// sums of x * int8 are scaled once at the end). A projection takes each panel's rows eight at a time, its
+// sums of x * int8 are scaled once at the end; on a CPU with AVX-512 VNNI the rows are
+// quantized too and multiplied as int8, project_vnni). A projection takes each panel's rows eight at a time, its
 // 8 x 16 sums in registers over the whole input (five to seven rows padded to eight);
 // the panels split over torch's intra-op threads (at::parallel_for), and a sum's order
 // never depends on the thread count. Attention reads the cached keys once a row for a
@@ -330,6 +331,119 @@ void project_as(const float* x, int64_t n, int64_t in, const W* panels, int64_t 
   if (rest > 4) std::copy_n(ypad.data(), rest * out, y + full * out);
 }
 
+// int8 panels times int8 rows, where the CPU has AVX-512 VNNI and VBMI (checked as it
+// runs; the functions are compiled for them alone): each row quantized in blocks of
+// QBLOCK inputs over its largest magnitude (as llama.cpp's Q8_0 quantizes activations),
+// stored as q + 128; a panel's four input rows of 16 columns turned by one byte permute
+// into 16 lanes of four bytes, so that one vpdpbusd adds 64 products. The offset's share,
+// 128 times the block's column sums (vpdpbusd of ones, shared by every row), is taken off
+// each block's integer sums before they are scaled and added in float: a row's result is
+// the same for any row count and thread count.
+constexpr int64_t QBLOCK = 32;
+#define INKLING_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,avx512vbmi")))
+
+bool vnni_supported() {
+  static const bool ok = __builtin_cpu_supports("avx512f") &&
+                         __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vnni") &&
+                         __builtin_cpu_supports("avx512vbmi");
+  return ok;
+}
+
+bool vnni_on = true;              // use_vnni(False): the float products (tests, benchmarks)
+
+bool use_vnni(bool on) {
+  vnni_on = on;
+  return vnni_on && vnni_supported();
+}
+
+// x [n, in] -> xq [n, in] (q + 128), sx [n, in / QBLOCK]: each block over its amax / 127
+void quantize_blocks(const float* x, int64_t n, int64_t in, uint8_t* xq, float* sx) {
+  const int64_t blocks = in / QBLOCK;
+  for (int64_t r = 0; r < n; ++r)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const float* xb = x + r * in + b * QBLOCK;
+      float amax = 0.0f;
+      for (int64_t k = 0; k < QBLOCK; ++k) amax = std::max(amax, std::fabs(xb[k]));
+      const float scale = amax / 127.0f;
+      const float inv = amax > 0.0f ? 127.0f / amax : 0.0f;
+      uint8_t* qb = xq + r * in + b * QBLOCK;
+      for (int64_t k = 0; k < QBLOCK; ++k) {
+        const float q = std::nearbyint(std::min(127.0f, std::max(-127.0f, xb[k] * inv)));
+        qb[k] = static_cast<uint8_t>(static_cast<int>(q) + 128);
+      }
+      sx[r * blocks + b] = scale;
+    }
+}
+
+// y [R, c0 .. c0 + TILE) of quantized rows times one int8 panel wp [in + SCALE_ROWS, TILE]
+template <int R>
+INKLING_VNNI inline void vnni_rows(const uint8_t* xq, const float* sx, int64_t in,
+                                   const int8_t* wp, float* y, int64_t out, int64_t c0) {
+  alignas(64) static const int8_t order[64] = {      // lane c, byte k <- input row k, column c
+      0, 16, 32, 48, 1, 17, 33, 49, 2, 18, 34, 50, 3, 19, 35, 51,
+      4, 20, 36, 52, 5, 21, 37, 53, 6, 22, 38, 54, 7, 23, 39, 55,
+      8, 24, 40, 56, 9, 25, 41, 57, 10, 26, 42, 58, 11, 27, 43, 59,
+      12, 28, 44, 60, 13, 29, 45, 61, 14, 30, 46, 62, 15, 31, 47, 63};
+  const __m512i turn = _mm512_load_si512(order);
+  const __m512i ones = _mm512_set1_epi8(1);
+  const int64_t blocks = in / QBLOCK;
+  __m512 acc[R];
+  for (int r = 0; r < R; ++r) acc[r] = _mm512_setzero_ps();
+  for (int64_t b = 0; b < blocks; ++b) {
+    __m512i sums[R];
+    __m512i columns = _mm512_setzero_si512();
+    for (int r = 0; r < R; ++r) sums[r] = _mm512_setzero_si512();
+    for (int64_t i = b * QBLOCK; i < (b + 1) * QBLOCK; i += 4) {
+      const __m512i w = _mm512_permutexvar_epi8(turn, _mm512_loadu_si512(wp + i * TILE));
+      columns = _mm512_dpbusd_epi32(columns, ones, w);
+      for (int r = 0; r < R; ++r) {
+        int32_t four;
+        std::memcpy(&four, xq + r * in + i, sizeof four);
+        sums[r] = _mm512_dpbusd_epi32(sums[r], _mm512_set1_epi32(four), w);
+      }
+    }
+    const __m512i offset = _mm512_slli_epi32(columns, 7);                 // 128 * sums of w
+    for (int r = 0; r < R; ++r)
+      acc[r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(_mm512_sub_epi32(sums[r], offset)),
+                               _mm512_set1_ps(sx[r * blocks + b]), acc[r]);
+  }
+  const __m512 scale = _mm512_loadu_ps(reinterpret_cast<const float*>(wp + in * TILE));
+  const __mmask16 keep = static_cast<__mmask16>((1u << std::min(TILE, out - c0)) - 1);
+  for (int r = 0; r < R; ++r)
+    _mm512_mask_storeu_ps(y + r * out + c0, keep, _mm512_mul_ps(acc[r], scale));
+}
+
+template <int R>
+INKLING_VNNI void vnni_strip(const uint8_t* xq, const float* sx, int64_t in, const int8_t* wp,
+                             float* y, int64_t out, int64_t c0) {
+  vnni_rows<R>(xq, sx, in, wp, y, out, c0);
+}
+
+// y [n, out] = x [n, in] @ int8 panels, by vnni_rows: rows eight at a time, then the rest
+INKLING_VNNI void project_vnni(const float* x, int64_t n, int64_t in, const int8_t* panels,
+                               int64_t out, float* y, int64_t stride) {
+  const int64_t blocks = in / QBLOCK, strips = (out + TILE - 1) / TILE;
+  std::vector<uint8_t> xq(n * in);
+  std::vector<float> sx(n * blocks);
+  quantize_blocks(x, n, in, xq.data(), sx.data());
+  const int64_t threads = in * out * n < PARALLEL_MIN_MACS ? 1 : at::get_num_threads();
+  const int64_t grain = std::max<int64_t>(1, (strips + threads - 1) / threads);
+  using Strip = void (*)(const uint8_t*, const float*, int64_t, const int8_t*, float*, int64_t,
+                         int64_t);
+  static constexpr Strip by_rows[8] = {vnni_strip<1>, vnni_strip<2>, vnni_strip<3>,
+                                       vnni_strip<4>, vnni_strip<5>, vnni_strip<6>,
+                                       vnni_strip<7>, vnni_strip<8>};
+  at::parallel_for(0, strips, grain, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p)
+      for (int64_t r = 0; r < n; r += 8) {
+        const int64_t rows = std::min<int64_t>(8, n - r);
+        by_rows[rows - 1](xq.data() + r * in, sx.data() + r * blocks, in,
+                          panels + p * stride, y + r * out, out, p * TILE);
+      }
+  });
+}
+
 // project_as for panels of any storage (pack_panels': float32, or float16 / bfloat16 when
 // every weight is such a value: half the bytes a product reads, the same sums; or
 // pack_int8_panels': int8 with column scales, a quarter of the bytes)
@@ -341,6 +455,9 @@ void project(const float* x, int64_t n, int64_t in, const torch::Tensor& panels,
     project_as(x, n, in, panels.data_ptr<at::Half>(), out, y, stride);
   else if (panels.scalar_type() == torch::kBFloat16)
     project_as(x, n, in, panels.data_ptr<at::BFloat16>(), out, y, stride);
+  else if (panels.scalar_type() == torch::kChar && in % QBLOCK == 0 && vnni_on &&
+           vnni_supported())
+    project_vnni(x, n, in, panels.data_ptr<int8_t>(), out, y, stride);
   else if (panels.scalar_type() == torch::kChar)
     project_as(x, n, in, panels.data_ptr<int8_t>(), out, y, stride);
   else
@@ -704,6 +821,8 @@ PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("pack_int8_panels", &pack_int8_panels,
         "int8 w [in, out] and its column scales [out] as the projections' int8 panels");
   m.def("fast_half", &fast_half, "whether float16 panels are read by F16C");
+  m.def("use_vnni", &use_vnni, "int8 panels times int8 rows by AVX-512 VNNI where the CPU "
+        "has it (on: the default); returns whether they are", py::arg("on"));
   m.def("fast_bfloat16", &fast_bfloat16, "whether bfloat16 panels are widened by AVX2");
   m.def("layers_forward", &layers_forward, "the decoder layers of a few rows, in place",
         py::call_guard<py::gil_scoped_release>());

@@ -211,10 +211,17 @@ def test_a_q8_0_file_holds_its_projections_as_an_int8_folder_would():
 
 
 def test_a_q8_0_files_native_forward_runs_int8_panels_as_the_reference():
+    """The panels' float products (VNNI's int8 rows: tests/runtime/test_int8_forward.py)."""
     from test_int8_forward import _close, _paths
     from inkling.runtime.model_loader import load_runtime
+    from inkling.runtime.native_llama import load_extension
     runtime = load_runtime(zoo_gguf("qwen2.5-coder-0.5b", "q8_0"), device="cpu", dtype="float32")
     assert runtime.native_forward().weights[1].dtype == torch.int8
-    outs = _paths(runtime, 90)
+    ext = load_extension()
+    ext.use_vnni(False)
+    try:
+        outs = _paths(runtime, 90)
+    finally:
+        ext.use_vnni(True)
     for a, b in zip(outs["reference"], outs["native"]):
         _close(a, b)

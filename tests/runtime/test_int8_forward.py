@@ -6,7 +6,8 @@ int8; embeddings float16 or int8 too): the loader gives transformers' model the
 dequantized weights and the native forward int8 panels (a quarter of the bytes, the
 column scales applied to the finished sums); logits within 1e-4 of the reference over
 the PromptCache's paths (prefill in chunks, appends, a draft tree, its accepted path),
-the same greedy tokens.
+the same greedy tokens. These are the float products of the int8 panels (``use_vnni(False)``);
+the int8 products of VNNI, where the CPU has it, are bounded against them below.
 """
 import pytest
 import torch
@@ -20,6 +21,20 @@ from inkling.models import BUNDLED_MODEL_DIR
 from inkling.training.int8_convert import convert
 from test_compact_forward import _ids
 from test_compact_forward import _same as _close     # within 1e-4, the same argmax
+
+
+# VNNI's int8 rows (blocks of 32 inputs over their largest magnitude) against the float
+# product of the same int8 weights: relative L2 error of a projection
+VNNI_RELATIVE_ERROR = 0.01
+
+
+@pytest.fixture(autouse=True)
+def float_products():
+    """The int8 panels times float rows, as the reference computes; VNNI back on after."""
+    ext = load_extension()
+    ext.use_vnni(False)
+    yield
+    ext.use_vnni(True)
 
 
 def test_quantize_rows_keeps_each_row_within_half_a_step():
@@ -82,3 +97,36 @@ def test_native_int8_matches_the_reference_on_the_bundled_model(tmp_path):
     outs = _paths(rt, 300)
     for a, b in zip(outs["reference"], outs["native"]):
         _close(a, b)
+
+
+def _vnni(ext):
+    if not ext.use_vnni(True):
+        pytest.skip("this CPU has no AVX-512 VNNI and VBMI: the int8 panels take float rows")
+
+
+@pytest.mark.parametrize("n, inn, out", [(1, 256, 688), (3, 672, 256), (8, 64, 37),
+                                         (17, 96, 8192), (MAX_ROWS, 128, 40)])
+def test_vnni_int8_rows_stay_within_their_bound(n, inn, out):
+    ext = load_extension()
+    g = torch.Generator().manual_seed(n)
+    q, scale = quantize_rows(torch.randn(out, inn, generator=g))
+    x = torch.randn(n, inn, generator=g)
+    panels = ext.pack_int8_panels(q.t().contiguous(), scale)
+    _vnni(ext)
+    y = ext.project_packed(x, panels, out)
+    ref = x @ dequantize(q, scale).t()
+    assert ((y - ref).norm() / ref.norm()).item() <= VNNI_RELATIVE_ERROR
+
+
+def test_vnni_gives_a_row_the_same_bits_among_any_rows():
+    """A draft tree's rows are verified as the one-row steps would have computed them."""
+    ext = load_extension()
+    g = torch.Generator().manual_seed(5)
+    q, scale = quantize_rows(torch.randn(300, 128, generator=g))
+    x = torch.randn(21, 128, generator=g)
+    panels = ext.pack_int8_panels(q.t().contiguous(), scale)
+    _vnni(ext)
+    together = ext.project_packed(x, panels, 300)
+    for r in (0, 7, 8, 20):
+        assert torch.equal(ext.project_packed(x[r:r + 1].contiguous(), panels, 300)[0],
+                           together[r])
