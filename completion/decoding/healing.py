@@ -16,14 +16,16 @@ class TokenTexts:
 
     def __init__(self, tokenizer, vocab_size: int):
         n = tokenizer.get_vocab_size()
-        self.texts = [tokenizer.decode([i]) for i in range(n)]
+        self.texts = tokenizer.decode_batch([[i] for i in range(n)])   # in parallel
         self.vocab_size = max(vocab_size, n)
-        usable = sorted((t, i) for i, t in enumerate(self.texts) if t and "\ufffd" not in t)
+        texts = self.texts
+        # by text, equal texts by id (a stable sort of ids in order)
+        self._sorted_ids = sorted((i for i, t in enumerate(texts) if t and "\ufffd" not in t),
+                                  key=texts.__getitem__)
+        self._sorted_texts = [texts[i] for i in self._sorted_ids]
         self._by_text: dict[str, list[int]] = {}
-        for t, i in usable:
-            self._by_text.setdefault(t, []).append(i)
-        self._sorted_texts = [t for t, _ in usable]
-        self._sorted_ids = [i for _, i in usable]
+        for i in self._sorted_ids:
+            self._by_text.setdefault(texts[i], []).append(i)
         self._masks: dict[str, torch.Tensor] = {}
         self._overhangs: dict[str, list[tuple[int, str]]] = {}
         self._refusing: dict[tuple, torch.Tensor] = {}

@@ -96,6 +96,9 @@ class _Tokenizer:
     def decode(self, ids):
         return "".join(self.texts[i] for i in ids)
 
+    def decode_batch(self, batch):
+        return [self.decode(ids) for ids in batch]
+
 
 def test_a_healed_token_that_goes_on_to_end_the_line_is_masked_at_a_blank_line():
     """Token healing gives back the prompt's "\\n"; a token that covers it and goes on
