@@ -18,7 +18,7 @@ QUICK = {
     "defaults": [], "drafting": [], "int8": [], "lossless": [], "lsp_overhead": [],
     "monitor_pays": [], "peer_llamacpp": [], "peer_step": [], "thread_choice": [],
     "recorded_outputs": ["check", "{tmp}/recorded.json"], "code_versions": ["HEAD"],
-    "load_memory": [], "native_step": [], "monitor_vocab": [], "soak": [],
+    "load_memory": [], "native_step": [], "monitor_vocab": [], "soak": [], "peer_sizes": [],
     "gpu_suite": ["--device", "cpu", "--results", "{tmp}"],
 }
 
