@@ -6,22 +6,60 @@ from __future__ import annotations
 import importlib
 import json
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import torch
 from safetensors import SafetensorError, safe_open
 
+from inkling.runtime import model_config
 from inkling.runtime.errors import ModelError
 from inkling.runtime.model_files import weights_refusal
+from inkling.runtime.rotary import static_rope
 
-# model_type -> (module, class): the families whose checkpoints name their modules' tensors
+@dataclass(frozen=True)
+class Family:
+    """A family of the reader's table, called as its class is: ``config_class`` and
+    ``family(config)`` -> the model on the current device. Llama's shapes (``llama_modules``)
+    are held in inkling's own modules, unless a rotary scaling changes with the length;
+    the others in transformers' class (only its module imported)."""
+    name: str                      # transformers.models.<name>
+    model_class: str               # its causal-LM class
+    config_name: str               # its config class
+    own_modules: bool = False      # held by llama_modules.LlamaModules
+
+    @property
+    def config_class(self) -> type:
+        module = f"transformers.models.{self.name}.configuration_{self.name}"
+        return getattr(importlib.import_module(module), self.config_name)
+
+    def transformers_class(self) -> type:
+        module = f"transformers.models.{self.name}.modeling_{self.name}"
+        return getattr(importlib.import_module(module), self.model_class)
+
+    def config(self, fields: dict, where: Path):
+        """The config that ``fields`` (config.json's) make for the model at ``where``: held
+        plain (``model_config``) for inkling's own modules, else transformers' config."""
+        fields = {k: v for k, v in fields.items() if k != "model_type"}
+        if self.own_modules:
+            return model_config.resolved(self, fields, where)
+        return self.config_class(**fields)
+
+    def __call__(self, config) -> torch.nn.Module:
+        if self.own_modules and static_rope(config):
+            from inkling.runtime.llama_modules import LlamaModules  # lazy: it imports us
+            return LlamaModules(config, self)
+        return self.transformers_class()(model_config.transformers_config(config))
+
+
+# model_type -> its family: the families whose checkpoints name their modules' tensors
 FAMILIES = {
-    "llama": ("transformers.models.llama.modeling_llama", "LlamaForCausalLM"),
-    "mistral": ("transformers.models.mistral.modeling_mistral", "MistralForCausalLM"),
-    "qwen2": ("transformers.models.qwen2.modeling_qwen2", "Qwen2ForCausalLM"),
-    "qwen3": ("transformers.models.qwen3.modeling_qwen3", "Qwen3ForCausalLM"),
-    "starcoder2": ("transformers.models.starcoder2.modeling_starcoder2", "Starcoder2ForCausalLM"),
+    "llama": Family("llama", "LlamaForCausalLM", "LlamaConfig", own_modules=True),
+    "mistral": Family("mistral", "MistralForCausalLM", "MistralConfig", own_modules=True),
+    "qwen2": Family("qwen2", "Qwen2ForCausalLM", "Qwen2Config", own_modules=True),
+    "qwen3": Family("qwen3", "Qwen3ForCausalLM", "Qwen3Config"),
+    "starcoder2": Family("starcoder2", "Starcoder2ForCausalLM", "Starcoder2Config"),
 }
 
 Tensors = dict[str, safe_open]          # a stored tensor's name -> its file's open handle
@@ -29,10 +67,9 @@ Tensors = dict[str, safe_open]          # a stored tensor's name -> its file's o
 Take = Callable[[Tensors, str], "tuple[str, torch.Tensor] | None"]
 
 
-def family_class(model_type: str) -> type | None:
-    """The table's class for ``model_type`` (only its module imported), or None."""
-    entry = FAMILIES.get(model_type)
-    return None if entry is None else getattr(importlib.import_module(entry[0]), entry[1])
+def family_class(model_type: str) -> Family | None:
+    """The table's family for ``model_type``, or None."""
+    return FAMILIES.get(model_type)
 
 
 def weight_files(path: Path) -> list[Path]:
@@ -97,9 +134,12 @@ def take_stored(tensors: Tensors, key: str) -> tuple[str, torch.Tensor]:
     return key, read_tensor(tensors, key)
 
 
-def empty_model(cls: type, path: Path) -> torch.nn.Module:
+def empty_model(cls: Family | type, path: Path) -> torch.nn.Module:
     """``cls`` at the folder's config on the meta device: no memory, no init."""
-    config = cls.config_class.from_pretrained(path, local_files_only=True)
+    if isinstance(cls, Family):
+        config = cls.config(json.loads((path / "config.json").read_text()), path)
+    else:
+        config = cls.config_class.from_pretrained(path, local_files_only=True)
     config._attn_implementation = "sdpa"
     with torch.device("meta"):
         return cls(config)
@@ -177,7 +217,7 @@ def make_buffers(model: torch.nn.Module) -> None:
             module._buffers[b] = fresh._buffers[b]
 
 
-def read_lean(path: Path, cls: type, dtype: torch.dtype, take: Take = take_stored,
+def read_lean(path: Path, cls: Family | type, dtype: torch.dtype, take: Take = take_stored,
               model: torch.nn.Module | None = None) -> torch.nn.Module:
     """The folder's model of class ``cls`` (``model``: that one, still on the meta device) on
     the CPU in ``dtype``, in eval mode; ModelError."""

@@ -59,10 +59,11 @@ SPECIAL_TOKENS = ("<|endoftext|>", "<|file_sep|>", "<|fim_prefix|>", "<|fim_suff
                   "<|fim_middle|>")
 
 
-def detect_format(vocab: dict[str, int], family_hint: str | None = None) -> FimFormat | None:
-    """The first known format with its markers in ``vocab``, ``family_hint`` first."""
-    candidates = [f for f in KNOWN_FORMATS
-                  if all(t in vocab for t in (f.prefix, f.suffix, f.middle))]
+def detect_format(tokenizer: Tokenizer, family_hint: str | None = None) -> FimFormat | None:
+    """The first known format with its markers in ``tokenizer``'s vocabulary, ``family_hint``
+    first (asked marker by marker: the whole vocabulary as a dict is tens of megabytes)."""
+    candidates = [f for f in KNOWN_FORMATS if all(
+        tokenizer.token_to_id(t) is not None for t in (f.prefix, f.suffix, f.middle))]
     hinted = [f for f in candidates if f.family == family_hint]
     others = [f for f in candidates if f is not INKLING]
     return (hinted or others or [None])[0]

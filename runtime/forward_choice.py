@@ -99,7 +99,7 @@ class ForwardChoice:
         if kind == "compact":
             return self.runtime.compact
         model = self.runtime.model               # read now: a model swapped in runs too
-        if self._reference is None or self._reference.model is not model:
+        if self._reference is None or self._reference.held is not model:
             self._reference = ReferenceForward(model)
         return self._reference
 

@@ -108,7 +108,7 @@ def read_gguf(file: GgufFile, dtype: torch.dtype, device: torch.device,
     file."""
     cfg = file.config
     cls = family_class(cfg["model_type"])
-    config = cls.config_class(**{k: v for k, v in cfg.items() if k != "model_type"})
+    config = cls.config(cfg, file.path)
     config._attn_implementation = "sdpa"
     with torch.device("meta"):
         model = cls(config)

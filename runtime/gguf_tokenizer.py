@@ -96,7 +96,7 @@ def text_fields(file) -> dict:
                                   tokens[bos] if add_bos else None)
     except ModelError as exc:
         raise ModelError(f"model {file.path}: {exc}") from None
-    fim = detect_format(tokenizer.get_vocab(with_added_tokens=True))
+    fim = detect_format(tokenizer)
     if fim is None:
         log.warning("%s: no fill-in-the-middle tokens in its vocabulary: it completes from "
                     "the prefix alone", file.path)

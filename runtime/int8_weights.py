@@ -89,7 +89,7 @@ def read_pair(tensors: dict, key: str) -> tuple[str, torch.Tensor, torch.Tensor]
     return name, q, scale.float()
 
 
-def load_int8_model(path: Path, dtype: torch.dtype, cls: type | None = None):
+def load_int8_model(path: Path, dtype: torch.dtype, cls=None):
     """An int8 folder's model read lean as ``cls`` (the reader's table; None: transformers'
     auto class): dequantized weights in ``dtype``, the int8 pairs in ``inkling_int8``."""
     from inkling.runtime.checkpoint_reader import read_lean  # lazy: int8_convert skips it

@@ -86,6 +86,15 @@ def usable_cores() -> int:
     return max(1, cores)
 
 
+def quiet_transformers() -> None:
+    """Offline, no warnings below errors and no progress bars from transformers and the hub,
+    read from the environment when they are first imported (often never: runtime/model_config.py)."""
+    for name, value in (("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"),
+                        ("TRANSFORMERS_VERBOSITY", "error"),
+                        ("HF_HUB_DISABLE_PROGRESS_BARS", "1")):
+        os.environ.setdefault(name, value)
+
+
 def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
                  progress: Progress | None = None, threads: int = 0, forward: str = "auto",
                  weights: str = "auto"):
@@ -100,20 +109,17 @@ def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
     report("checking model folder", 0.0)
     gguf = open_gguf(path) if is_gguf(path) else None       # a .gguf file: runtime/gguf_*.py
     cfg = gguf.config if gguf else check_model_dir(path)
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    quiet_transformers()
     report("importing torch", 0.1)
     import torch  # lazy: slow, so after the folder check and under the progress bar
-    report("importing transformers", 0.3)
-    from inkling.runtime import model_setup   # lazy: it imports transformers, slow too
-    model_setup.quiet_transformers()
+    from inkling.runtime import model_setup   # lazy: it imports torch
     dev = model_setup.pick_device(device)
     dt = model_setup.pick_dtype(dtype, dev)
     from inkling.runtime.int8_weights import is_int8_folder   # lazy: it imports torch
     # counted as stored, not as laid out
     checkpoint = gguf.checkpoint if gguf else checkpoint_of(path, is_int8_folder(path))
     report("reading weights", 0.7)
-    from inkling.runtime import gguf_model   # lazy: it imports transformers, as model_setup
+    from inkling.runtime import gguf_model   # lazy: it imports torch, as model_setup
     with reading_weights():
         model = gguf_model.read_gguf(gguf, dt, dev, weights, forward) if gguf else \
             model_setup.read_model(path, dt, dev, weights, forward, checkpoint.params)

@@ -11,26 +11,20 @@ import torch
 from huggingface_hub.errors import StrictDataclassError
 from safetensors import SafetensorError
 from tokenizers import Tokenizer
-from transformers.utils import logging as hf_logging
 
 from inkling.runtime import int8_panels, native_llama, panel_cache, weights_choice
-from inkling.runtime.checkpoint_reader import empty_model, family_class, read_lean
+from inkling.runtime.checkpoint_reader import Family, empty_model, family_class, read_lean
 from inkling.runtime.compact_llama import CompactLlama, refusal
 from inkling.runtime.cpu_layout import lay_out_for_cpu
 from inkling.runtime.errors import ModelError
 from inkling.runtime.fim import added_tokens, bos_id, detect_format, stop_ids
 from inkling.runtime.int8_weights import is_int8_folder, load_int8_model
+from inkling.runtime.llama_modules import LlamaModules
 from inkling.runtime.model_runtime import ModelRuntime
 from inkling.runtime.thread_choice import ThreadChoice
 
 Progress = Callable[[str, float], None]
 log = logging.getLogger("inkling.runtime.model_loader")   # the loader's messages
-
-
-def quiet_transformers() -> None:
-    """No warnings below errors and no progress bars from transformers."""
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
 
 
 def pick_device(name: str) -> torch.device:
@@ -80,7 +74,7 @@ def read_model(path: Path, dtype: torch.dtype, device: torch.device, weights: st
     return model
 
 
-def read_panelled(path: Path, cls: type, dtype: torch.dtype, model: torch.nn.Module
+def read_panelled(path: Path, cls: Family, dtype: torch.dtype, model: torch.nn.Module
                   ) -> torch.nn.Module:
     """The folder's ``model`` (on the meta device) with its projections, embedding and output
     layer as int8 panels: a float folder's quantized as read, or as the last start kept them
@@ -100,12 +94,13 @@ def read_panelled(path: Path, cls: type, dtype: torch.dtype, model: torch.nn.Mod
 
 def lay_out(model: torch.nn.Module, device: torch.device, forward: str = "auto") -> None:
     """Lay the layers out for the CPU there and pack GQA; ``forward`` native: no oneDNN packing."""
-    from inkling.runtime.gqa_attention import use_packed_gqa  # lazy: transformers' modeling
     if int8_panels.is_lean(model):
         return                                       # its panels are the native forward's
     if device.type == "cpu":
         lay_out_for_cpu(model, pack=forward != "native")
-    use_packed_gqa(model)
+    if not isinstance(model, LlamaModules):          # (its reference packs GQA when built)
+        from inkling.runtime.gqa_attention import use_packed_gqa  # lazy: transformers' modeling
+        use_packed_gqa(model)
 
 
 def compact_forward(model: torch.nn.Module, path: Path) -> tuple[CompactLlama | None, str]:
@@ -136,7 +131,7 @@ def text_fields(path: Path, cfg: dict, meta: dict) -> dict:
     """The tokenizer, BOS, FIM format and order, stop ids (the family's own end tokens, the
     eos ids) and context limit, from the folder's tokenizer files, config and inkling.json."""
     tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
-    fim = detect_format(tokenizer.get_vocab(with_added_tokens=True), meta.get("fim_family"))
+    fim = detect_format(tokenizer, meta.get("fim_family"))
     order = meta.get("fim_order") or (fim.orders[0] if fim else "none")
     if fim is None:
         log.warning("%s: no fill-in-the-middle tokens in its vocabulary: it completes from "

@@ -5,12 +5,15 @@ import inspect
 
 import torch
 
+from inkling.runtime.llama_modules import transformers_model
+
 
 class ReferenceForward:
     name = "reference"
 
     def __init__(self, model: torch.nn.Module):
-        self.model = model
+        self.held = model                           # the runtime's model
+        self.model = transformers_model(model)     # transformers' own over its weights
         self.embed = model.get_input_embeddings()
         self.keyword = cache_keyword(model)
         self.window, self.hybrid = sliding_window(model.config)

@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from inkling.runtime.model_loader import load_runtime
+from inkling.runtime.llama_modules import transformers_model
 from inkling.cache import splice as cache_splice
 from inkling.cache.prompt_cache import PromptCache
 from inkling.completion import engine as engine_module
@@ -370,7 +371,7 @@ def test_a_near_tie_at_the_prompts_last_row_is_decided_as_greedy_decides_it(
 
 def _last_hidden(rt, ids) -> torch.Tensor:
     with torch.inference_mode():
-        out = rt.model.model(input_ids=torch.tensor([ids]))
+        out = transformers_model(rt.model).model(input_ids=torch.tensor([ids]))
     return out.last_hidden_state[0, -1].float()
 
 

@@ -17,6 +17,7 @@ from safetensors.torch import load_file, save_file
 from conftest import make_tiny_model
 from inkling.runtime.checkpoint_reader import FAMILIES, family_class
 from inkling.runtime.errors import ModelError
+from inkling.runtime.llama_modules import LlamaModules
 from inkling.runtime.model_loader import load_runtime
 from inkling.runtime.model_setup import read_model
 from zoo_models import ZOO_MODELS, zoo_model
@@ -34,11 +35,13 @@ def reference(path: Path, dtype: torch.dtype) -> torch.nn.Module:
 
 
 def assert_same_model(path: Path, dtype: torch.dtype) -> None:
-    """Every weight and buffer (rotary frequencies included) and the logits, bit for bit."""
+    """Every weight, the rotary frequencies and the logits, bit for bit; the Llama shapes held
+    in inkling's modules, transformers' class built over them as their reference."""
     ref, lean = reference(path, dtype), read_model(path, dtype, CPU)
-    assert type(lean) is type(ref) and not lean.training
-    ref_state = {**ref.state_dict(), **dict(ref.named_buffers())}
-    lean_state = {**lean.state_dict(), **dict(lean.named_buffers())}
+    own = ref.config.model_type in ("llama", "mistral", "qwen2")
+    assert isinstance(lean, LlamaModules) == own and not lean.training
+    assert type(lean.reference() if own else lean) is type(ref)
+    ref_state, lean_state = ref.state_dict(), lean.state_dict()
     assert lean_state.keys() == ref_state.keys()
     for name, want in ref_state.items():
         got = lean_state[name]
@@ -70,12 +73,12 @@ def test_a_zoo_folder_is_what_from_pretrained_reads(name, dtype):
 
 def test_the_table_covers_the_zoo_families_and_imports_one_module():
     code = ("import sys; from inkling.runtime.checkpoint_reader import family_class; "
-            "family_class('qwen2'); print(sorted(m for m in sys.modules "
+            "family_class('qwen2').config_class; print(sorted(m for m in sys.modules "
             "if m.startswith('transformers.models.') and m.count('.') == 3))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout
-    assert "transformers.models.qwen2.modeling_qwen2" in out
-    assert "modeling_llama" not in out and "modeling_starcoder2" not in out
+    assert "transformers.models.qwen2.configuration_qwen2" in out
+    assert "modeling_qwen2" not in out and "modeling_llama" not in out
     assert {"llama", "qwen2", "qwen3", "mistral", "starcoder2"} <= set(FAMILIES)
     assert family_class("gemma") is None
 
@@ -199,3 +202,16 @@ def test_inkling_complete_names_a_truncated_file_in_one_line(bundled_model_dir, 
     assert "Traceback" not in run.stderr
     lines = [ln for ln in run.stderr.splitlines() if "model-00002-of-00002.safetensors" in ln]
     assert len(lines) == 1, run.stderr
+
+
+def test_a_llama_shape_loads_without_transformers_modelling(bundled_model_dir):
+    """Loading imports neither transformers' modelling code nor torch's compiler (seconds of
+    every start); calling the model builds transformers' own over the same weights."""
+    code = ("import sys, torch; from inkling.runtime.model_loader import load_runtime; "
+            f"rt = load_runtime({str(bundled_model_dir)!r}, device='cpu'); "
+            "heavy = ('transformers.modeling_utils', 'transformers.models.llama.modeling_llama', "
+            "'torch._dynamo'); print([m for m in heavy if m in sys.modules]); "
+            "rt.model(torch.tensor([[1, 2, 3]])); print(type(rt.model.reference()).__name__)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.split("\n")
+    assert out[:2] == ["[]", "LlamaForCausalLM"]

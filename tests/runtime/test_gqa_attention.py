@@ -22,7 +22,8 @@ def _reference(path):
 def test_tree_forward_matches_sdpa_and_keys_are_not_repeated(tmp_path, kv_heads, monkeypatch):
     path = make_tiny_model(tmp_path / "m", num_attention_heads=4, num_key_value_heads=kv_heads)
     packed, plain = load_runtime(path, device="cpu", dtype="float32"), _reference(path)
-    assert packed.model.config._attn_implementation == NAME
+    # transformers' forward over inkling's modules, built when first called, runs it packed
+    assert packed.model.reference().config._attn_implementation == NAME
     assert plain.model.config._attn_implementation == "sdpa"
     context = torch.randint(3, packed.vocab_size, (60,)).tolist()
     tokens, parents = [5, 6, 7, 8, 9], [-1, 0, 1, 0, 3]      # two paths of a draft tree
