@@ -18,6 +18,9 @@ from inkling.completion.options import CompletionOptions
 log = logging.getLogger(__name__)
 
 
+VOCABULARY = "token_vocabulary"   # runtime.attached: (the monitor's index, read from the cache)
+
+
 def wanted(c: CompletionOptions) -> bool:
     """Whether the options read the analysis: the monitor, or the imports context."""
     return c.monitor == "on" or c.context in ("imports", "both")
@@ -32,9 +35,9 @@ def token_vocabulary(runtime: ModelRuntime) -> TokenVocabulary:
 
 def vocabulary_and_origin(runtime: ModelRuntime) -> tuple[TokenVocabulary, bool]:
     """(``token_vocabulary(runtime)``, whether it was read from the user cache)."""
-    found = runtime.attached.get("token_vocabulary")
+    found = runtime.attached.get(VOCABULARY)
     if found is None:
-        found = runtime.attached["token_vocabulary"] = cached_vocabulary(
+        found = runtime.attached[VOCABULARY] = cached_vocabulary(
             runtime.tokenizer, runtime.vocab_size)
     return found
 

@@ -9,16 +9,16 @@ from dataclasses import dataclass
 import torch
 
 from inkling.completion.decoding.seams import Monitor
+from inkling.completion.open_analysis import VOCABULARY
 
 
 class TokenTexts:
-    """Each token id's text (once per tokenizer) and masks of the ids fitting a remaining text."""
+    """Each token id's text (once per tokenizer; special tokens "") and masks of the ids
+    fitting a remaining text."""
 
-    def __init__(self, tokenizer, vocab_size: int):
-        n = tokenizer.get_vocab_size()
-        self.texts = tokenizer.decode_batch([[i] for i in range(n)])   # in parallel
-        self.vocab_size = max(vocab_size, n)
-        texts = self.texts
+    def __init__(self, texts: list[str], vocab_size: int):
+        self.texts = texts
+        self.vocab_size = max(vocab_size, len(texts))
         # by text, equal texts by id (a stable sort of ids in order)
         self._sorted_ids = sorted((i for i, t in enumerate(texts) if t and "\ufffd" not in t),
                                   key=texts.__getitem__)
@@ -29,6 +29,20 @@ class TokenTexts:
         self._masks: dict[str, torch.Tensor] = {}
         self._overhangs: dict[str, list[tuple[int, str]]] = {}
         self._refusing: dict[tuple, torch.Tensor] = {}
+
+    @classmethod
+    def decoded(cls, tokenizer, vocab_size: int) -> "TokenTexts":
+        """Every id of ``tokenizer`` decoded alone (in parallel), special tokens skipped."""
+        n = tokenizer.get_vocab_size()
+        return cls(tokenizer.decode_batch([[i] for i in range(n)]), vocab_size)
+
+    @classmethod
+    def of_vocabulary(cls, vocabulary, vocab_size: int) -> "TokenTexts":
+        """The monitor's ``TokenVocabulary`` texts (each id decoded alone), special tokens
+        left out: the same table as ``decoded`` without decoding again."""
+        special = vocabulary.special
+        return cls([t if not special[i] else "" for i, t in enumerate(vocabulary.texts)],
+                   vocab_size)
 
     def mask(self, remaining: str) -> torch.Tensor:
         """bool [vocab]: tokens covering a prefix of ``remaining`` or all of it and more."""
@@ -77,11 +91,15 @@ class TokenTexts:
 
 
 def token_texts(runtime) -> TokenTexts:
-    """The runtime's TokenTexts, made once per model."""
+    """The runtime's TokenTexts, made once per model: from the monitor's vocabulary index
+    where the monitor has read it (a large vocabulary takes most of a second to decode),
+    else decoded."""
     found = runtime.attached.get("token_texts")
     if found is None:
-        found = runtime.attached["token_texts"] = TokenTexts(runtime.tokenizer,
-                                                             runtime.vocab_size)
+        index = runtime.attached.get(VOCABULARY)
+        found = TokenTexts.of_vocabulary(index[0], runtime.vocab_size) if index else \
+            TokenTexts.decoded(runtime.tokenizer, runtime.vocab_size)
+        runtime.attached["token_texts"] = found
     return found
 
 

@@ -106,7 +106,7 @@ def test_a_healed_token_that_goes_on_to_end_the_line_is_masked_at_a_blank_line()
     written: the blank-line rule inside the healing masks it, and nothing else."""
     from inkling.completion.decoding.healing import Healing, TokenTexts
     texts = ["", "\n", "\n\n  ", "\n    x", "\n  \n", "x", "\n "]
-    tt = TokenTexts(_Tokenizer(texts), len(texts))
+    tt = TokenTexts.decoded(_Tokenizer(texts), len(texts))
     ends = LineEnds(texts, len(texts), [])
     healing = Healing(tt, "\n", BlankLine(ends, texts))
     assert healing.mask().tolist() == [False, True, False, True, False, False, True]
@@ -130,7 +130,7 @@ def test_at_an_indented_blank_line_the_suggestion_begins_with_text_not_more_whit
     assert deep.refuses("  ") and not deep.refuses("  y") and not deep.refuses("")
     assert not BlankLine(ends, TEXTS).refuses("  ") and BlankLine(ends, TEXTS).refuses(" \n")
     texts = ["", "    ", "        ", "    if", "      ", "x"]
-    tt = TokenTexts(_Tokenizer(texts), len(texts))
+    tt = TokenTexts.decoded(_Tokenizer(texts), len(texts))
     ends = LineEnds(texts, len(texts), [])
     healed = Healing(tt, "    ", BlankLine(ends, texts, indented=True))
     assert healed.mask().tolist() == [False, True, False, True, False, False]

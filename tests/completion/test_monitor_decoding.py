@@ -105,7 +105,7 @@ def test_healing_masks_are_the_tokens_consistent_with_the_healed_text(tiny_runti
     text is a prefix of the remaining text or starts with it, and healing hands over to
     no monitor once the text is covered."""
     from inkling.completion.decoding.healing import Healing, TokenTexts
-    texts = TokenTexts(tiny_runtime.tokenizer, tiny_runtime.vocab_size)
+    texts = TokenTexts.decoded(tiny_runtime.tokenizer, tiny_runtime.vocab_size)
     for remaining in (" ", "    ", "def", " return", "(self", "\n", "xyz\u00e9", "zzzzzz"):
         want = {i for i, t in enumerate(texts.texts) if t and "\ufffd" not in t and
                 (remaining.startswith(t) or t.startswith(remaining))}
@@ -267,3 +267,24 @@ def test_an_analysis_that_fails_after_an_edit_never_fails_the_edit(tiny_runtime,
     assert engine.document(uri).text == TEXT and len(calls) == 2
     result = engine.complete(uri, Position(6, 20))
     assert len(calls) == 3 and result.drafts                # made at the completion
+
+
+@pytest.mark.parametrize("name", ["bundled", "qwen2.5-coder-0.5b", "deepseek-coder-1.3b-base"])
+def test_the_healing_table_from_the_monitors_vocabulary_is_the_decoded_one(name, tmp_path):
+    """TokenTexts read off the monitor's vocabulary index (as a completion with the monitor
+    on makes it) equals the one decoded id by id, special tokens left out."""
+    from tokenizers import Tokenizer
+    from inkling.analysis.vocabulary_cache import cached_vocabulary
+    from inkling.completion.decoding.healing import TokenTexts
+    from inkling.models import BUNDLED_MODEL_DIR
+    from zoo_models import zoo_model
+    folder = BUNDLED_MODEL_DIR if name == "bundled" else zoo_model(name)
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    size = tokenizer.get_vocab_size() + 3                   # a model's padded output rows
+    vocab, _ = cached_vocabulary(tokenizer, size, folder=tmp_path)
+    want = TokenTexts.decoded(tokenizer, size)
+    got = TokenTexts.of_vocabulary(vocab, size)
+    assert got.texts[:len(want.texts)] == want.texts and not any(got.texts[len(want.texts):])
+    assert got.vocab_size == want.vocab_size == size
+    for remaining in (" ", "def", "<|", "\n", "self."):
+        assert got.mask(remaining).equal(want.mask(remaining)), remaining

@@ -4,7 +4,6 @@ folders in float32 and bfloat16, tied embeddings held once, int8 folders by the 
 and one ModelError line naming a truncated file, a missing or an unexpected tensor."""
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 import sys
