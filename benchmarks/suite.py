@@ -109,6 +109,7 @@ BENCHMARKS = [
     Benchmark("load_memory", "load_memory", [], []),
     Benchmark("native_step", "native_step", ["--float32-panels", "--int8"], []),
     Benchmark("peer_sizes", "peer_sizes", [], []),
+    Benchmark("zoo_table", "zoo_table", [], []),
     Benchmark("gpu_suite", "gpu_suite", ["--results", "{tmp}"], ["--results", "{tmp}"], no_cuda),
 ]
 
