@@ -110,6 +110,7 @@ BENCHMARKS = [
     Benchmark("native_step", "native_step", ["--float32-panels", "--int8"], []),
     Benchmark("peer_sizes", "peer_sizes", [], []),
     Benchmark("zoo_table", "zoo_table", [], []),
+    Benchmark("gguf_agreement", "gguf_agreement", [], []),
     Benchmark("gpu_suite", "gpu_suite", ["--results", "{tmp}"], ["--results", "{tmp}"], no_cuda),
 ]
 

@@ -8,10 +8,10 @@ Per model, with the default settings:
 - what the load chose (`inkling complete --json`): forward, weights as held, FIM format;
 - `inkling complete` wall seconds and peak memory from a cold start (the model's kept panels
   and config record removed: its first start on this machine) and warm (the median of
-  ``--rounds``);
-- `inkling serve` over stdio: seconds from spawning the server to the first inline
-  completion's answer (the request sent once the server says ready), and its resident memory
-  then;
+  ``--rounds``), on the document and on the README's four-line check;
+- `inkling serve` over stdio: seconds from spawning the server to its ready status and to
+  the first inline completion's answer (the request sent once ready), and its resident
+  memory then;
 - llama-server (`-c 4096`, built by benchmarks/peer_llamacpp.py) on the Q8_0 file: its
   resident memory after one completion of the same prompt.
 Each model's cases run in turn on the quiet machine; the zoo makes what is missing
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
 from common import parser, write_json  # noqa: E402
-from peer_llamacpp import DEFAULT_CACHE, LlamaServer, built_server  # noqa: E402
+from peer_llamacpp import DEFAULT_CACHE, LlamaServer, PeerError, built_server  # noqa: E402
 
 import model_zoo  # noqa: E402
 from lsprotocol import types as lsp  # noqa: E402
@@ -67,6 +67,14 @@ def document(tmp: Path) -> tuple[Path, int, int]:
     path = tmp / "document.py"
     path.write_text(text)
     return path, at + 1, word + 1                           # 1-based, as the CLI takes them
+
+
+def readme_demo(tmp: Path) -> tuple[Path, int, int]:
+    """The README's check: a four-line class, the cursor after ``self.``."""
+    path = tmp / "demo.py"
+    path.write_text("class Item:\n    def __init__(self, name, price):\n"
+                    "        self.name = name\n        self.")
+    return path, 4, 14
 
 
 def forget(folder: Path) -> None:
@@ -144,39 +152,49 @@ async def serve_first(folder: Path, doc: tuple[Path, int, int]) -> dict:
             "drafts": drafts}
 
 
-def llama_resident(name: str, variant: str, doc: tuple[Path, int, int]) -> float | None:
-    """llama-server's resident MB on the model's Q8_0 file after one completion of the
-    document's prefix; None where no llama-server is built."""
+def llama_resident(name: str, variant: str, doc: tuple[Path, int, int]
+                   ) -> tuple[float | None, str]:
+    """(llama-server's resident MB on the model's Q8_0 file after one completion of the
+    document's prefix, "") or (None, why not: no llama-server built, or it refused the file)."""
     binary = built_server(DEFAULT_CACHE)
     if binary is None:
-        return None
+        return None, "no llama-server built"
     gguf = model_zoo.gguf_file(name, variant, "q8_0")
-    server = LlamaServer(binary, gguf, 2, ("-c", "4096"),
-                         Path(f"/tmp/zoo_table_{name}.log")).start(600)
+    log = Path(f"/tmp/zoo_table_{name}.log")
+    try:
+        server = LlamaServer(binary, gguf, 2, ("-c", "4096"), log).start(600)
+    except PeerError:
+        failed = [x for x in log.read_text().splitlines() if "failed" in x or "error" in x]
+        return None, "llama-server refused the file: " + (failed[-1].split(": ", 1)[-1]
+                                                           if failed else f"see {log}")
     try:
         path, line, _ = doc
         prefix = "\n".join(path.read_text().splitlines()[:line])
         server.post("/completion", {"prompt": prefix, "n_predict": 16, "temperature": 0,
                                     "cache_prompt": False})
-        return memory_mb(server.proc.pid)[0]
+        return memory_mb(server.proc.pid)[0], ""
     finally:
         server.stop()
 
 
-def one_model(name: str, a, doc) -> tuple[dict, str]:
+def one_model(name: str, a, doc, demo) -> tuple[dict, str]:
     folder = model_zoo.model_dir(name, a.variant)
     forget(folder)
     cold = complete(folder, doc)
-    warm = [complete(folder, doc) for _ in range(a.rounds)]
+    warm, short = [], []
+    for _ in range(a.rounds):
+        warm.append(complete(folder, doc))
+        short.append(complete(folder, demo))
     served = asyncio.run(serve_first(folder, doc))
-    llama_mb = llama_resident(name, a.variant, doc)
+    llama_mb, why = llama_resident(name, a.variant, doc)
     m = cold["model"]
     figures = {"cold_s": cold["wall_s"], "warm_s": statistics.median(w["wall_s"] for w in warm),
+               "demo_warm_s": statistics.median(w["wall_s"] for w in short),
                "complete_peak_mb": max(w["peak_mb"] for w in [cold, *warm]),
                "serve_ready_s": served["ready_s"], "serve_first_s": served["first_s"],
                "serve_resident_mb": served["resident_mb"], "serve_peak_mb": served["peak_mb"],
                "parameters_m": m["parameters"] / 1e6}
-    peer = "-"
+    peer = why
     if llama_mb is not None:
         figures["llama_cpp_resident_mb"] = llama_mb
         figures["resident_ratio"] = served["resident_mb"] / llama_mb
@@ -184,7 +202,8 @@ def one_model(name: str, a, doc) -> tuple[dict, str]:
     row = (f"| {name} | {m['parameters'] / 1e6:.0f} M | {m['family']} | {m['forward']} | "
            f"{m['held_as']} | {served['resident_mb']:.0f} / {served['peak_mb']:.0f} MB | "
            f"{peer} | {m['fim']} {m['fim_order']} | {cold['wall_s']:.1f} s | "
-           f"{figures['warm_s']:.1f} s | {served['first_s']:.1f} s |")
+           f"{figures['warm_s']:.1f} s | {figures['demo_warm_s']:.1f} s | "
+           f"{served['ready_s']:.1f} / {served['first_s']:.1f} s |")
     return figures, row
 
 
@@ -193,12 +212,13 @@ def main() -> int:
     loads = [os.getloadavg()[0]]
     figures: dict = {}
     lines = ["| model | parameters | family | forward | weights held as | serve resident / peak "
-             "| llama.cpp Q8_0 resident | FIM | complete cold | complete warm | serve: first "
-             "completion |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| llama.cpp Q8_0 resident | FIM | complete cold | complete warm | complete warm, "
+             "README demo | serve: ready / first completion |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     with tempfile.TemporaryDirectory(prefix="zoo-table-") as tmp:
-        doc = document(Path(tmp))
+        doc, demo = document(Path(tmp)), readme_demo(Path(tmp))
         for name in a.zoo.split(","):
-            figures[name], row = one_model(name, a, doc)
+            figures[name], row = one_model(name, a, doc, demo)
             lines.append(row)
             print(row, flush=True)
             loads.append(os.getloadavg()[0])

@@ -84,9 +84,9 @@ def add_ray_flags(p: argparse.ArgumentParser, what: str) -> None:
                    help="CPUs per actor (default 1)")
     r.add_argument("--ray-gpus", type=float, default=None, metavar="G",
                    help="GPUs per actor (default: 1 when the cluster has GPUs, else 0)")
-    r.add_argument("--ray-model-path", metavar="PATH", help="the model folder as the workers "
-                   "see it (a shared path); default: the driver's model folder is shipped to "
-                   "them through Ray's object store")
+    r.add_argument("--ray-model-path", metavar="PATH", help="the model (a folder or a GGUF "
+                   "file) as the workers see it (a shared path); default: the driver's model is "
+                   "shipped to them through Ray's object store")
     r.add_argument("--ray-retries", type=int, default=2, metavar="N",
                    help="times a task is run again when its actor dies (default 2)")
 

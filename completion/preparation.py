@@ -6,6 +6,7 @@ import time
 from dataclasses import dataclass, field
 
 from inkling.analysis.workspace import Workspace
+from inkling.runtime.load_heap import give_back
 from inkling.runtime.model_runtime import ModelRuntime
 
 from inkling.completion.decoding.names import Decoder, DraftMode
@@ -54,6 +55,7 @@ def prepare(c: CompletionOptions, draft: str, sources: DraftSources, runtime: Mo
             report.done.append(step())
         except (InklingError, OSError) as exc:
             report.failed.append((name, exc))
+    give_back()                      # what the indexes' builds freed, kept by the heap
     if workspace.subscribers:
         workspace.start()
     return report

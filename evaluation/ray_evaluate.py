@@ -23,7 +23,7 @@ from inkling.evaluation.replay_result import runtime_config
 class EvaluateWorker:
     """The body of a Ray actor: the model loaded once, one Engine per prompt order."""
 
-    def __init__(self, model_blob: dict[str, bytes] | None):
+    def __init__(self, model_blob: dict | None):
         torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
         self._tmp, self._model_dir = unpack_model(model_blob)   # shipped: written here
         self._engines: dict = {}

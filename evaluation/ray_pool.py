@@ -68,19 +68,24 @@ def ray_session(options: RayOptions):
             ray.shutdown()
 
 
-def model_files(folder: Path) -> dict[str, bytes]:
-    """A model folder's files, to ship whole through Ray's object store."""
-    return {p.name: p.read_bytes() for p in sorted(folder.iterdir()) if p.is_file()}
+def model_files(path: Path) -> dict:
+    """A model (a folder, or a GGUF file) whole, to ship through Ray's object store:
+    ``files`` (name -> bytes) and ``file`` (the GGUF file's name; None for a folder)."""
+    if path.is_file():
+        return {"files": {path.name: path.read_bytes()}, "file": path.name}
+    return {"files": {p.name: p.read_bytes() for p in sorted(path.iterdir()) if p.is_file()},
+            "file": None}
 
 
-def unpack_model(blob: dict[str, bytes] | None):
-    """(temporary folder holding a shipped model, its path), or (None, None); keep the first."""
+def unpack_model(blob: dict | None):
+    """(temporary folder holding a shipped model, the model's path there), or (None, None);
+    keep the first."""
     if blob is None:
         return None, None
     tmp = tempfile.TemporaryDirectory(prefix="inkling-ray-model-")
-    for name, data in blob.items():
+    for name, data in blob["files"].items():
         (Path(tmp.name) / name).write_bytes(data)
-    return tmp, tmp.name
+    return tmp, str(Path(tmp.name) / blob["file"]) if blob["file"] else tmp.name
 
 
 def ship_model(ray, option_sets: list, options: RayOptions) -> tuple:

@@ -27,7 +27,7 @@ __all__ = ["INSTALL_HINT", "RayOptions", "RayRun", "ReplayWorker", "import_ray",
 class ReplayWorker:
     """A Ray actor's body: each model loaded once, one Replayer per set of options."""
 
-    def __init__(self, model_blob: dict[str, bytes] | None):
+    def __init__(self, model_blob: dict | None):
         torch.set_num_threads(max(1, int(os.environ.get("OMP_NUM_THREADS", "1"))))
         self._tmp, self._model_dir = unpack_model(model_blob)   # shipped: written here
         self._runtimes: dict = {}

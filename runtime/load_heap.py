@@ -3,7 +3,8 @@ quantized, a tensor being cast) are megabytes, freed at once, and glibc's heap w
 most of them, so that a lean load's resident set stayed about twice its weights. While
 reading, allocations of MMAP_WHILE_READING or more are mapped and unmapped by themselves;
 after, the threshold is the one glibc's own adjustment settles at, and what the heap kept is
-given back (docs/decisions/lean-weights.md). Elsewhere than glibc nothing changes."""
+given back (docs/decisions/lean-weights.md); ``give_back`` does the same after the other
+passes of a start. Elsewhere than glibc nothing changes."""
 from __future__ import annotations
 
 import ctypes
@@ -24,6 +25,14 @@ def _glibc():
     except OSError:
         return None
     return libc if libc is not None and hasattr(libc, "malloc_trim") else None
+
+
+def give_back() -> None:
+    """Return to the system what the heap holds free: after a start's large passes (the
+    tokenizer's parse, the vocabulary's index), whose freed memory glibc would keep."""
+    libc = _glibc()
+    if libc is not None:
+        libc.malloc_trim(0)
 
 
 @contextmanager

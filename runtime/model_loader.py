@@ -8,7 +8,7 @@ from typing import Callable
 
 from inkling.runtime.errors import ModelError
 from inkling.runtime.gguf_file import is_gguf, open_gguf
-from inkling.runtime.load_heap import reading_weights
+from inkling.runtime.load_heap import give_back, reading_weights
 from inkling.runtime.model_files import check_weights, read_config
 from inkling.runtime.model_size import SMALL_MODEL_PARAMS, WEIGHT_FORMATS, checkpoint_of
 
@@ -131,6 +131,7 @@ def load_runtime(path: str | Path, device: str = "auto", dtype: str = "auto",
     runtime = gguf_model.new_runtime(gguf, model, dev, dt, choice) if gguf else \
         model_setup.new_runtime(path, cfg, model, dev, dt, choice)
     runtime.checkpoint = checkpoint
+    give_back()                          # the tokenizer's parse, freed but kept by the heap
     model_setup.settle_forward(runtime, forward, report)
     report("ready", 1.0)
     if runtime.encoder.rule == "whole":

@@ -19,7 +19,7 @@ QUICK = {
     "monitor_pays": [], "peer_llamacpp": [], "peer_step": [], "thread_choice": [],
     "recorded_outputs": ["check", "{tmp}/recorded.json"], "code_versions": ["HEAD"],
     "load_memory": [], "native_step": [], "monitor_vocab": [], "soak": [], "peer_sizes": [],
-    "zoo_table": [],
+    "zoo_table": [], "gguf_agreement": [],
     "gpu_suite": ["--device", "cpu", "--results", "{tmp}"],
 }
 

@@ -66,6 +66,19 @@ def test_two_actors_give_the_in_process_results(local_ray, tiny_model_dir):
     assert run.config["model_shipped"] and run.runtime["model"] == str(tiny_model_dir)
 
 
+def test_a_gguf_file_is_shipped_to_the_actors_as_a_file(local_ray):
+    """A GGUF model (one file, not a folder) reaches the actors whole and replays there as
+    in process."""
+    from zoo_models import zoo_gguf
+    gguf = zoo_gguf("qwen2.5-coder-0.5b", "f16")
+    options = _options(gguf)
+    traces = [read_trace(TRACES[0])]
+    run = replay_on_ray(options, traces, RayOptions(actors=1))
+    assert not run.interrupted and run.results[0] is not None
+    _same(_in_process(options, traces), run.results)
+    assert run.config["model_shipped"] and run.runtime["model"] == str(gguf)
+
+
 def test_compared_options_are_trace_by_combination_tasks(local_ray, tiny_model_dir):
     base = _options(tiny_model_dir)
     other = base.merged({"completion": {"draft": "prompt-lookup", "max_new_tokens": 3}})
