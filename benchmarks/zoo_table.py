@@ -15,7 +15,8 @@ Per model, with the default settings:
 - llama-server (`-c 4096`, built by benchmarks/peer_llamacpp.py) on the Q8_0 file: its
   resident memory after one completion of the same prompt.
 Each model's cases run in turn on the quiet machine; the zoo makes what is missing
-(scripts/model_zoo.py). ``--quick``: the few-layer Qwen2.5, one round."""
+(scripts/model_zoo.py). The bundled model runs first (its peer figures are benchmarks/peer_llamacpp.py's).
+``--quick``: the few-layer Qwen2.5, one round."""
 from __future__ import annotations
 
 import asyncio
@@ -40,6 +41,7 @@ from lsprotocol import types as lsp  # noqa: E402
 from pygls.lsp.client import LanguageClient  # noqa: E402
 
 from inkling.completion.options import InklingOptions  # noqa: E402
+from inkling.models import BUNDLED_MODEL_DIR  # noqa: E402
 from inkling.runtime import model_config, panel_cache  # noqa: E402
 
 INKLING = Path(sys.executable).with_name("inkling")
@@ -48,8 +50,9 @@ SOURCE = Path(__file__).resolve().parents[1] / "runtime" / "kv_buffers.py"   # t
 
 def parse_args():
     ap = parser(__doc__, model=False)
-    ap.add_argument("--zoo", default="qwen2.5-coder-0.5b,qwen2.5-coder-1.5b,"
-                                     "deepseek-coder-1.3b-base,llama-3.2-1b")
+    ap.add_argument("--zoo", default="bundled,qwen2.5-coder-0.5b,qwen2.5-coder-1.5b,"
+                                     "deepseek-coder-1.3b-base,llama-3.2-1b",
+                    help="zoo models, comma-separated (bundled: the bundled model)")
     ap.add_argument("--variant", default="full")
     ap.add_argument("--rounds", type=int, default=2)
     a = ap.parse_args()
@@ -159,6 +162,8 @@ def llama_resident(name: str, variant: str, doc: tuple[Path, int, int]
     binary = built_server(DEFAULT_CACHE)
     if binary is None:
         return None, "no llama-server built"
+    if name == "bundled":
+        return None, "(benchmarks/peer_llamacpp.py)"
     gguf = model_zoo.gguf_file(name, variant, "q8_0")
     log = Path(f"/tmp/zoo_table_{name}.log")
     try:
@@ -178,7 +183,7 @@ def llama_resident(name: str, variant: str, doc: tuple[Path, int, int]
 
 
 def one_model(name: str, a, doc, demo) -> tuple[dict, str]:
-    folder = model_zoo.model_dir(name, a.variant)
+    folder = BUNDLED_MODEL_DIR if name == "bundled" else model_zoo.model_dir(name, a.variant)
     forget(folder)
     cold = complete(folder, doc)
     warm, short = [], []
