@@ -124,7 +124,9 @@ class _Reference:
 
     def __init__(self, model):
         from inkling.runtime.dynamic_kv import DynamicKV
+        from inkling.runtime.llama_modules import transformers_model
         from inkling.runtime.model_runtime import cache_keyword
+        model = transformers_model(model)                 # (inkling's modules: over them)
         self.model, self.kv = model, DynamicKV(model.config)
         self.keyword, self.length = cache_keyword(model), 0
 

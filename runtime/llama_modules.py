@@ -12,7 +12,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from inkling.runtime import int8_panels, model_config
+from inkling.runtime import model_config
 from inkling.runtime.errors import ModelError
 
 # model_type -> (q, k, v biases, o bias, MLP biases) from the config, as transformers' classes
@@ -173,8 +173,9 @@ def over_modules(held: LlamaModules, family) -> nn.Module:
     """``family``'s transformers model at ``held``'s config with ``held``'s modules in place of
     its own (on the meta device until then), so the two share every weight, however the CPU
     layout packed them."""
-    if int8_panels.is_lean(held):
-        raise ModelError(f"model {held.config._name_or_path}: {int8_panels.LEAN_ONLY}")
+    if any(p.is_meta for p in held.parameters()):          # int8 panels only
+        raise ModelError(f"model {held.config._name_or_path}: its weights are the native "
+                         "forward's int8 panels only (model.weights float for transformers')")
     cls = family.transformers_class()
     config = model_config.transformers_config(held.config)
     config._attn_implementation = "sdpa"
