@@ -8,6 +8,7 @@ kept) and as the dense tensor built from it (fewer kept): docs/decisions/monitor
 from __future__ import annotations
 
 import bisect
+import re
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass, field
@@ -15,9 +16,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from inkling.analysis.trigger_site import NONE, REQUIRED
-from inkling.analysis.vocabulary import STRING_PREFIXES, TokenVocabulary, ends_target
+from inkling.analysis.vocabulary import STRING_PREFIXES, TextIndex, TokenVocabulary, ends_target
 
 _BASES = ("ends_identifier", "escape_plain", "escape_lead")
+_NAME_CHARS = re.compile(r"\w*")     # what ``is_ident_char`` accepts: ``_`` and str.isalnum
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ class MaskCache:
     _recipe_bytes: int = 0
     _sorted: dict = field(default_factory=dict, repr=False)
     _bases: dict = field(default_factory=dict, repr=False)       # bases -> their dense OR
-    _target_dotted: list | None = field(default=None, repr=False)
+    _target_dotted: np.ndarray | None = field(default=None, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def names_mask(self, names: frozenset, typed: str, lead: str = NONE, escape: bool = False,
@@ -114,39 +116,41 @@ class MaskCache:
     def _names_recipe(self, names, typed, lead, escape) -> MaskRecipe:
         v = self.vocab
         rests = self._remaining(names, typed)
-        ids: list[int] = []
+        ids: list[np.ndarray] = []
         bases: list[str] = []
         if not typed and lead != NONE:
-            ids.extend(v.ws_only.tolist())
-            self._collect(ids, rests, v.lead_exact, v.lead_ends_with, v.lead_prefixes)
+            ids.append(v.ws_only)
+            self._collect(ids, rests, v.lead_exact, v.lead_ends_with)
             if escape:
                 bases.append("escape_lead")
         if typed or lead != REQUIRED:
             if "" in rests:
                 bases.append("ends_identifier")
-            self._collect(ids, rests, v.exact, v.ends_with, v.prefixes)
+            self._collect(ids, rests, v.exact, v.ends_with)
             if escape and not typed:
                 bases.append("escape_plain")
-        return MaskRecipe(tuple(bases), np.asarray(ids, dtype=np.int32))
+        return MaskRecipe(tuple(bases), _joined(ids))
 
-    def _collect(self, ids: list, rests, exact: dict, ends_with: dict, prefixes: set) -> None:
-        """Tokens that are a prefix of some ``r`` in ``rests``, or ``r`` and a name's end."""
+    @staticmethod
+    def _collect(ids: list, rests, exact: TextIndex, ends_with: TextIndex) -> None:
+        """Tokens that are a prefix of some ``r`` in ``rests`` made of name characters, or
+        ``r`` and a name's end."""
         seen = set()
         for r in rests:
-            for i in range(1, len(r) + 1):
+            for i in range(1, _NAME_CHARS.match(r).end() + 1):
                 p = r[:i]
-                if p not in prefixes:
-                    break
                 if p in seen:
                     continue
+                found = exact.prefixed(p)
+                if found is None:
+                    break
                 seen.add(p)
-                found = exact.get(p)
-                if found:
-                    ids.extend(found)
+                if len(found):
+                    ids.append(found)
             if r:
                 found = ends_with.get(r)
-                if found:
-                    ids.extend(found)
+                if len(found):
+                    ids.append(found)
 
     def _target_recipe(self, names, typed) -> MaskRecipe:
         inner = self._names_recipe(names, typed, NONE, False)
@@ -189,10 +193,10 @@ class MaskCache:
             return recipe.ids
         rests = self._remaining(names, typed)
         if after_keyword or not typed:
-            self._collect(ids, rests, v.lead_exact, v.lead_ends_with, v.lead_prefixes)
+            self._collect(ids, rests, v.lead_exact, v.lead_ends_with)
         if not after_keyword:
-            self._collect(ids, rests, v.exact, v.ends_with, v.prefixes)
-        recipe = MaskRecipe((), np.asarray(ids, dtype=np.int32))
+            self._collect(ids, rests, v.exact, v.ends_with)
+        recipe = MaskRecipe((), _joined(ids))
         self._keep_recipe(key, recipe)
         return recipe.ids
 
@@ -202,48 +206,53 @@ class MaskCache:
         ordered = self._sorted.get(names)
         if ordered is None:
             ordered = self._sorted[names] = sorted(names)
+        v = self.vocab
+        starts = v.name_starts
+        whole = (v.name_only | v.blank_name_only)[starts.ids].tolist()   # no more after the name
         ids = []
-        for tid, head, rest, blanks in self.vocab.name_starts:
+        for head, tid, blanks, alone in zip(starts.keys, starts.ids.tolist(),
+                                            starts.starts.tolist(), whole):
             if after_keyword and not blanks:
                 continue
-            if rest:
+            if not alone:
                 ok = head in names
             else:
                 i = bisect.bisect_left(ordered, head)
                 ok = i < len(ordered) and ordered[i].startswith(head)
             if ok:
                 ids.append(tid)
-        return np.asarray(ids, dtype=np.int32)
+        return np.asarray(sorted(ids), dtype=np.int32)
 
     def _dotted_recipe(self, names, targets: bool = False) -> MaskRecipe:
         """Every token but the ``.name`` tokens that fit no member (nor, with ``targets``, a
         target)."""
         v = self.vocab
-        allowed: list[int] = []
+        allowed: list[np.ndarray] = []
         if targets:
-            allowed.extend(self._dotted_targets())
+            allowed.append(self._dotted_targets())
         for n in names:
             for i in range(1, len(n) + 1):
-                p = n[:i]
-                if p not in v.dotted_prefixes:
+                found = v.dotted.prefixed(n[:i])
+                if found is None:
                     break
-                found = v.dotted_heads.get(p)
-                if found:
-                    allowed.extend(found[1])                 # ".na" with nothing after
+                if len(found):
+                    rest = v.dotted_rest[found]
+                    allowed.append(found[~rest])             # ".na" with nothing after
                     if i == len(n):
-                        allowed.extend(found[0])             # ".name(" and the like
+                        allowed.append(found[rest])          # ".name(" and the like
         keep = np.zeros(v.size, dtype=bool)
-        keep[v.dotted_ids] = True
-        if allowed:
-            keep[np.asarray(allowed, dtype=np.int64)] = False
+        keep[v.dotted.ids] = True
+        keep[_joined(allowed)] = False
         return MaskRecipe(("all",), np.flatnonzero(keep).astype(np.int32), False)
 
-    def _dotted_targets(self) -> list[int]:
+    def _dotted_targets(self) -> np.ndarray:
         """The ``.name`` tokens that are a name alone or end a target (once a vocabulary)."""
         if self._target_dotted is None:
             v = self.vocab
-            self._target_dotted = [tid for tid, head, rest in v.dotted
-                                   if not rest or ends_target(v.texts[tid][1 + len(head):])]
+            self._target_dotted = np.array(
+                [tid for tid, head in zip(v.dotted.ids.tolist(), v.dotted.keys)
+                 if not v.dotted_rest[tid] or ends_target(v.texts[tid][1 + len(head):])],
+                dtype=np.int32)
         return self._target_dotted
 
     def _remaining(self, names: frozenset, typed: str, limit: int | None = None) -> list[str]:
@@ -303,3 +312,9 @@ class MaskCache:
             while len(self._dense) > limit:
                 self._dense.popitem(last=False)
         return tensor
+
+
+def _joined(parts: list[np.ndarray]) -> np.ndarray:
+    """int32: the id arrays end to end (repeats kept: setting a mask twice is harmless)."""
+    return np.concatenate(parts).astype(np.int32, copy=False) if parts else \
+        np.zeros(0, np.int32)

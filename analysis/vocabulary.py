@@ -1,11 +1,13 @@
 """A tokenizer's vocabulary as decoded strings, indexed for building monitor masks: for a string
 r, the tokens that are r (``exact``), blanks then r (``lead_exact``), or r then an identifier's
 end (``ends_with``). Each id is decoded alone; a partial UTF-8 token is never identifier text.
+The tables are sorted arrays over the texts (``TextIndex``), not dicts and sets of substrings.
 """
 from __future__ import annotations
 
+import bisect
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -48,42 +50,84 @@ def _starts_name(body: str) -> bool:
     return is_ident_char(body[0]) and not body[0].isdigit()
 
 
-@dataclass
+@dataclass(frozen=True, eq=False)
+class TextIndex:
+    """Token ids by a slice of their text, sorted by it: bisection finds a key's ids and whether
+    any key starts with a prefix. An entry costs a pointer, an id and a start (a key that is a
+    token's whole text is that string, not a copy), where a dict of id lists costs about a hundred
+    bytes; a 151k-token vocabulary's tables stay a few MB (docs/decisions/lean-weights.md)."""
+    keys: list[str]              # sorted; equal keys in id order
+    ids: np.ndarray              # int32 [n]: each key's token
+    starts: np.ndarray           # int16 [n]: where in its token's text the key starts
+
+    @staticmethod
+    def of(texts: list[str], spans: list[tuple[int, int, int]]) -> "TextIndex":
+        """The index of ``texts[id][start:end]`` for each ``(id, start, end)`` in ``spans``
+        (given in id order, which the stable sort keeps among equal keys)."""
+        rows = sorted(((texts[t][s:e], t, s) for t, s, e in spans), key=lambda r: r[0])
+        return TextIndex([r[0] for r in rows], np.array([r[1] for r in rows], dtype=np.int32),
+                         np.array([r[2] for r in rows], dtype=np.int16))
+
+    @staticmethod
+    def from_arrays(texts: list[str], ids: np.ndarray, starts: np.ndarray,
+                    lengths: np.ndarray) -> "TextIndex":
+        """The index whose arrays ``arrays()`` gave (the keys sliced from ``texts`` again)."""
+        keys = [texts[t][s:s + n] for t, s, n in zip(ids.tolist(), starts.tolist(),
+                                                     lengths.tolist())]
+        if keys != sorted(keys):
+            raise ValueError("index keys out of order")
+        return TextIndex(keys, ids.astype(np.int32), starts.astype(np.int16))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"ids": self.ids, "starts": self.starts,
+                "lengths": np.array([len(k) for k in self.keys], dtype=np.int16)}
+
+    def __len__(self) -> int:
+        return len(self.keys)
+
+    def get(self, key: str) -> np.ndarray:
+        """int32: the tokens whose key is ``key``."""
+        lo = bisect.bisect_left(self.keys, key)
+        return self.ids[lo:bisect.bisect_right(self.keys, key, lo)]
+
+    def prefixed(self, prefix: str) -> np.ndarray | None:
+        """``get(prefix)``, or None when no key starts with ``prefix`` (nor can any longer one)."""
+        lo = bisect.bisect_left(self.keys, prefix)
+        if lo == len(self.keys) or not self.keys[lo].startswith(prefix):
+            return None
+        return self.ids[lo:bisect.bisect_right(self.keys, prefix, lo)]
+
+
+@dataclass(eq=False)
 class TokenVocabulary:
-    size: int                                     # mask length (the model's vocab size)
-    texts: list[str]                              # decoded text per id ('' beyond tokenizer)
-    special: np.ndarray                           # bool [size]: special / added tokens
-    exact: dict = field(default_factory=dict)         # text -> [ids]
-    lead_exact: dict = field(default_factory=dict)    # text after leading ws -> [ids]
-    ends_with: dict = field(default_factory=dict)     # identifier head -> [ids] (rest follows)
-    lead_ends_with: dict = field(default_factory=dict)  # same after leading whitespace
-    dotted: list = field(default_factory=list)    # (id, head, has_rest) for ".name..." tokens
-    dotted_ids: np.ndarray = None                     # ids of those tokens
-    dotted_heads: dict = field(default_factory=dict)  # head -> ([ids with rest], [ids without])
-    dotted_prefixes: set = field(default_factory=set)  # prefixes of their heads
-    prefixes: set = field(default_factory=set)        # prefixes of name-only tokens
-    lead_prefixes: set = field(default_factory=set)   # same after leading whitespace
-    max_len: int = 0
-    ws_only: np.ndarray = None                    # ids of whitespace-only tokens
-    ends_identifier: np.ndarray = None            # bool [size]: first char ends a name
-    escape_plain: np.ndarray = None               # bool [size]: first char neither name nor ws
-    escape_lead: np.ndarray = None                # bool [size]: ws, then not a name char
-    name_only: np.ndarray = None                  # bool [size]: name characters only
-    target_end: np.ndarray = None                 # bool [size]: what may end an assignment
-                                                  #   target (``=``, ``,``, ``:``; spaces first)
-    name_target_end: np.ndarray = None            # bool [size]: name characters, then that
-    blank: np.ndarray = None                      # bool [size]: spaces or tabs only
+    size: int                     # mask length (the model's vocab size)
+    texts: list[str]              # decoded text per id ('' beyond tokenizer)
+    special: np.ndarray           # bool [size]: special / added tokens
+    exact: TextIndex              # tokens by their text (no leading whitespace)
+    lead_exact: TextIndex         # tokens with leading whitespace, by the text after it
+    ends_with: TextIndex          # name then more (no leading whitespace), by the name
+    lead_ends_with: TextIndex     # same after leading whitespace
+    dotted: TextIndex             # ".name..." tokens by the name
+    name_starts: TextIndex        # tokens starting a name after blanks or not, by the name
+    dotted_rest: np.ndarray       # bool [size]: a ".name" token with more after the name
+    ws_only: np.ndarray           # ids of whitespace-only tokens
+    ends_identifier: np.ndarray   # bool [size]: first char ends a name
+    escape_plain: np.ndarray      # bool [size]: first char neither name nor ws
+    escape_lead: np.ndarray       # bool [size]: ws, then not a name char
+    name_only: np.ndarray         # bool [size]: name characters only
+    target_end: np.ndarray        # bool [size]: what may end an assignment target (``=``,
+                                  #   ``,``, ``:``; spaces first)
+    name_target_end: np.ndarray   # bool [size]: name characters, then that
+    blank: np.ndarray             # bool [size]: spaces or tabs only
     # free-name reads (``return |``): a token that starts a name, after blanks or not
-    not_name_start: np.ndarray = None             # bool [size]: starts no name
-    not_blank_name: np.ndarray = None             # bool [size]: is not blanks then a name
-    blank_name_only: np.ndarray = None            # bool [size]: blanks, then name chars only
-    assign_end: np.ndarray = None                 # bool [size]: blanks, ``=`` (not ``==``)
-    name_assign_end: np.ndarray = None            # bool [size]: name chars, then that
-    blank_name_assign_end: np.ndarray = None      # bool [size]: blanks, name chars, then that
-    string_start: np.ndarray = None               # bool [size]: blanks, a string prefix, a quote
-    quote_start: np.ndarray = None                # bool [size]: starts with a quote
-    name_starts: list = field(default_factory=list)   # (id, head, has_rest, blanks) of
-                                                      # the tokens that start a name
+    not_name_start: np.ndarray    # bool [size]: starts no name
+    not_blank_name: np.ndarray    # bool [size]: is not blanks then a name
+    blank_name_only: np.ndarray   # bool [size]: blanks, then name chars only
+    assign_end: np.ndarray        # bool [size]: blanks, ``=`` (not ``==``)
+    name_assign_end: np.ndarray   # bool [size]: name chars, then that
+    blank_name_assign_end: np.ndarray  # bool [size]: blanks, name chars, then that
+    string_start: np.ndarray      # bool [size]: blanks, a string prefix, a quote
+    quote_start: np.ndarray       # bool [size]: starts with a quote
 
     @staticmethod
     def from_tokenizer(tokenizer, size: int | None = None) -> "TokenVocabulary":
@@ -102,108 +146,93 @@ class TokenVocabulary:
     def from_texts(texts: list[str], special: np.ndarray | None = None) -> "TokenVocabulary":
         size = len(texts)
         special = special if special is not None else np.zeros(size, dtype=bool)
-        v = TokenVocabulary(size, texts, special)
-        v._index()
-        return v
-
-    def _index(self) -> None:
-        ws_only, ends, esc_plain, esc_lead = [], [], [], []
-        name_only, target_end, name_target_end, blank = [], [], [], []
-        reads = {k: [] for k in ("name_start", "blank_name", "blank_name_only", "assign_end",
-                                 "name_assign_end", "blank_name_assign_end")}
-        for tid, text in enumerate(self.texts):
-            if not text or self.special[tid]:
-                continue
-            self.max_len = max(self.max_len, len(text))
-            body = text.lstrip(WHITESPACE)
-            lead = len(body) < len(text)
-            if not body:
-                ws_only.append(tid)
-                ends.append(tid)
-                if "\n" not in text and "\r" not in text:
-                    blank.append(tid)
-                continue
-            self._add(self.lead_exact if lead else self.exact, body if lead else text, tid)
-            head = ident_head(body)
-            if len(head) == len(body):
-                table = self.lead_prefixes if lead else self.prefixes
-                table.update(body[:i] for i in range(1, len(body) + 1))
-            if len(head) < len(body):
-                self._add(self.lead_ends_with if lead else self.ends_with, head, tid)
-            if lead or not is_ident_char(text[0]):
-                ends.append(tid)
-            if not head:
-                (esc_lead if lead else esc_plain).append(tid)
-            if not lead and len(head) == len(body):
-                name_only.append(tid)
-            elif not lead and head and ends_target(text[len(head):]):
-                name_target_end.append(tid)
-            elif ends_target(text):
-                target_end.append(tid)
-            if text[0] == "." and len(text) > 1 and is_ident_char(text[1]):
-                self._add_dotted(tid, text)
-            self._classify_read(tid, text, reads)
-        self.ws_only = np.array(ws_only, dtype=np.int64)
-        self.dotted_ids = np.array([d[0] for d in self.dotted], dtype=np.int64)
-        self.ends_identifier = self._dense(ends) | self.special
-        self.escape_plain = self._dense(esc_plain)
-        self.escape_lead = self._dense(esc_lead)
-        self.name_only = self._dense(name_only)
-        self.target_end = self._dense(target_end)
-        self.name_target_end = self._dense(name_target_end)
-        self.blank = self._dense(blank)
-        real = np.array([bool(t) for t in self.texts], dtype=bool)   # not padding
-        self.not_name_start = ~self._dense(reads["name_start"]) & real
-        self.not_blank_name = ~self._dense(reads["blank_name"]) & real
-        self.name_starts = reads.get("starts", [])
-        self.string_start = self._dense(reads.get("string_start", []))
-        self.quote_start = self._dense(reads.get("quote_start", []))
-        for key in ("blank_name_only", "assign_end", "name_assign_end",
-                    "blank_name_assign_end"):
-            setattr(self, key, self._dense(reads[key]))
-
-    @staticmethod
-    def _classify_read(tid: int, text: str, reads: dict) -> None:
-        body = text.lstrip(" \t")
-        blanks = len(body) < len(text)
-        if not body:
-            return
-        if body[0] in "'\"":
-            if not blanks:
-                reads.setdefault("quote_start", []).append(tid)
-            reads.setdefault("string_start", []).append(tid)
-        elif _STRING_START.match(body):
-            reads.setdefault("string_start", []).append(tid)
-        if _starts_name(body):
-            reads["name_start"].append(tid)
-            head = ident_head(body)
-            reads.setdefault("starts", []).append((tid, head, len(head) < len(body), blanks))
-            if blanks:
-                reads["blank_name"].append(tid)
-            if len(head) == len(body):
-                if blanks:
-                    reads["blank_name_only"].append(tid)
-            elif ends_assign(body[len(head):]):
-                reads["blank_name_assign_end" if blanks else "name_assign_end"].append(tid)
-        elif ends_assign(text):
-            reads["assign_end"].append(tid)
-
-    def _add_dotted(self, tid: int, text: str) -> None:
-        h = ident_head(text[1:])
-        rest = len(h) + 1 < len(text)
-        self.dotted.append((tid, h, rest))
-        self.dotted_heads.setdefault(h, ([], []))[0 if rest else 1].append(tid)
-        self.dotted_prefixes.update(h[:i] for i in range(1, len(h) + 1))
-
-    @staticmethod
-    def _add(table: dict, key: str, tid: int) -> None:
-        table.setdefault(key, []).append(tid)
-
-    def _dense(self, ids) -> np.ndarray:
-        mask = np.zeros(self.size, dtype=bool)
-        if len(ids):
-            mask[np.asarray(ids, dtype=np.int64)] = True
-        return mask
+        return TokenVocabulary(size=size, texts=texts, special=special, **_indexed(texts, special))
 
     def text(self, token_id: int) -> str:
         return self.texts[token_id] if 0 <= token_id < self.size else ""
+
+
+INDEXES = tuple(f.name for f in fields(TokenVocabulary) if f.type == "TextIndex")
+ARRAYS = tuple(f.name for f in fields(TokenVocabulary) if f.type == "np.ndarray")
+
+
+def _indexed(texts: list[str], special: np.ndarray) -> dict:
+    """Every field of the vocabulary of ``texts`` but the texts themselves."""
+    size = len(texts)
+    spans = {name: [] for name in INDEXES}      # name -> (id, start, end) of each key
+    ids = {name: [] for name in ("dotted_rest", "ws_only", "ends_identifier", "escape_plain",
+                                 "escape_lead", "name_only", "target_end", "name_target_end",
+                                 "blank", "name_start", "blank_name", "blank_name_only",
+                                 "assign_end", "name_assign_end", "blank_name_assign_end",
+                                 "string_start", "quote_start")}
+    for tid, text in enumerate(texts):
+        if not text or special[tid]:
+            continue
+        body = text.lstrip(WHITESPACE)
+        lead = len(text) - len(body)
+        if not body:
+            ids["ws_only"].append(tid)
+            ids["ends_identifier"].append(tid)
+            if "\n" not in text and "\r" not in text:
+                ids["blank"].append(tid)
+            continue
+        spans["lead_exact" if lead else "exact"].append((tid, lead, len(text)))
+        head = ident_head(body)
+        if len(head) < len(body):
+            spans["lead_ends_with" if lead else "ends_with"].append((tid, lead, lead + len(head)))
+        if lead or not is_ident_char(text[0]):
+            ids["ends_identifier"].append(tid)
+        if not head:
+            ids["escape_lead" if lead else "escape_plain"].append(tid)
+        if not lead and len(head) == len(body):
+            ids["name_only"].append(tid)
+        elif not lead and head and ends_target(text[len(head):]):
+            ids["name_target_end"].append(tid)
+        elif ends_target(text):
+            ids["target_end"].append(tid)
+        if text[0] == "." and len(text) > 1 and is_ident_char(text[1]):
+            end = 1 + len(ident_head(text[1:]))
+            spans["dotted"].append((tid, 1, end))
+            if end < len(text):
+                ids["dotted_rest"].append(tid)
+        _classify_read(tid, text, ids, spans["name_starts"])
+
+    def dense(name: str) -> np.ndarray:
+        mask = np.zeros(size, dtype=bool)
+        mask[np.asarray(ids[name], dtype=np.int64)] = True
+        return mask
+
+    real = np.array([bool(t) for t in texts], dtype=bool)          # not padding
+    out = {name: TextIndex.of(texts, spans[name]) for name in INDEXES}
+    out.update({name: dense(name) for name in ARRAYS if name in ids})
+    out["ws_only"] = np.array(ids["ws_only"], dtype=np.int64)
+    out["ends_identifier"] = out["ends_identifier"] | special
+    out["not_name_start"] = ~dense("name_start") & real
+    out["not_blank_name"] = ~dense("blank_name") & real
+    return out
+
+
+def _classify_read(tid: int, text: str, ids: dict, starts: list) -> None:
+    body = text.lstrip(" \t")
+    blanks = len(text) - len(body)
+    if not body:
+        return
+    if body[0] in "'\"":
+        if not blanks:
+            ids["quote_start"].append(tid)
+        ids["string_start"].append(tid)
+    elif _STRING_START.match(body):
+        ids["string_start"].append(tid)
+    if _starts_name(body):
+        ids["name_start"].append(tid)
+        head = ident_head(body)
+        starts.append((tid, blanks, blanks + len(head)))
+        if blanks:
+            ids["blank_name"].append(tid)
+        if len(head) == len(body):
+            if blanks:
+                ids["blank_name_only"].append(tid)
+        elif ends_assign(body[len(head):]):
+            ids["blank_name_assign_end" if blanks else "name_assign_end"].append(tid)
+    elif ends_assign(text):
+        ids["assign_end"].append(tid)

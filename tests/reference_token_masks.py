@@ -1,6 +1,7 @@
 """The token masks as analysis/token_masks.py built them before issue 70 (per-name walks, unique
 ids, every dense mask OR-ed afresh): the reference the equivalence tests compare the current
-masks to. Kept as it was; not package code."""
+masks to. Kept as it was, over the vocabulary's tables as dicts and sets built here the way
+analysis/vocabulary.py built them then (``ReferenceTables``); not package code."""
 from __future__ import annotations
 
 import bisect
@@ -11,9 +12,49 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from inkling.analysis.trigger_site import NONE, REQUIRED
-from inkling.analysis.vocabulary import STRING_PREFIXES, TokenVocabulary, ends_target
+from inkling.analysis.vocabulary import (STRING_PREFIXES, WHITESPACE, TokenVocabulary, ends_target,
+                                         ident_head, is_ident_char)
 
 _BASES = ("ends_identifier", "escape_plain", "escape_lead")
+
+
+class ReferenceTables:
+    """A vocabulary's lookup tables as dicts of id lists, sets of prefixes and lists of rows;
+    its dense masks and texts read through from the vocabulary."""
+
+    def __init__(self, vocab: TokenVocabulary):
+        self._vocab = vocab
+        self.exact, self.lead_exact, self.ends_with, self.lead_ends_with = {}, {}, {}, {}
+        self.prefixes, self.lead_prefixes, self.dotted_prefixes = set(), set(), set()
+        self.dotted, self.dotted_heads, self.name_starts = [], {}, []
+        for tid, text in enumerate(vocab.texts):
+            if not text or vocab.special[tid]:
+                continue
+            body = text.lstrip(WHITESPACE)
+            lead = len(body) < len(text)
+            if not body:
+                continue
+            (self.lead_exact if lead else self.exact).setdefault(body, []).append(tid)
+            head = ident_head(body)
+            if len(head) == len(body):
+                (self.lead_prefixes if lead else self.prefixes).update(
+                    body[:i] for i in range(1, len(body) + 1))
+            else:
+                (self.lead_ends_with if lead else self.ends_with).setdefault(head, []).append(tid)
+            if text[0] == "." and len(text) > 1 and is_ident_char(text[1]):
+                h = ident_head(text[1:])
+                rest = len(h) + 1 < len(text)
+                self.dotted.append((tid, h, rest))
+                self.dotted_heads.setdefault(h, ([], []))[0 if rest else 1].append(tid)
+                self.dotted_prefixes.update(h[:i] for i in range(1, len(h) + 1))
+            named = text.lstrip(" \t")
+            if named and is_ident_char(named[0]) and not named[0].isdigit():
+                h = ident_head(named)
+                self.name_starts.append((tid, h, len(h) < len(named), len(named) < len(text)))
+        self.dotted_ids = np.array([d[0] for d in self.dotted], dtype=np.int64)
+
+    def __getattr__(self, name):
+        return getattr(self._vocab, name)
 
 
 @dataclass(frozen=True)
@@ -48,6 +89,9 @@ class ReferenceMaskCache:
     _recipe_bytes: int = 0
     _sorted: dict = field(default_factory=dict, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def __post_init__(self):
+        self.vocab = ReferenceTables(self.vocab)
 
     def names_mask(self, names: frozenset, typed: str, lead: str = NONE, escape: bool = False,
                    device=None):

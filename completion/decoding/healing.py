@@ -6,10 +6,14 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from inkling.completion.decoding.seams import Monitor
 from inkling.completion.open_analysis import VOCABULARY
+
+
+MASK_BYTES = 8 << 20    # the dense masks a table keeps: 55 at a 151,936-token vocabulary
 
 
 class TokenTexts:
@@ -19,16 +23,15 @@ class TokenTexts:
     def __init__(self, texts: list[str], vocab_size: int):
         self.texts = texts
         self.vocab_size = max(vocab_size, len(texts))
-        # by text, equal texts by id (a stable sort of ids in order)
-        self._sorted_ids = sorted((i for i, t in enumerate(texts) if t and "\ufffd" not in t),
-                                  key=texts.__getitem__)
-        self._sorted_texts = [texts[i] for i in self._sorted_ids]
-        self._by_text: dict[str, list[int]] = {}
-        for i in self._sorted_ids:
-            self._by_text.setdefault(texts[i], []).append(i)
+        # ids by text, equal texts by id (a stable sort); the sorted texts are the same strings
+        order = sorted((i for i, t in enumerate(texts) if t and "\ufffd" not in t),
+                       key=texts.__getitem__)
+        self._sorted_ids = np.array(order, dtype=np.int64)
+        self._sorted_texts = [texts[i] for i in order]
         self._masks: dict[str, torch.Tensor] = {}
         self._overhangs: dict[str, list[tuple[int, str]]] = {}
         self._refusing: dict[tuple, torch.Tensor] = {}
+        self._kept = max(16, MASK_BYTES // self.vocab_size)     # dense masks kept per table
 
     @classmethod
     def decoded(cls, tokenizer, vocab_size: int) -> "TokenTexts":
@@ -48,15 +51,15 @@ class TokenTexts:
         """bool [vocab]: tokens covering a prefix of ``remaining`` or all of it and more."""
         found = self._masks.get(remaining)
         if found is None:
-            ids = [i for k in range(1, len(remaining) + 1)          # prefixes of remaining
-                   for i in self._by_text.get(remaining[:k], ())]
-            lo = bisect.bisect_left(self._sorted_texts, remaining)  # texts starting with it
-            hi = bisect.bisect_left(self._sorted_texts, remaining + "\U0010ffff", lo)
-            ids += self._sorted_ids[lo:hi]
+            texts, ids = self._sorted_texts, []
+            for k in range(1, len(remaining) + 1):                  # prefixes of remaining
+                lo = bisect.bisect_left(texts, remaining[:k])
+                ids.append(self._sorted_ids[lo:bisect.bisect_right(texts, remaining[:k], lo)])
+            lo = bisect.bisect_left(texts, remaining)               # texts starting with it
+            ids.append(self._sorted_ids[lo:bisect.bisect_left(texts, remaining + "\U0010ffff", lo)])
             allowed = torch.zeros(self.vocab_size, dtype=torch.bool)
-            if ids:
-                allowed[torch.tensor(ids)] = True
-            if len(self._masks) > 256:
+            allowed[torch.from_numpy(np.concatenate(ids))] = True
+            if len(self._masks) > self._kept:
                 self._masks.clear()
             found = self._masks[remaining] = allowed
         return found
@@ -71,7 +74,7 @@ class TokenTexts:
             if out:
                 found = found.clone()
                 found[torch.tensor(out)] = False
-            if len(self._refusing) > 256:
+            if len(self._refusing) > self._kept:
                 self._refusing.clear()
             self._refusing[key] = found
         return found
@@ -83,7 +86,7 @@ class TokenTexts:
             lo = bisect.bisect_right(self._sorted_texts, remaining)   # past remaining itself
             hi = bisect.bisect_left(self._sorted_texts, remaining + "\U0010ffff", lo)
             found = [(i, t[len(remaining):]) for t, i in zip(self._sorted_texts[lo:hi],
-                                                              self._sorted_ids[lo:hi])]
+                                                              self._sorted_ids[lo:hi].tolist())]
             if len(self._overhangs) > 256:
                 self._overhangs.clear()
             self._overhangs[remaining] = found
