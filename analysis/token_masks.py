@@ -209,11 +209,12 @@ class MaskCache:
         v = self.vocab
         starts = v.name_starts
         whole = (v.name_only | v.blank_name_only)[starts.ids].tolist()   # no more after the name
-        ids = []
-        for head, tid, blanks, alone in zip(starts.keys, starts.ids.tolist(),
-                                            starts.starts.tolist(), whole):
+        texts, ids = v.texts, []
+        for tid, blanks, n, alone in zip(starts.ids.tolist(), starts.starts.tolist(),
+                                         starts.lengths.tolist(), whole):
             if after_keyword and not blanks:
                 continue
+            head = texts[tid][blanks:blanks + n]
             if not alone:
                 ok = head in names
             else:
@@ -221,7 +222,7 @@ class MaskCache:
                 ok = i < len(ordered) and ordered[i].startswith(head)
             if ok:
                 ids.append(tid)
-        return np.asarray(sorted(ids), dtype=np.int32)
+        return np.asarray(ids, dtype=np.int32)
 
     def _dotted_recipe(self, names, targets: bool = False) -> MaskRecipe:
         """Every token but the ``.name`` tokens that fit no member (nor, with ``targets``, a

@@ -98,6 +98,27 @@ class TextIndex:
         return self.ids[lo:bisect.bisect_right(self.keys, prefix, lo)]
 
 
+@dataclass(frozen=True, eq=False)
+class TextSpans:
+    """A slice of each of some tokens' texts, as arrays (no strings kept): for tables only
+    ever scanned whole, where a sorted index's keys would cost their strings."""
+    ids: np.ndarray              # int32 [n], in id order
+    starts: np.ndarray           # int16 [n]
+    lengths: np.ndarray          # int16 [n]
+
+    @staticmethod
+    def of(spans: list[tuple[int, int, int]]) -> "TextSpans":
+        rows = np.array(spans, dtype=np.int64).reshape(-1, 3)
+        return TextSpans(rows[:, 0].astype(np.int32), rows[:, 1].astype(np.int16),
+                         (rows[:, 2] - rows[:, 1]).astype(np.int16))
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {"ids": self.ids, "starts": self.starts, "lengths": self.lengths}
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
 @dataclass(eq=False)
 class TokenVocabulary:
     size: int                     # mask length (the model's vocab size)
@@ -108,7 +129,7 @@ class TokenVocabulary:
     ends_with: TextIndex          # name then more (no leading whitespace), by the name
     lead_ends_with: TextIndex     # same after leading whitespace
     dotted: TextIndex             # ".name..." tokens by the name
-    name_starts: TextIndex        # tokens starting a name after blanks or not, by the name
+    name_starts: TextSpans        # tokens starting a name after blanks or not: the name
     dotted_rest: np.ndarray       # bool [size]: a ".name" token with more after the name
     ws_only: np.ndarray           # ids of whitespace-only tokens
     ends_identifier: np.ndarray   # bool [size]: first char ends a name
@@ -153,13 +174,14 @@ class TokenVocabulary:
 
 
 INDEXES = tuple(f.name for f in fields(TokenVocabulary) if f.type == "TextIndex")
+SPANS = tuple(f.name for f in fields(TokenVocabulary) if f.type == "TextSpans")
 ARRAYS = tuple(f.name for f in fields(TokenVocabulary) if f.type == "np.ndarray")
 
 
 def _indexed(texts: list[str], special: np.ndarray) -> dict:
     """Every field of the vocabulary of ``texts`` but the texts themselves."""
     size = len(texts)
-    spans = {name: [] for name in INDEXES}      # name -> (id, start, end) of each key
+    spans = {name: [] for name in INDEXES + SPANS}      # name -> (id, start, end) of each
     ids = {name: [] for name in ("dotted_rest", "ws_only", "ends_identifier", "escape_plain",
                                  "escape_lead", "name_only", "target_end", "name_target_end",
                                  "blank", "name_start", "blank_name", "blank_name_only",
@@ -204,6 +226,7 @@ def _indexed(texts: list[str], special: np.ndarray) -> dict:
 
     real = np.array([bool(t) for t in texts], dtype=bool)          # not padding
     out = {name: TextIndex.of(texts, spans[name]) for name in INDEXES}
+    out.update({name: TextSpans.of(spans[name]) for name in SPANS})
     out.update({name: dense(name) for name in ARRAYS if name in ids})
     out["ws_only"] = np.array(ids["ws_only"], dtype=np.int64)
     out["ends_identifier"] = out["ends_identifier"] | special

@@ -16,7 +16,8 @@ import numpy as np
 
 from inkling.runtime.user_cache import cache_folder
 
-from inkling.analysis.vocabulary import ARRAYS, INDEXES, TextIndex, TokenVocabulary
+from inkling.analysis.vocabulary import (ARRAYS, INDEXES, SPANS, TextIndex, TextSpans,
+                                         TokenVocabulary)
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +61,10 @@ def _no_collection():
 
 def save(vocab: TokenVocabulary, path: Path, key: str) -> None:
     """Store ``vocab`` at ``path`` under ``key`` whole (a temporary file, then a rename): its
-    arrays, each index as its ids, starts and key lengths, and the texts as one JSON text."""
+    arrays, each index and span table as its ids, starts and lengths, and the texts as one
+    JSON text."""
     arrays = {name: getattr(vocab, name) for name in ARRAYS}
-    for name in INDEXES:
+    for name in INDEXES + SPANS:
         arrays.update({f"{name}.{part}": a for part, a in getattr(vocab, name).arrays().items()})
     strings = {"key": key, "size": vocab.size, "texts": vocab.texts}
     text = json.dumps(strings, ensure_ascii=False, separators=(",", ":"))
@@ -98,6 +100,8 @@ def _vocabulary(strings: dict, arrays: dict) -> TokenVocabulary:
     for name in INDEXES:
         fields[name] = TextIndex.from_arrays(texts, *(arrays[f"{name}.{part}"] for part in
                                                       ("ids", "starts", "lengths")))
+    for name in SPANS:
+        fields[name] = TextSpans(*(arrays[f"{name}.{part}"] for part in ("ids", "starts", "lengths")))
     vocab = TokenVocabulary(size=size, texts=texts, **fields)
     if len(texts) != size or any(len(a) != size for a in (
             vocab.special, vocab.ends_identifier, vocab.name_only, vocab.dotted_rest)):

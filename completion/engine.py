@@ -7,6 +7,7 @@ import time
 from typing import Callable
 
 from inkling.models import resolve_model_path
+from inkling.runtime.load_heap import give_back
 from inkling.runtime.model_loader import load_runtime
 from inkling.runtime.model_runtime import ModelRuntime
 
@@ -190,8 +191,10 @@ class Engine:
         return draft
 
     def idle(self, quiet_ms: float) -> int:
-        """Idle work after ``quiet_ms`` with no edit or completion: stale tokens recomputed."""
+        """Idle work after ``quiet_ms`` with no edit or completion: stale tokens recomputed,
+        then the heap's free memory given back (a completion's temporaries, freed but kept)."""
         done = self._caches.refresh_idle(quiet_ms, self.options.cache.idle_refresh_ms) \
             if self._runtime is not None else 0
         self.stats.refreshes += done > 0
+        give_back()
         return done

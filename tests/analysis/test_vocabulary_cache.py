@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from tokenizers import Tokenizer
 
-from inkling.analysis.vocabulary import TextIndex, TokenVocabulary
+from inkling.analysis.vocabulary import TextIndex, TextSpans, TokenVocabulary
 from inkling.analysis.vocabulary_cache import cached_vocabulary
 
 
@@ -29,6 +29,11 @@ def assert_same(a: TokenVocabulary, b: TokenVocabulary) -> None:
             assert isinstance(x, TextIndex) and x.keys == y.keys, f.name
             for part in ("ids", "starts"):
                 u, w = getattr(x, part), getattr(y, part)
+                assert u.dtype == w.dtype and np.array_equal(u, w), (f.name, part)
+        elif isinstance(y, TextSpans):
+            assert isinstance(x, TextSpans), f.name
+            for part, w in y.arrays().items():
+                u = x.arrays()[part]
                 assert u.dtype == w.dtype and np.array_equal(u, w), (f.name, part)
         else:
             assert type(x) is type(y) and x == y, f.name

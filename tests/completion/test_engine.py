@@ -123,3 +123,15 @@ def test_options_validation_keeps_previous_values(engine):
     assert engine.options is before
     engine.configure({"completion": {"maxNewTokens": 7}})
     assert engine.options.completion.max_new_tokens == 7
+
+
+def test_idle_gives_the_heap_back(engine, monkeypatch):
+    """After a completion, idle time returns what its temporaries freed but the heap kept."""
+    import inkling.completion.engine as engine_module
+    given = []
+    monkeypatch.setattr(engine_module, "give_back", lambda: given.append(True))
+    engine.open(URI, "def add(a, b):\n    return \n")
+    engine.complete(URI, Position(1, 11))
+    assert not given                          # never inside a completion's answer
+    engine.idle(engine.options.cache.idle_refresh_ms)
+    assert given == [True]
