@@ -10,8 +10,9 @@ Per model, with the default settings:
   and config record removed: its first start on this machine) and warm (the median of
   ``--rounds``), on the document and on the README's four-line check;
 - `inkling serve` over stdio: seconds from spawning the server to its ready status and to
-  the first inline completion's answer (the request sent once ready), and its resident
-  memory then;
+  the first inline completion's answer (the request sent once ready), its resident memory
+  then, and once idle (``cache.idle_refresh_ms`` and a second later: its idle work gives the
+  heap back);
 - llama-server (`-c 4096`, built by benchmarks/peer_llamacpp.py) on the Q8_0 file: its
   resident memory after one completion of the same prompt.
 Each model's cases run in turn on the quiet machine; the zoo makes what is missing
@@ -113,7 +114,7 @@ def memory_mb(pid: int) -> tuple[float, float]:
 
 async def serve_first(folder: Path, doc: tuple[Path, int, int]) -> dict:
     """Seconds from spawning `inkling serve` to ready and to the first inline completion's
-    answer, and the server's resident and peak memory then."""
+    answer, the server's resident memory then and once idle, and its peak."""
     path, line, col = doc
     client, status = LanguageClient("zoo-table", "1"), {}
 
@@ -146,13 +147,15 @@ async def serve_first(folder: Path, doc: tuple[Path, int, int]) -> dict:
         position=lsp.Position(line=line - 1, character=col - 1),
         context=lsp.InlineCompletionContext(trigger_kind=lsp.InlineCompletionTriggerKind.Invoked)))
     first = time.perf_counter() - t0
+    answered, _ = memory_mb(pid)
+    await asyncio.sleep(options.cache.idle_refresh_ms / 1000 + 1.0)
     resident, peak = memory_mb(pid)
     await client.shutdown_async(None)
     client.exit(None)
     await client.stop()
     drafts = len(items.items if isinstance(items, lsp.InlineCompletionList) else items or [])
-    return {"ready_s": ready, "first_s": first, "resident_mb": resident, "peak_mb": peak,
-            "drafts": drafts}
+    return {"ready_s": ready, "first_s": first, "answered_mb": answered, "resident_mb": resident,
+            "peak_mb": peak, "drafts": drafts}
 
 
 def llama_resident(name: str, variant: str, doc: tuple[Path, int, int]
@@ -198,6 +201,7 @@ def one_model(name: str, a, doc, demo) -> tuple[dict, str]:
                "complete_peak_mb": max(w["peak_mb"] for w in [cold, *warm]),
                "serve_ready_s": served["ready_s"], "serve_first_s": served["first_s"],
                "serve_resident_mb": served["resident_mb"], "serve_peak_mb": served["peak_mb"],
+               "serve_answered_mb": served["answered_mb"],
                "parameters_m": m["parameters"] / 1e6}
     peer = why
     if llama_mb is not None:
@@ -205,7 +209,8 @@ def one_model(name: str, a, doc, demo) -> tuple[dict, str]:
         figures["resident_ratio"] = served["resident_mb"] / llama_mb
         peer = f"{llama_mb:.0f} MB ({figures['resident_ratio']:.2f}x)"
     row = (f"| {name} | {m['parameters'] / 1e6:.0f} M | {m['family']} | {m['forward']} | "
-           f"{m['held_as']} | {served['resident_mb']:.0f} / {served['peak_mb']:.0f} MB | "
+           f"{m['held_as']} | {served['resident_mb']:.0f} / {served['answered_mb']:.0f} / "
+           f"{served['peak_mb']:.0f} MB | "
            f"{peer} | {m['fim']} {m['fim_order']} | {cold['wall_s']:.1f} s | "
            f"{figures['warm_s']:.1f} s | {figures['demo_warm_s']:.1f} s | "
            f"{served['ready_s']:.1f} / {served['first_s']:.1f} s |")
@@ -216,7 +221,8 @@ def main() -> int:
     a = parse_args()
     loads = [os.getloadavg()[0]]
     figures: dict = {}
-    lines = ["| model | parameters | family | forward | weights held as | serve resident / peak "
+    lines = ["| model | parameters | family | forward | weights held as | serve resident: idle / "
+             "answered / peak "
              "| llama.cpp Q8_0 resident | FIM | complete cold | complete warm | complete warm, "
              "README demo | serve: ready / first completion |",
              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
