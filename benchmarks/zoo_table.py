@@ -52,7 +52,7 @@ SOURCE = Path(__file__).resolve().parents[1] / "runtime" / "kv_buffers.py"   # t
 def parse_args():
     ap = parser(__doc__, model=False)
     ap.add_argument("--zoo", default="bundled,qwen2.5-coder-0.5b,qwen2.5-coder-1.5b,"
-                                     "deepseek-coder-1.3b-base,llama-3.2-1b",
+                                     "deepseek-coder-1.3b-base,llama-3.2-1b,starcoder2-3b",
                     help="zoo models, comma-separated (bundled: the bundled model)")
     ap.add_argument("--variant", default="full")
     ap.add_argument("--rounds", type=int, default=2)
