@@ -98,6 +98,17 @@ SDIST = f"llama-cpp-python=={LCP_VERSION}"
 DEFAULT_CACHE = Path.home() / ".cache" / "inkling" / f"llamacpp-{LCP_VERSION}"
 GREEDY_TOKENS = 32
 SERVER_ARGS = ("-c", "2048", "-ub", "512", "-np", "1", "--no-webui")
+
+
+def cpu_args() -> tuple[str, ...]:
+    """``--no-repack`` on a CPU with AMX: llama.cpp's AMX matrix products (weights repacked
+    for them at load) segfault on this machine's Xeon (ggml_backend_amx_mul_mat, 0.3.36's
+    llama.cpp), so its AVX-512 products over the GGUF's own blocks run instead."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return ()
+    return ("--no-repack",) if "amx_int8" in flags else ()
 # llama.vim's request (autoload/llama.vim, llama#fim): its defaults
 VIM_N_PREFIX, VIM_N_SUFFIX, VIM_N_PREDICT, VIM_T_MAX_PREDICT_MS = 256, 64, 128, 250
 # what convert_hf_to_gguf.py imports besides torch (module -> the pinned package)
@@ -352,7 +363,7 @@ class LlamaServer:
                  log: Path):
         self.port, self.threads, self.log = free_port(), threads, log
         self.cmd = [str(binary), "-m", str(gguf), "--host", "127.0.0.1", "--port",
-                    str(self.port), "-t", str(threads), *SERVER_ARGS, *extra]
+                    str(self.port), "-t", str(threads), *SERVER_ARGS, *cpu_args(), *extra]
         self.proc: subprocess.Popen | None = None
         self.conn: http.client.HTTPConnection | None = None
 
