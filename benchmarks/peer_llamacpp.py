@@ -2,7 +2,8 @@
 
     .venv/bin/python benchmarks/peer_llamacpp.py [--limit N] [--threads 2[,1]]
         [--inkling-threads 1,2] [--inkling-forward compact] [--traces FILE_OR_DIR ...]
-        [--cache-dir DIR] [--gguf-type f32|f16] [--checks-only]
+        [--cache-dir DIR] [--gguf-type f32|f16|q8_0] [--checks-only]
+        [--zoo qwen2.5-coder-0.5b [--variant full]]
 
 What it does:
 
@@ -59,6 +60,13 @@ What it does:
 
    It prints one table (a column per system) and the issue's ratios.
 
+``--zoo NAME``: a model of the zoo (scripts/model_zoo.py: a public config at full size,
+its real tokenizer, random weights) in place of the bundled model, inkling on its folder with
+its defaults and llama-server on the zoo's own Q8_0 conversion of it (``--gguf-type``); the
+tokenizers are checked, the greedy tokens not (benchmarks/gguf_agreement.py compares a
+GGUF file with its folder), and the suggestions of random weights mean nothing: the
+latencies are the figures.
+
 Traces: ``benchmarks/traces/*.jsonl``, the held-out toolz retype traces (written as
 ``benchmarks/defaults.py`` writes them; ``pip download toolz==1.0.0``) and
 ``../shared/traces/*.jsonl`` when that folder exists; ``--traces`` replaces them.
@@ -91,6 +99,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import parser, toolz_builders, write_json  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
+import model_zoo  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 LCP_VERSION = "0.3.36"
@@ -839,27 +850,26 @@ class Replay:
     """The interleaved replay: two inkling sessions per trace and the llama servers."""
 
     def __init__(self, runtime, servers: dict[int, tuple[LlamaServer, LlamaServer]],
-                 datastore, bar, inkling_threads: tuple[int, ...] = (),
+                 datastore, bar, base, inkling_threads: tuple[int, ...] = (),
                  inkling_forwards: tuple[str, ...] = ()):
-        from inkling.completion.options import InklingOptions
         from inkling.evaluation.replay import LspReplayer
         from inkling.evaluation.syntax_check import SyntaxChecker
         self.runtime, self.servers, self.datastore, self.bar = runtime, servers, datastore, bar
         self.checker = SyntaxChecker()
         # inkling's defaults as an editor runs them: `inkling serve` over stdio
-        self.served = LspReplayer(InklingOptions(), self.checker)
-        self.options = {"inkling": InklingOptions(),
-                        "inkling draft=none": InklingOptions().merged(
+        self.served = LspReplayer(base, self.checker)
+        self.options = {"inkling": base,
+                        "inkling draft=none": base.merged(
                             {"completion": {"draft": "none"}})}
         # inkling's forward on a fixed thread count (None: the runtime's own choice, which
         # measures one thread against two as it runs: runtime/thread_choice.py), pinned for
         # that system's completions only
         self.threads: dict[str, int | None] = {"inkling": None, "inkling draft=none": None}
         for t in inkling_threads:
-            self.options[f"inkling -t{t}"] = InklingOptions()
+            self.options[f"inkling -t{t}"] = base
             self.threads[f"inkling -t{t}"] = t
         for f in inkling_forwards:
-            self.options[f"inkling forward={f}"] = InklingOptions().merged(
+            self.options[f"inkling forward={f}"] = base.merged(
                 {"model": {"forward": f}})
             self.threads[f"inkling forward={f}"] = None
         # each inkling system has its own view of the runtime, as a server of its own would:
@@ -1115,27 +1125,45 @@ def parse_args():
     ap.add_argument("--inkling-forward", default="", metavar="F[,F]",
                     help="inkling with its defaults again and model.forward F, for each F "
                          "(a column 'inkling forward=F'; e.g. compact)")
-    ap.add_argument("--gguf-type", default="f32", choices=("f32", "f16"),
-                    help="llama.cpp's weights: f32 (default: the arithmetic inkling's float32 "
-                         "forward does) or f16 (the bundled model's shards are float16: "
-                         "half the bytes a token reads, as inkling's float16 panels; "
-                         "llama.cpp then rounds the activations to float16 too, so its "
-                         "tokens may differ)")
+    ap.add_argument("--gguf-type", default="",
+                    choices=("", "f32", "f16", "q8_0"),
+                    help="llama.cpp's weights: f32 (the bundled model's default: the arithmetic "
+                         "inkling's float32 forward does) or f16 (the bundled model's shards "
+                         "are float16: half the bytes a token reads, as inkling's float16 "
+                         "panels; llama.cpp then rounds the activations to float16 too, so "
+                         "its tokens may differ); q8_0 (a zoo model's default: what inkling's "
+                         "int8 panels are to it)")
+    ap.add_argument("--zoo", default="", metavar="NAME",
+                    help="a zoo model (scripts/model_zoo.py) in place of the bundled model, "
+                         "inkling on its folder with the defaults (int8 at load above the "
+                         "size the docs state), llama-server on its GGUF (e.g. "
+                         "qwen2.5-coder-0.5b)")
+    ap.add_argument("--variant", default="full", help="the zoo model's variant (default full)")
     ap.add_argument("--checks-only", action="store_true",
                     help="build, convert and check the tokens; no replay")
-    return ap.parse_args()
+    args = ap.parse_args()
+    args.gguf_type = args.gguf_type or ("q8_0" if args.zoo else "f32")
+    if args.gguf_type == "q8_0" and not args.zoo:
+        ap.error("--gguf-type q8_0 is for a zoo model (--zoo): the bundled model is compared "
+                 "at f32 or f16")
+    return args
 
 
-def load_inkling():
-    from inkling.completion.engine import Engine
+def base_options(model: Path | None):
+    """inkling's defaults, on ``model`` (a folder) or the bundled model."""
     from inkling.completion.options import InklingOptions
-    engine = Engine(InklingOptions())
+    return InklingOptions().merged({"model": {"path": str(model)}}) if model else InklingOptions()
+
+
+def load_inkling(base):
+    from inkling.completion.engine import Engine
+    engine = Engine(base)
     runtime = engine.load_model()
     datastore = engine.build_datastore() if engine.uses_datastore else None
     return runtime, datastore
 
 
-def run_checks(runtime, server: LlamaServer, traces) -> bool:
+def run_checks(runtime, server: LlamaServer, traces, greedy: bool = True) -> bool:
     texts = code_texts(traces)
     bad = check_tokenizers(runtime, server, list(TOKENIZER_TEXTS) + texts[:2])
     n_texts = len(TOKENIZER_TEXTS) + len(texts[:2])
@@ -1143,6 +1171,10 @@ def run_checks(runtime, server: LlamaServer, traces) -> bool:
           f"(llama-server /tokenize vs inkling's tokenizer)")
     for line in bad:
         print("  " + line)
+    if not greedy:
+        print("greedy tokens: not compared (a zoo model's random weights, Q8_0 against int8 "
+              "panels: benchmarks/gguf_agreement.py compares those)")
+        return not bad
     prompts = greedy_prompts(runtime, texts)
     same, lines = check_greedy(runtime, server, prompts)
     print(f"greedy tokens: {same} of {len(prompts)} prompts identical ({GREEDY_TOKENS} tokens "
@@ -1153,7 +1185,7 @@ def run_checks(runtime, server: LlamaServer, traces) -> bool:
     return not bad
 
 
-def replay(args, runtime, datastore, servers, sets) -> tuple[Replay, dict]:
+def replay(args, base, runtime, datastore, servers, sets) -> tuple[Replay, dict]:
     from tqdm import tqdm
     from inkling.evaluation.trace_file import CompleteEvent, read_trace
     loaded = [(s.group, read_trace(str(p))) for s in sets for p in s.paths]
@@ -1162,7 +1194,7 @@ def replay(args, runtime, datastore, servers, sets) -> tuple[Replay, dict]:
     total = sum(min(cap, c) for c in counts)
     with tqdm(total=total, desc="replaying", unit="completion", file=sys.stderr) as bar, \
             SyncProbe() as probe:
-        run = Replay(runtime, servers, datastore, bar, tuple(
+        run = Replay(runtime, servers, datastore, bar, base, tuple(
             int(t) for t in args.inkling_threads.split(",") if t.strip()), tuple(
             f for f in args.inkling_forward.split(",") if f.strip()))
         try:
@@ -1220,14 +1252,16 @@ def report(run: Replay, per_group: dict, threads: list[int], seconds: float) -> 
 
 
 def start_servers(stack: contextlib.ExitStack, binary: Path, gguf: Path, threads: list[int],
-                  infill_batch: int, cache: Path) -> dict[int, tuple[LlamaServer, LlamaServer]]:
+                  runtime, cache: Path) -> dict[int, tuple[LlamaServer, LlamaServer]]:
     """Per thread count: the server for inkling's ids and llama.vim's /infill server, each
-    stopped when ``stack`` closes (on an error and Ctrl-C too)."""
-    servers = {}
+    stopped when ``stack`` closes (on an error and Ctrl-C too); their context inkling's
+    (the bundled model's 2048, a zoo model's up to 8192), so that inkling's prompts fit."""
+    servers, context = {}, ("-c", str(max(2048, runtime.context_limit)))
     for t in threads:
         pair = []
-        for kind, extra in (("ids", ("-b", "1024")),
-                            ("infill", ("-b", str(infill_batch), "--cache-reuse", "256"))):
+        for kind, extra in (("ids", ("-b", "1024", *context)),
+                            ("infill", ("-b", str(vim_batch(runtime)), "--cache-reuse", "256",
+                                        *context))):
             server = LlamaServer(binary, gguf, t, extra, cache / f"server-{kind}-t{t}.log")
             stack.callback(server.stop)
             pair.append(server.start())
@@ -1246,28 +1280,33 @@ def main() -> int:
         args.limit, threads = 2, threads[:1]
     from inkling.evaluation.trace_file import read_trace
     from inkling.models import BUNDLED_MODEL_DIR
+    folder = model_zoo.model_dir(args.zoo, args.variant) if args.zoo else None
+    base = base_options(folder)
     try:
         binary = build_server(cache)
-        runtime, datastore = load_inkling()
-        gguf = convert_model(cache, BUNDLED_MODEL_DIR, fim_ids(runtime), args.gguf_type)
-    except PeerError as exc:
+        runtime, datastore = load_inkling(base)
+        gguf = (model_zoo.gguf_file(args.zoo, args.variant, args.gguf_type) if folder else
+                convert_model(cache, BUNDLED_MODEL_DIR, fim_ids(runtime), args.gguf_type))
+    except (PeerError, model_zoo.ZooError) as exc:
         print(f"peer_llamacpp: {exc}", file=sys.stderr)
         return 1
+    print(f"model {folder or BUNDLED_MODEL_DIR}")
     print(f"llama.cpp from {SDIST} (vendored), llama-server {binary}\nGGUF {gguf}")
     with tempfile.TemporaryDirectory(prefix="inkling-peer-traces-") as tmp, \
             contextlib.ExitStack() as stack:
         try:
             sets = trace_sets(args, Path(tmp))
-            servers = start_servers(stack, binary, gguf, threads, vim_batch(runtime), cache)
+            servers = start_servers(stack, binary, gguf, threads, runtime, cache)
             checks_traces = [read_trace(str(p)) for s in sets for p in s.paths]
-            if not run_checks(runtime, servers[threads[0]][0], checks_traces):
+            if not run_checks(runtime, servers[threads[0]][0], checks_traces,
+                              greedy=folder is None):
                 print("peer_llamacpp: the tokenizers differ; the comparison would not be "
                       "of the same prompts", file=sys.stderr)
                 return 2
             if args.checks_only:
                 return 0
             t0 = time.perf_counter()
-            run, per_group = replay(args, runtime, datastore, servers, sets)
+            run, per_group = replay(args, base, runtime, datastore, servers, sets)
             results = report(run, per_group, threads, time.perf_counter() - t0)
             write_json(args.json, {"ratio_checks": len(results),
                                    "ratio_checks_passed": sum(ok for _, ok in results)})

@@ -3,13 +3,15 @@
 one interleaved run, and the memory bound (issue 70).
 
     python benchmarks/peer_sizes.py [--zoo qwen2.5-coder-0.5b,qwen2.5-coder-1.5b]
-        [--context 512] [--tokens 48] [--rounds 3] [--threads 2] [--quick] [--json OUT]
+        [--context 512] [--tokens 48] [--rounds 3] [--threads 2] [--weights int8|float]
+        [--quick] [--json OUT]
 
 For each model: inkling in this process with ``model.weights int8`` (the native forward over
 int8 panels, as ``auto`` loads a model of this size), and llama-server (the peer build of
 benchmarks/peer_llamacpp.py, built once into its cache; skipped where it is not built) on
 the same folder converted by llama.cpp's own converter to Q8_0 (``-t THREADS -c 4096 -np
-1``). After an untimed round each, a round, in alternating order: each side prefills the same ``--context`` random token
+1``). ``--weights float``: the native forward over 16-bit panels (the checkpoint's bfloat16
+values as they are) against the F16 conversion: the same two bytes a weight. After an untimed round each, a round, in alternating order: each side prefills the same ``--context`` random token
 ids from an empty cache and decodes ``--tokens`` tokens greedily, one a forward (llama-server
 ``/completion`` with ``cache_prompt`` off and ``ignore_eos``; its own ``timings``): decode ms
 a token, prefill tokens a second. Beside them, the memory bound of a decoding step: the
@@ -48,10 +50,25 @@ def parse_args():
     ap.add_argument("--tokens", type=int, default=48, help="tokens decoded a round")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--weights", default="int8", choices=("int8", "float"),
+                    help="inkling's model.weights: int8 panels against Q8_0 (default), or "
+                         "float (16-bit panels where the checkpoint's values are) against F16")
     a = ap.parse_args()
     if a.quick:
         a.zoo, a.variant, a.context, a.tokens, a.rounds = "qwen2.5-coder-0.5b", "tiny", 64, 8, 1
     return a
+
+
+PEER_TYPE = {"int8": "q8_0", "float": "f16"}    # inkling's weights -> llama.cpp's of as many bytes
+
+
+def panel_bytes(rt) -> tuple[str, int]:
+    """(the native forward's panel storage, the bytes of its panels and output layer's)."""
+    fwd = rt.forward_for("auto")
+    if fwd.name != "native":
+        raise SystemExit(f"peer_sizes: {rt.path} runs the {fwd.name} forward, not the native one")
+    held = [w for w in fwd.weights if w.dim() == 3] + [fwd.head_panels]
+    return fwd.storage, sum(w.numel() * w.element_size() for w in held if w is not None)
 
 
 def read_bandwidth(threads: int) -> float:
@@ -99,12 +116,12 @@ def resident_mb(pid: int) -> float:
 def one_model(name: str, a, binary: Path | None, bandwidth: float) -> tuple[dict, list[str]]:
     folder = model_zoo.model_dir(name, a.variant)
     torch.set_num_threads(a.threads)
-    rt = load_runtime(folder, device="cpu", dtype="float32", weights="int8")
-    panels = sum(p.numel() for p in rt.model.inkling_panels.values())
+    rt = load_runtime(folder, device="cpu", dtype="float32", weights=a.weights)
+    storage, panels = panel_bytes(rt)
     g = random.Random(0)
     server = None
     if binary is not None:
-        gguf = model_zoo.gguf_file(name, a.variant, "q8_0")
+        gguf = model_zoo.gguf_file(name, a.variant, PEER_TYPE[a.weights])
         server = LlamaServer(binary, gguf, a.threads, ("-c", "4096"),
                              Path(f"/tmp/peer_sizes_{name}.log")).start(600)
     got: dict[str, list[dict]] = {"inkling": [], "llama.cpp": []}
@@ -129,7 +146,7 @@ def one_model(name: str, a, binary: Path | None, bandwidth: float) -> tuple[dict
            for side, rows in got.items() if rows}
     bound_ms = panels / bandwidth * 1000
     figures = {"inkling": med["inkling"], "bound_ms": bound_ms, "panel_mb": panels / 1e6}
-    lines = [f"| {name} | inkling int8 | {med['inkling']['decode_ms']:.1f} | "
+    lines = [f"| {name} | inkling {storage} | {med['inkling']['decode_ms']:.1f} | "
              f"{med['inkling']['decode_ms'] / bound_ms:.2f} | "
              f"{med['inkling']['prefill_tps']:.0f} | {panels / 1e6:.0f} MB of panels |"]
     if "llama.cpp" in med:
@@ -137,7 +154,8 @@ def one_model(name: str, a, binary: Path | None, bandwidth: float) -> tuple[dict
         figures["llama_cpp"] = peer | {"resident_mb": llama_mb}
         figures["decode_ratio"] = med["inkling"]["decode_ms"] / peer["decode_ms"]
         figures["prefill_ratio"] = peer["prefill_tps"] / med["inkling"]["prefill_tps"]
-        lines.append(f"| {name} | llama.cpp Q8_0 | {peer['decode_ms']:.1f} | "
+        lines.append(f"| {name} | llama.cpp {PEER_TYPE[a.weights].upper()} | "
+                     f"{peer['decode_ms']:.1f} | "
                      f"{peer['decode_ms'] / bound_ms:.2f} | {peer['prefill_tps']:.0f} | "
                      f"{llama_mb:.0f} MB resident |")
         lines.append(f"| {name} | inkling / llama.cpp | {figures['decode_ratio']:.2f} | | "
