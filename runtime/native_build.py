@@ -71,7 +71,10 @@ def plan(source: Path = SOURCE, flags: tuple[str, ...] | None = None) -> Plan:
     """The build of ``source`` here ($CXX, else c++; the CPU's own flags unless ``flags``)."""
     flags = cpu_flags(cpu_features()) if flags is None else tuple(flags)
     command = (*shlex.split(os.environ.get("CXX") or "c++"), *_compile_args(source, flags))
-    digest = hashlib.sha256(source.read_bytes() + "\0".join(command).encode()).hexdigest()
+    # keyed by the source's bytes and the command, not by where the source lies: every
+    # checkout and install of the same code shares one build
+    keyed = [arg.replace(str(source), source.name) for arg in command]
+    digest = hashlib.sha256(source.read_bytes() + "\0".join(keyed).encode()).hexdigest()
     name = "-".join([f"torch{torch.__version__}", sys.implementation.cache_tag,
                      _flags_name(flags), digest[:16]])
     return Plan(command, flags, cache_root() / name, time_limit())

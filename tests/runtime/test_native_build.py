@@ -90,6 +90,17 @@ def test_the_cpu_flags_follow_the_cpus_features(monkeypatch, tmp_path):
     assert "-march=native" not in plans["x86"].command
 
 
+def test_one_build_serves_every_checkout_of_the_same_source(tmp_path):
+    here, there = tmp_path / "a" / "llama_step.cpp", tmp_path / "b" / "llama_step.cpp"
+    for path in (here, there):
+        path.parent.mkdir()
+        path.write_text("int x;")
+    assert native_build.plan(here).folder == native_build.plan(there).folder
+    assert str(there) in native_build.plan(there).command      # each compiles its own file
+    there.write_text("int y;")
+    assert native_build.plan(here).folder != native_build.plan(there).folder
+
+
 def test_a_lock_left_by_a_dead_process_is_taken_over(fake, caplog):
     p = fake()
     gone = subprocess.Popen(["true"])
