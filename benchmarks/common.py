@@ -45,6 +45,18 @@ def parser(description: str, model: bool = True) -> argparse.ArgumentParser:
     return ap
 
 
+def native_layers_built() -> str | None:
+    """Build the native layers now where they are not built (or wait for the build that
+    runs), so that a run measures what every start after the first runs, not a first start
+    serving the compact forward beside the compiler; why they cannot be, else None."""
+    from inkling.runtime.native_llama import NativeUnavailable, load_extension
+    try:
+        load_extension(wait=True)
+    except NativeUnavailable as exc:
+        return str(exc)
+    return None
+
+
 def write_json(path: Path | None, figures: dict) -> None:
     """Write ``figures`` flattened (nested keys joined with '.'), numbers only, to ``path``."""
     if path:

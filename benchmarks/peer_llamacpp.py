@@ -98,7 +98,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import parser, toolz_builders, write_json  # noqa: E402
+from common import native_layers_built, parser, toolz_builders, write_json  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 import model_zoo  # noqa: E402
@@ -1282,6 +1282,9 @@ def main() -> int:
     from inkling.models import BUNDLED_MODEL_DIR
     folder = model_zoo.model_dir(args.zoo, args.variant) if args.zoo else None
     base = base_options(folder)
+    why = native_layers_built()
+    if why:
+        print(f"peer_llamacpp: inkling without its native layers ({why})", file=sys.stderr)
     try:
         binary = build_server(cache)
         runtime, datastore = load_inkling(base)

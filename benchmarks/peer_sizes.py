@@ -31,7 +31,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import parser, write_json  # noqa: E402
+from common import native_layers_built, parser, write_json  # noqa: E402
 from peer_llamacpp import DEFAULT_CACHE, LlamaServer, built_server  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
@@ -166,6 +166,9 @@ def one_model(name: str, a, binary: Path | None, bandwidth: float) -> tuple[dict
 
 def main() -> int:
     a = parse_args()
+    why = native_layers_built()
+    if why:
+        raise SystemExit(f"peer_sizes: {why}")
     binary = built_server(DEFAULT_CACHE)
     if binary is None:
         print(f"llama-server is not built in {DEFAULT_CACHE} (benchmarks/peer_llamacpp.py "

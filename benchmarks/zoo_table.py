@@ -34,7 +34,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "scripts"))
 
-from common import parser, write_json  # noqa: E402
+from common import native_layers_built, parser, write_json  # noqa: E402
 from peer_llamacpp import DEFAULT_CACHE, LlamaServer, PeerError, built_server  # noqa: E402
 
 import model_zoo  # noqa: E402
@@ -220,6 +220,9 @@ def one_model(name: str, a, doc, demo) -> tuple[dict, str]:
 
 def main() -> int:
     a = parse_args()
+    why = native_layers_built()        # "cold" is a model's first start, not the machine's
+    if why:
+        print(f"zoo_table: without the native layers: {why}")
     loads = [os.getloadavg()[0]]
     figures: dict = {}
     lines = ["| model | parameters | family | forward | weights held as | serve resident: idle / "
