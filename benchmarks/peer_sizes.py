@@ -64,7 +64,7 @@ PEER_TYPE = {"int8": "q8_0", "float": "f16"}    # inkling's weights -> llama.cpp
 
 def panel_bytes(rt) -> tuple[str, int]:
     """(the native forward's panel storage, the bytes of its panels and output layer's)."""
-    fwd = rt.forward_for("auto")
+    fwd = rt.forward_for("native")
     if fwd.name != "native":
         raise SystemExit(f"peer_sizes: {rt.path} runs the {fwd.name} forward, not the native one")
     held = [w for w in fwd.weights if w.dim() == 3] + [fwd.head_panels]
@@ -86,7 +86,7 @@ def read_bandwidth(threads: int) -> float:
 @torch.inference_mode()
 def inkling_round(rt, ids: list[int], tokens: int) -> dict:
     """Prefill ``ids`` from an empty cache, then ``tokens`` greedy one-row steps."""
-    fwd = rt.forward_for("auto")
+    fwd = rt.forward_for("native")
     kv = fwd.new_store()
     t0 = time.perf_counter()
     logits = rt.forward(fwd, torch.tensor([ids]), kv, last_only=True)
@@ -116,7 +116,8 @@ def resident_mb(pid: int) -> float:
 def one_model(name: str, a, binary: Path | None, bandwidth: float) -> tuple[dict, list[str]]:
     folder = model_zoo.model_dir(name, a.variant)
     torch.set_num_threads(a.threads)
-    rt = load_runtime(folder, device="cpu", dtype="float32", weights=a.weights)
+    # the native forward asked for: auto gives float weights of 600 M or more the compact one
+    rt = load_runtime(folder, device="cpu", dtype="float32", weights=a.weights, forward="native")
     storage, panels = panel_bytes(rt)
     g = random.Random(0)
     server = None
