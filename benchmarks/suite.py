@@ -111,7 +111,10 @@ BENCHMARKS = [
     Benchmark("peer_sizes", "peer_sizes", [], []),
     Benchmark("peer_sizes_16bit", "peer_sizes", ["--weights", "float"], ["--weights", "float"]),
     Benchmark("peer_llamacpp_zoo", "peer_llamacpp",
-              ["--zoo", "qwen2.5-coder-0.5b", "--traces", REPORTING, "--limit", "120"],
+              # two of the reporting traces: at 0.5B each completion asks five systems,
+              # about 40 s in all, most of it llama-server prefilling after each edit
+              ["--zoo", "qwen2.5-coder-0.5b", "--traces", f"{REPORTING}/retype-funcy-flow.jsonl",
+               f"{REPORTING}/retype-funcy-seqs.jsonl", "--limit", "12"],
               ["--zoo", "qwen2.5-coder-0.5b", "--variant", "tiny"], no_llama_server),
     Benchmark("zoo_table", "zoo_table", [], []),
     Benchmark("gguf_agreement", "gguf_agreement", [], []),
