@@ -89,10 +89,16 @@ def run_tcp(new_session: Callable[[], object], host: str, port: int) -> None:
 
     # not asyncio.run: the sessions' tasks are left as they are, not cancelled, for the
     # process ends with them (the caller exits at once)
+    loop = asyncio.new_event_loop()
     try:
-        asyncio.new_event_loop().run_until_complete(main())
+        loop.run_until_complete(main())
     except KeyboardInterrupt:
         pass
+    except ListenError:
+        # no session began: the loop and its signal handlers go now, here in the main thread,
+        # not in a finalizer at exit that prints a traceback after the error's one line
+        loop.close()
+        raise
 
 
 async def _session(server, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
